@@ -1,0 +1,104 @@
+# The index of every command. `make run` and `make test` set everything up idempotently.
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV := .venv
+BIN := $(VENV)/bin
+PORT ?= 8000
+PG_TEST_URL ?= postgres://postgres@127.0.0.1:5432/test
+TEST_REDIS_PORT ?= 6379
+PYTEST_ARGS ?=
+export PYTHONDONTWRITEBYTECODE := 1
+
+# Read .env when present (exported to every recipe).
+ifneq (,$(wildcard .env))
+include .env
+export
+endif
+
+.PHONY: help setup run worker test test-sqlite test-postgres lint format system-deps services vendor \
+        migrate seed collectstatic clean reliability train-demo export-onnx
+
+help: ## List the commands
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-16s %s\n", $$1, $$2}'
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+
+$(VENV)/.deps: requirements.txt requirements-dev.txt | $(BIN)/python
+	$(BIN)/pip install -q --disable-pip-version-check -r requirements-dev.txt
+	touch $@
+
+static/vendor/.stamp: package.json
+	npm install --no-audit --no-fund --loglevel=error
+	bash scripts/vendor.sh
+
+vendor: static/vendor/.stamp ## Copy pinned browser assets (plotly, onnxruntime-web, axe) into static/vendor/
+
+setup: $(VENV)/.deps vendor ## Create .venv, install requirements and browser assets
+	@mkdir -p var
+
+migrate: setup ## Apply database migrations
+	$(BIN)/python manage.py migrate --noinput -v 0
+
+seed: migrate ## Load the reference data (idempotent)
+	$(BIN)/python manage.py seed
+
+collectstatic: setup
+	$(BIN)/python manage.py collectstatic --noinput -v 0
+
+run: seed collectstatic ## Serve the portal at http://127.0.0.1:$(PORT) (starts a worker when a broker is set)
+	@set -e; worker_pid=""; \
+	if [ -n "$${CELERY_BROKER_URL:-}" ]; then \
+	  $(BIN)/celery -A portal worker -Q default,gpu -c 2 --loglevel INFO & worker_pid=$$!; \
+	  trap 'kill $$worker_pid 2>/dev/null; wait $$worker_pid 2>/dev/null' EXIT INT TERM; \
+	fi; \
+	echo "Serving the EqLM Portal at http://127.0.0.1:$(PORT)/"; \
+	$(BIN)/python manage.py runserver 127.0.0.1:$(PORT) --noreload
+
+worker: setup ## Start a Celery worker on the default and gpu queues (needs CELERY_BROKER_URL)
+	@test -n "$${CELERY_BROKER_URL:-}" || { echo "Set CELERY_BROKER_URL (e.g. redis://127.0.0.1:6379/0) first."; exit 2; }
+	$(BIN)/celery -A portal worker -Q default,gpu --loglevel INFO
+
+system-deps: ## Install missing system packages (redis-server, chromium) with apt when run as root
+	@missing=""; \
+	command -v redis-server >/dev/null || missing="$$missing redis-server"; \
+	[ -x /usr/bin/chromium ] || missing="$$missing chromium"; \
+	if [ -n "$$missing" ]; then \
+	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
+	  else echo "Missing system packages:$$missing (install them, or run make test as root)"; exit 1; fi; \
+	fi
+
+services: system-deps ## Start Redis and PostgreSQL when they are installed but not running
+	@redis-cli -p $(TEST_REDIS_PORT) ping >/dev/null 2>&1 || \
+	  redis-server --daemonize yes --bind 127.0.0.1 --port $(TEST_REDIS_PORT) --save "" --appendonly no >/dev/null || true
+	@if command -v pg_isready >/dev/null && ! pg_isready -q -h 127.0.0.1 -p 5432; then \
+	  command -v pg_ctlcluster >/dev/null && [ -d /etc/postgresql ] && \
+	  pg_ctlcluster --skip-systemctl-redirect $$(ls /etc/postgresql | head -1) main start || true; \
+	fi
+
+test: setup services ## Run the whole suite on SQLite, then again on PostgreSQL when it is reachable
+	$(BIN)/python manage.py collectstatic --noinput -v 0
+	$(MAKE) --no-print-directory test-sqlite
+	@if pg_isready -q -h 127.0.0.1 -p 5432 2>/dev/null; then \
+	  $(MAKE) --no-print-directory test-postgres; \
+	else echo "PostgreSQL not reachable: skipped the PostgreSQL run"; fi
+
+test-sqlite: ## The suite on SQLite
+	@echo "== test suite on SQLite =="
+	env -u DATABASE_URL -u CELERY_BROKER_URL -u CELERY_RESULT_BACKEND $(BIN)/pytest $(PYTEST_ARGS)
+
+test-postgres: ## The suite on PostgreSQL (PG_TEST_URL, default: the local server's database `test`)
+	@echo "== test suite on PostgreSQL =="
+	env -u CELERY_BROKER_URL -u CELERY_RESULT_BACKEND DATABASE_URL=$(PG_TEST_URL) $(BIN)/pytest $(PYTEST_ARGS)
+
+lint: setup ## ruff check
+	$(BIN)/ruff check .
+
+format: setup ## ruff format and fix imports
+	$(BIN)/ruff check --fix --select I .
+	$(BIN)/ruff format .
+
+clean: ## Remove var/ (database, media, collected static)
+	rm -rf var

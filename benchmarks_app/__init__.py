@@ -1,0 +1,1 @@
+"""Benchmarks computed live from stored result rows."""

@@ -1,0 +1,3 @@
+"""JSON API routes for benchmarks_app (mounted under /api/)."""
+
+urlpatterns: list = []

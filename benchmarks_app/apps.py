@@ -1,0 +1,7 @@
+"""App config for benchmarks_app."""
+
+from django.apps import AppConfig
+
+
+class BenchmarksConfig(AppConfig):
+    name = "benchmarks_app"

@@ -1,0 +1,300 @@
+"""Shared test fixtures: personas, a real Redis broker with a real Celery worker, headless Chromium.
+
+Live-worker tests use `transactional_db` (the worker is another process and only sees committed
+rows) and the `live_celery` fixture; browser tests use the `page` fixture and are marked `browser`.
+"""
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+from urllib.parse import urlparse
+
+import pytest
+
+# Playwright's sync API runs an event loop in this thread; the ORM calls our tests make beside it are safe.
+os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+
+ROOT = Path(__file__).resolve().parent
+TEST_REDIS_DB = 13
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--disable-quic",
+]
+LOCAL_HOSTS = {"127.0.0.1", "localhost", "[::1]", "::1"}
+
+
+# --- personas -----------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def member_user(django_user_model):
+    """An authenticated reader with no staff rights."""
+    return django_user_model.objects.create_user("member", "member@example.org", "member-pass-123")
+
+
+@pytest.fixture
+def staff_user(django_user_model):
+    """A staff editor: may use the admin and change the portal's own models, but is not a superuser."""
+    from django.contrib.auth.models import Permission
+
+    user = django_user_model.objects.create_user("staff", "staff@example.org", "staff-pass-123", is_staff=True)
+    own_apps = ["findings_app", "benchmarks_app", "lab_app", "inference", "council_app"]
+    user.user_permissions.set(Permission.objects.filter(content_type__app_label__in=own_apps))
+    return user
+
+
+@pytest.fixture
+def member_client(client, member_user):
+    client.force_login(member_user)
+    return client
+
+
+@pytest.fixture
+def staff_client(client, staff_user):
+    client.force_login(staff_user)
+    return client
+
+
+@pytest.fixture
+def shared_dir():
+    """The programme's shared material (../shared), or skip when this checkout has none beside it."""
+    from django.conf import settings
+
+    if not Path(settings.SHARED_DIR).is_dir():
+        pytest.skip("../shared is not present beside this checkout")
+    return Path(settings.SHARED_DIR)
+
+
+# --- media shared with the worker -----------------------------------------------------------------
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _test_media_root(tmp_path_factory):
+    from django.conf import settings
+
+    media = tmp_path_factory.mktemp("media")
+    settings.MEDIA_ROOT = media
+    return media
+
+
+# --- Redis and a real Celery worker ------------------------------------------------------------
+
+
+def _redis_answers(port: int) -> bool:
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=0.5) as sock:
+            sock.sendall(b"PING\r\n")
+            return sock.recv(16).startswith(b"+PONG")
+    except OSError:
+        return False
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.fixture(scope="session")
+def redis_url():
+    """A Redis database of the suite's own (number 13), flushed before and after; starts Redis if absent."""
+    import redis
+
+    port, proc = 6379, None
+    if not _redis_answers(port):
+        if not shutil.which("redis-server"):
+            pytest.fail("No Redis at 127.0.0.1:6379 and no redis-server to start (make test installs it).")
+        port = _free_port()
+        proc = subprocess.Popen(
+            ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
+            stdout=subprocess.DEVNULL,
+        )
+        deadline = time.monotonic() + 10
+        while not _redis_answers(port):
+            if time.monotonic() > deadline:
+                proc.kill()
+                pytest.fail("redis-server did not start")
+            time.sleep(0.1)
+    url = f"redis://127.0.0.1:{port}/{TEST_REDIS_DB}"
+    client = redis.Redis.from_url(url)
+    client.flushdb()
+    yield url
+    client.flushdb()
+    if proc:
+        proc.terminate()
+        proc.wait(5)
+
+
+def database_url_for(settings_dict: dict) -> str:
+    """A DATABASE_URL pointing a child process at the database this connection uses."""
+    if settings_dict["ENGINE"].endswith("sqlite3"):
+        return f"sqlite:///{Path(settings_dict['NAME']).resolve()}"
+    user = settings_dict.get("USER") or ""
+    password = settings_dict.get("PASSWORD") or ""
+    auth = f"{user}:{password}@" if password else (f"{user}@" if user else "")
+    host = settings_dict.get("HOST") or "127.0.0.1"
+    port = settings_dict.get("PORT") or 5432
+    return f"postgres://{auth}{host}:{port}/{settings_dict['NAME']}"
+
+
+def worker_environment(redis: str) -> dict:
+    from django.conf import settings
+    from django.db import connection
+
+    env = dict(os.environ)
+    env.update(
+        DJANGO_SETTINGS_MODULE="portal.settings",
+        DATABASE_URL=database_url_for(connection.settings_dict),
+        CELERY_BROKER_URL=redis,
+        CELERY_RESULT_BACKEND=redis,
+        CELERY_TASK_ALWAYS_EAGER="0",
+        MEDIA_ROOT=str(settings.MEDIA_ROOT),
+        BLIMP_DIR=str(settings.BLIMP_DIR),
+        DEBUG="1",
+        PYTHONUNBUFFERED="1",
+    )
+    return env
+
+
+def start_worker(redis: str, log_path: Path, name: str | None = None) -> subprocess.Popen:
+    """Start `celery worker` as a real child process on both queues; returns once it answers a ping."""
+    from portal.celery import app, override_conf
+
+    name = name or f"test-{uuid.uuid4().hex[:8]}@%h"
+    log = open(log_path, "ab")  # noqa: SIM115 - the worker writes to it until it stops
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "celery",
+            "-A",
+            "portal",
+            "worker",
+            "-Q",
+            "default,gpu",
+            "-c",
+            "1",
+            "--loglevel",
+            "INFO",
+            "-n",
+            name,
+            "--without-gossip",
+            "--without-mingle",
+        ],
+        cwd=ROOT,
+        env=worker_environment(redis),
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+    override_conf(broker_url=redis)
+    _reset_celery_connections(app)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            pytest.fail(f"Celery worker exited early; see {log_path}")
+        try:
+            if app.control.ping(timeout=0.5, destination=[name.replace("%h", socket.gethostname())]):
+                return proc
+        except Exception:
+            pass
+        time.sleep(0.3)
+    proc.kill()
+    pytest.fail(f"Celery worker did not answer within 60 s; see {log_path}")
+
+
+def stop_worker(proc: subprocess.Popen) -> None:
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(5)
+
+
+def _reset_celery_connections(app) -> None:
+    app._pool = None
+    app.__dict__.pop("amqp", None)
+    app._local.__dict__.pop("backend", None)
+
+
+@pytest.fixture(scope="session")
+def celery_worker_process(django_db_setup, django_db_blocker, redis_url):
+    """One real worker process for the session, pointed at the test database and the test Redis db."""
+    log_path = ROOT / "var" / "test-worker.log"
+    log_path.parent.mkdir(exist_ok=True)
+    with django_db_blocker.unblock():
+        proc = start_worker(redis_url, log_path)
+    yield proc
+    stop_worker(proc)
+
+
+@pytest.fixture
+def live_celery(celery_worker_process, redis_url, settings):
+    """Switch this process's Celery app from eager mode to the real broker for one test."""
+    from portal.celery import app, override_conf
+
+    saved = override_conf(task_always_eager=False, broker_url=redis_url, result_backend=redis_url)
+    settings.CELERY_TASK_ALWAYS_EAGER = False
+    _reset_celery_connections(app)
+    yield app
+    override_conf(**saved)
+    _reset_celery_connections(app)
+
+
+# --- headless Chromium ------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def browser():
+    if not Path(CHROMIUM).exists():
+        pytest.fail("Chromium is missing at /usr/bin/chromium (make test installs it with apt).")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        instance = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+        yield instance
+        instance.close()
+
+
+class PageWatch:
+    """What a page did that a test may want to refuse: console errors and requests leaving the machine."""
+
+    def __init__(self, page):
+        self.console_errors: list[str] = []
+        self.external_requests: list[str] = []
+        self.requests: list[str] = []
+        page.on("console", lambda msg: msg.type == "error" and self.console_errors.append(msg.text))
+        page.on("pageerror", lambda exc: self.console_errors.append(str(exc)))
+        page.on("request", self._on_request)
+
+    def _on_request(self, request):
+        self.requests.append(request.url)
+        parsed = urlparse(request.url)
+        if parsed.scheme in ("http", "https", "ws", "wss") and parsed.hostname not in LOCAL_HOSTS:
+            self.external_requests.append(request.url)
+
+    def assert_clean(self):
+        assert self.console_errors == [], f"console errors: {self.console_errors}"
+        assert self.external_requests == [], f"requests outside 127.0.0.1: {self.external_requests}"
+
+
+@pytest.fixture
+def page(browser, live_server):
+    context = browser.new_context(base_url=live_server.url)
+    tab = context.new_page()
+    tab.set_default_timeout(15_000)
+    tab.watch = PageWatch(tab)
+    yield tab
+    context.close()

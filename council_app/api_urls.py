@@ -1,0 +1,3 @@
+"""JSON API routes for council_app (mounted under /api/)."""
+
+urlpatterns: list = []

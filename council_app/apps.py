@@ -1,0 +1,7 @@
+"""App config for council_app."""
+
+from django.apps import AppConfig
+
+
+class CouncilConfig(AppConfig):
+    name = "council_app"

@@ -1,0 +1,1 @@
+"""Models for council_app."""

@@ -1,0 +1,1 @@
+"""Findings F1-F55: the programme's record as a searchable timeline."""

@@ -1,0 +1,3 @@
+"""JSON API routes for findings_app (mounted under /api/)."""
+
+urlpatterns: list = []

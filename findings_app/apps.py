@@ -1,0 +1,7 @@
+"""App config for findings_app."""
+
+from django.apps import AppConfig
+
+
+class FindingsConfig(AppConfig):
+    name = "findings_app"

@@ -1,0 +1,1 @@
+"""EqLM itself: model code, generation service, model registry and the OpenAI-compatible API."""

@@ -1,0 +1,3 @@
+"""JSON API routes for inference (mounted under /api/)."""
+
+urlpatterns: list = []

@@ -1,0 +1,7 @@
+"""App config for inference."""
+
+from django.apps import AppConfig
+
+
+class InferenceConfig(AppConfig):
+    name = "inference"

@@ -1,0 +1,1 @@
+"""The equilibrium lab: matrix-game solvers in the browser and on workers."""

@@ -1,0 +1,3 @@
+"""JSON API routes for lab_app (mounted under /api/)."""
+
+urlpatterns: list = []

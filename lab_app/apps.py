@@ -1,0 +1,7 @@
+"""App config for lab_app."""
+
+from django.apps import AppConfig
+
+
+class LabConfig(AppConfig):
+    name = "lab_app"

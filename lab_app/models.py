@@ -1,0 +1,1 @@
+"""Models for lab_app."""

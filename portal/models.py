@@ -1,0 +1,47 @@
+"""Shared model pieces: every long job (ingest, evaluation, solver job) is a row with a status."""
+
+from django.db import models
+from django.utils import timezone
+
+
+class JobStatus(models.TextChoices):
+    QUEUED = "queued", "Queued"
+    RUNNING = "running", "Running"
+    DONE = "done", "Done"
+    FAILED = "failed", "Failed"
+
+
+class Job(models.Model):
+    """Abstract base for job rows: status, progress (0..1), a message, error text, timestamps."""
+
+    status = models.CharField(max_length=16, choices=JobStatus.choices, default=JobStatus.QUEUED, db_index=True)
+    progress = models.FloatField(default=0.0)
+    progress_message = models.CharField(max_length=200, blank=True)
+    error = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        abstract = True
+
+    @property
+    def is_finished(self) -> bool:
+        return self.status in (JobStatus.DONE, JobStatus.FAILED)
+
+    def mark_running(self) -> None:
+        self.status, self.started_at, self.error = JobStatus.RUNNING, timezone.now(), ""
+        self.save(update_fields=["status", "started_at", "error"])
+
+    def report_progress(self, fraction: float, message: str = "") -> None:
+        self.progress = max(0.0, min(1.0, float(fraction)))
+        self.progress_message = message[:200]
+        type(self).objects.filter(pk=self.pk).update(progress=self.progress, progress_message=self.progress_message)
+
+    def mark_done(self) -> None:
+        self.status, self.progress, self.finished_at = JobStatus.DONE, 1.0, timezone.now()
+        self.save(update_fields=["status", "progress", "finished_at"])
+
+    def mark_failed(self, message: str) -> None:
+        self.status, self.error, self.finished_at = JobStatus.FAILED, message, timezone.now()
+        self.save(update_fields=["status", "error", "finished_at"])

@@ -1,0 +1,31 @@
+"""Top-level URLs: one include per section, the health probe and the API schema."""
+
+from django.contrib import admin
+from django.urls import include, path
+from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView
+
+from findings_app.views import home
+
+from . import views
+
+urlpatterns = [
+    path("", home, name="home"),
+    path("favicon.ico", views.favicon),
+    path("admin/", admin.site.urls),
+    path("api/health", views.health_view, name="health"),
+    path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
+    path("api/docs/", SpectacularRedocView.as_view(url_name="api-schema"), name="api-docs"),
+    path("api/", views.api_reference, name="api-reference"),
+    path("findings/", include("findings_app.urls")),
+    path("benchmarks/", include("benchmarks_app.urls")),
+    path("lab/", include("lab_app.urls")),
+    path("council/", include("council_app.urls")),
+    path("", include("inference.urls")),
+    path("api/", include("findings_app.api_urls")),
+    path("api/", include("benchmarks_app.api_urls")),
+    path("api/", include("lab_app.api_urls")),
+    path("api/", include("council_app.api_urls")),
+]
+
+handler404 = "portal.views.not_found"
+handler500 = "portal.views.server_error"
