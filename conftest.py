@@ -20,7 +20,7 @@ import pytest
 os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
 
 ROOT = Path(__file__).resolve().parent
-TEST_REDIS_DB = 13
+TEST_REDIS_DB = int(os.environ.get("TEST_REDIS_DB", "13"))  # parallel runs on one machine pick others
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = [
     "--no-sandbox",
@@ -108,7 +108,10 @@ def _free_port() -> int:
 
 @pytest.fixture(scope="session")
 def redis_url():
-    """A Redis database of the suite's own (number 13), flushed before and after; starts Redis if absent."""
+    """A Redis database of the suite's own (TEST_REDIS_DB, default 13), flushed before and after.
+
+    Starts a private redis-server when none answers on 127.0.0.1:6379.
+    """
     import redis
 
     port, proc = 6379, None
@@ -232,7 +235,7 @@ def _reset_celery_connections(app) -> None:
 @pytest.fixture(scope="session")
 def celery_worker_process(django_db_setup, django_db_blocker, redis_url):
     """One real worker process for the session, pointed at the test database and the test Redis db."""
-    log_path = ROOT / "var" / "test-worker.log"
+    log_path = ROOT / "var" / f"test-worker-{os.getpid()}.log"
     log_path.parent.mkdir(exist_ok=True)
     with django_db_blocker.unblock():
         proc = start_worker(redis_url, log_path)

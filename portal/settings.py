@@ -138,7 +138,8 @@ DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=env_int
 if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
     DATABASES["default"].setdefault("OPTIONS", {})["timeout"] = 30
     # A file (not :memory:) so that a live Celery worker process can share the test database.
-    DATABASES["default"]["TEST"] = {"NAME": str(VAR_DIR / "test_portal.sqlite3")}
+    # Named per process so that parallel test runs on one machine never share a file.
+    DATABASES["default"]["TEST"] = {"NAME": str(VAR_DIR / f"test_portal_{os.getpid()}.sqlite3")}
 else:
     DATABASES["default"].setdefault("OPTIONS", {})["connect_timeout"] = env_int("DB_CONNECT_TIMEOUT", 5)
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
