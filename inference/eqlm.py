@@ -1,0 +1,301 @@
+"""EqLM and ExplicitLM in pure torch: one weight-tied post-LN block iterated to a fixed point, anytime outputs.
+
+The fixed-point map is z <- LN(z + Attn(z) + MLP(z) + inj(x)), causal, with the token + position embedding
+injected at every iteration and a head tied to the token embedding. Attention at iteration i reads keys and values
+computed from the iteration-i states of the positions it may see, so caching K_i, V_i per iteration makes
+incremental decoding exact (see `EqLM.decode`). No Django imports here.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from dataclasses import asdict, dataclass, field
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+RESIDUAL_EPS = 1e-6
+
+
+@dataclass
+class EqLMConfig:
+    vocab_size: int = 256
+    d_model: int = 128
+    n_heads: int = 4
+    d_mlp: int = 512
+    max_positions: int = 256
+    default_depth: int = 8
+    train_depths: list[int] = field(default_factory=lambda: [4, 8, 12])
+    n_layers: int = 1  # ExplicitLM only: the number of distinct layers
+    ln_eps: float = 1e-5
+
+    @property
+    def head_dim(self) -> int:
+        return self.d_model // self.n_heads
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict) -> EqLMConfig:
+        known = set(cls.__dataclass_fields__)
+        unknown = set(data) - known
+        if unknown:
+            raise ValueError(f"unknown config keys: {sorted(unknown)}")
+        return cls(**data)
+
+    def config_hash(self) -> str:
+        return hashlib.sha256(json.dumps(self.to_dict(), sort_keys=True).encode()).hexdigest()[:16]
+
+
+class Block(nn.Module):
+    """One post-LN parallel block: f(z, inj) = LN(z + Attn(z) + MLP(z) + inj), with explicit K/V for caching."""
+
+    def __init__(self, config: EqLMConfig):
+        super().__init__()
+        d = config.d_model
+        self.n_heads = config.n_heads
+        self.head_dim = config.head_dim
+        self.qkv = nn.Linear(d, 3 * d)
+        self.proj = nn.Linear(d, d)
+        self.fc1 = nn.Linear(d, config.d_mlp)
+        self.fc2 = nn.Linear(config.d_mlp, d)
+        self.ln = nn.LayerNorm(d, eps=config.ln_eps)
+
+    def kv(self, z: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Keys and values [B, H, T, Dh] of states z [B, T, D]."""
+        _, k, v = self._qkv(z)
+        return k, v
+
+    def _qkv(self, z: torch.Tensor):
+        b, t, _ = z.shape
+        q, k, v = self.qkv(z).split(self.n_heads * self.head_dim, dim=-1)
+        shape = (b, t, self.n_heads, self.head_dim)
+        return (x.reshape(shape).transpose(1, 2) for x in (q, k, v))
+
+    def forward(
+        self,
+        z: torch.Tensor,
+        inj: torch.Tensor,
+        past_k: torch.Tensor | None = None,
+        past_v: torch.Tensor | None = None,
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """One iteration for T new positions after P cached ones. Returns (f(z), k, v) with k, v from the input z."""
+        b, t, d = z.shape
+        q, k, v = self._qkv(z)
+        if past_k is None:
+            att = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        else:
+            keys = torch.cat([past_k, k], dim=2)
+            values = torch.cat([past_v, v], dim=2)
+            p = past_k.shape[2]
+            # new position j (absolute p + j) sees every cached position and new positions <= j
+            visible = torch.arange(t, device=z.device)[:, None] + p >= torch.arange(p + t, device=z.device)[None, :]
+            scores = (q @ keys.transpose(-1, -2)) * (1.0 / math.sqrt(self.head_dim))
+            scores = scores.masked_fill(~visible, float("-inf"))
+            att = torch.softmax(scores, dim=-1) @ values
+        att = self.proj(att.transpose(1, 2).reshape(b, t, d))
+        mlp = self.fc2(F.gelu(self.fc1(z)))
+        return self.ln(z + att + mlp + inj), k, v
+
+
+def relative_residual(new: torch.Tensor, old: torch.Tensor) -> torch.Tensor:
+    """Per-position ||f(z) - z|| / ||z|| (with a tiny floor so that z = 0 gives a huge, finite value)."""
+    return (new - old).norm(dim=-1) / (old.norm(dim=-1) + RESIDUAL_EPS)
+
+
+@dataclass
+class SolveResult:
+    """What a solve returns: logits at the requested depths and per-position solver statistics."""
+
+    logits: dict[int, torch.Tensor]  # depth -> [B, T, V]
+    z: torch.Tensor  # final states [B, T, D]
+    iterations: torch.Tensor  # [B, T] iterations used per position
+    residual: torch.Tensor  # [B, T] last relative residual per position
+    residual_history: list[torch.Tensor]  # per iteration, [B, T]
+
+
+class EqLM(nn.Module):
+    """Equilibrium LM: one weight-tied block iterated; any iteration count gives logits."""
+
+    model_class = "EqLM"
+
+    def __init__(self, config: EqLMConfig):
+        super().__init__()
+        self.config = config
+        self.tok_emb = nn.Embedding(config.vocab_size, config.d_model)
+        self.pos_emb = nn.Embedding(config.max_positions, config.d_model)
+        self.block = Block(config)
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        for module in self.modules():
+            if isinstance(module, nn.Linear):
+                nn.init.normal_(module.weight, std=0.02)
+                nn.init.zeros_(module.bias)
+            elif isinstance(module, nn.Embedding):
+                nn.init.normal_(module.weight, std=0.02)
+        # the residual branches start small so early iterates stay close to LN(z + inj)
+        nn.init.normal_(self.block.proj.weight, std=0.02 / math.sqrt(2))
+        nn.init.normal_(self.block.fc2.weight, std=0.02 / math.sqrt(2))
+
+    def num_params(self) -> int:
+        return sum(p.numel() for p in self.parameters())
+
+    # --- pieces shared with the ONNX graphs ---------------------------------------------------------------
+    def embed(self, input_ids: torch.Tensor, positions: torch.Tensor | None = None) -> torch.Tensor:
+        if positions is None:
+            positions = torch.arange(input_ids.shape[1], device=input_ids.device).expand_as(input_ids)
+        return self.tok_emb(input_ids) + self.pos_emb(positions)
+
+    def head(self, z: torch.Tensor) -> torch.Tensor:
+        return z @ self.tok_emb.weight.t()
+
+    def step(self, z, inj, past_k=None, past_v=None):
+        return self.block(z, inj, past_k, past_v)
+
+    # --- training: unrolled Picard iterates -------------------------------------------------------------
+    def unrolled(self, input_ids: torch.Tensor, depths: list[int]) -> dict[int, torch.Tensor]:
+        """Logits at each requested depth from plain iteration from z = 0 (gradients flow through all)."""
+        inj = self.embed(input_ids)
+        z = torch.zeros_like(inj)
+        out = {}
+        for i in range(1, max(depths) + 1):
+            z, _, _ = self.block(z, inj)
+            if i in depths:
+                out[i] = self.head(z)
+        return out
+
+    def forward(self, input_ids: torch.Tensor, depth: int | None = None) -> torch.Tensor:
+        depth = depth or self.config.default_depth
+        return self.unrolled(input_ids, [depth])[depth]
+
+    # --- inference solver --------------------------------------------------------------------------------
+    @torch.no_grad()
+    def solve(
+        self,
+        input_ids: torch.Tensor,
+        max_iter: int = 8,
+        tol: float | None = None,
+        solver: str = "picard",
+        depths: list[int] | None = None,
+        z0: torch.Tensor | None = None,
+        anderson_m: int = 5,
+    ) -> SolveResult:
+        """Iterate the map for a whole sequence with per-position halting.
+
+        With `tol`, a position halts when its relative residual falls below it; its state stays frozen from
+        then on (its frozen state still supplies keys/values to later positions). Without `tol` every position
+        runs exactly `max_iter` iterations. `depths` asks for logits at intermediate iteration counts.
+        """
+        inj = self.embed(input_ids)
+        z = torch.zeros_like(inj) if z0 is None else z0.clone()
+        b, t, _ = z.shape
+        active = torch.ones(b, t, dtype=torch.bool, device=z.device)
+        iterations = torch.zeros(b, t, dtype=torch.long, device=z.device)
+        residual = torch.full((b, t), float("inf"), device=z.device)
+        history = []
+        logits = {}
+        depths = sorted(set(depths or [max_iter]))
+        anderson = AndersonState(anderson_m) if solver == "anderson" else None
+        if solver not in ("picard", "anderson"):
+            raise ValueError(f"unknown solver {solver!r}")
+        for i in range(1, max_iter + 1):
+            fz, _, _ = self.block(
+                z,
+                inj,
+                z.new_zeros(b, self.config.n_heads, 0, self.config.head_dim),
+                z.new_zeros(b, self.config.n_heads, 0, self.config.head_dim),
+            )
+            r = relative_residual(fz, z)
+            new = anderson.update(z, fz) if anderson is not None else fz
+            z = torch.where(active[..., None], new, z)
+            residual = torch.where(active, r, residual)
+            iterations = iterations + active.long()
+            history.append(r)
+            if tol is not None:
+                active = active & ~(r < tol)
+            if i in depths:
+                logits[i] = self.head(z)
+            if not active.any():
+                break
+        logits.setdefault(depths[-1], self.head(z))
+        for d in depths:  # halted before depth d: its logits at d equal the frozen state's
+            logits.setdefault(d, logits[depths[-1]])
+        return SolveResult(logits, z, iterations, residual, history)
+
+
+class AndersonState:
+    """Per-position Anderson acceleration (type II, memory m, mixing 1) over D-vectors; mirrors generation.py."""
+
+    def __init__(self, m: int = 5, reg: float = 1e-6):
+        self.m, self.reg = m, reg
+        self.xs: list[torch.Tensor] = []
+        self.gs: list[torch.Tensor] = []
+
+    def update(self, x: torch.Tensor, fx: torch.Tensor) -> torch.Tensor:
+        self.xs.append(x)
+        self.gs.append(fx - x)
+        self.xs, self.gs = self.xs[-self.m :], self.gs[-self.m :]
+        n = len(self.gs)
+        if n == 1:
+            return fx
+        g = torch.stack(self.gs, dim=-1)  # [..., D, n]
+        gram = g.transpose(-1, -2) @ g  # [..., n, n]
+        gram = gram + self.reg * (gram.diagonal(dim1=-2, dim2=-1).mean(-1)[..., None, None] + 1e-12) * torch.eye(
+            n, dtype=g.dtype, device=g.device
+        )
+        ones = torch.ones(*gram.shape[:-1], 1, dtype=g.dtype, device=g.device)
+        w = torch.linalg.solve(gram, ones)
+        alpha = w / w.sum(dim=-2, keepdim=True)  # [..., n, 1]
+        fxs = torch.stack([xx + gg for xx, gg in zip(self.xs, self.gs, strict=True)], dim=-1)
+        return (fxs @ alpha)[..., 0]
+
+
+class ExplicitLM(nn.Module):
+    """The conventional stack: L distinct blocks of the same design, each applied once (comparisons, tests)."""
+
+    model_class = "ExplicitLM"
+
+    def __init__(self, config: EqLMConfig):
+        super().__init__()
+        self.config = config
+        self.tok_emb = nn.Embedding(config.vocab_size, config.d_model)
+        self.pos_emb = nn.Embedding(config.max_positions, config.d_model)
+        self.blocks = nn.ModuleList(Block(config) for _ in range(config.n_layers))
+        EqLM.reset_parameters(self)
+        for block in self.blocks:
+            nn.init.normal_(block.proj.weight, std=0.02 / math.sqrt(2))
+            nn.init.normal_(block.fc2.weight, std=0.02 / math.sqrt(2))
+
+    @property
+    def block(self):  # so EqLM.reset_parameters works on the first block too
+        return self.blocks[0]
+
+    def num_params(self) -> int:
+        return sum(p.numel() for p in self.parameters())
+
+    def embed(self, input_ids, positions=None):
+        return EqLM.embed(self, input_ids, positions)
+
+    def head(self, z):
+        return z @ self.tok_emb.weight.t()
+
+    def forward(self, input_ids: torch.Tensor, depth: int | None = None) -> torch.Tensor:
+        inj = self.embed(input_ids)
+        z = torch.zeros_like(inj)
+        for block in self.blocks[: depth or len(self.blocks)]:
+            z, _, _ = block(z, inj)
+        return self.head(z)
+
+
+MODEL_CLASSES = {"EqLM": EqLM, "ExplicitLM": ExplicitLM}
+
+
+def build_model(model_class: str, config_dict: dict) -> nn.Module:
+    if model_class not in MODEL_CLASSES:
+        raise ValueError(f"unknown model_class {model_class!r}; expected one of {sorted(MODEL_CLASSES)}")
+    return MODEL_CLASSES[model_class](EqLMConfig.from_dict(config_dict))
