@@ -1,1 +1,178 @@
-"""Models for benchmarks_app."""
+"""Result rows and their provenance: uploaded files, runs, arms, rows, and declared comparison tables."""
+
+from django.conf import settings
+from django.db import models
+from django.db.models import Avg, Count, Q
+
+from portal.models import Job
+
+
+class SourceFile(Job):
+    """One uploaded (or imported) result file and its ingest job."""
+
+    file = models.FileField(upload_to="benchmarks/uploads/%Y/%m/", blank=True)
+    companion = models.FileField(upload_to="benchmarks/uploads/%Y/%m/", blank=True, help_text="sibling config.yaml")
+    sha256 = models.CharField(max_length=64, db_index=True)
+    original_name = models.CharField(max_length=255, blank=True)
+    path_hint = models.CharField(max_length=255, blank=True)
+    requested_format = models.CharField(max_length=32, blank=True)
+    detected_format = models.CharField(max_length=32, blank=True)
+    size_bytes = models.BigIntegerField(default=0)
+    uploader = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
+    rows_created = models.IntegerField(default=0)
+    rows_seen = models.IntegerField(default=0)
+    duplicate_of = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    errors = models.JSONField(default=list, blank=True, help_text="[{pointer|line, message}]")
+    summary = models.CharField(max_length=300, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"#{self.pk} {self.path_hint or self.original_name}"
+
+
+class Run(models.Model):
+    """A training/evaluation run, identified by its path in the programme's results folder."""
+
+    run_id = models.CharField(max_length=200, unique=True)
+    experiment = models.CharField(max_length=100, db_index=True)
+    seed = models.IntegerField(null=True, blank=True, db_index=True)
+    seed_inferred = models.BooleanField(default=False, help_text="seed taken from the path, not the file")
+    config_hash = models.CharField(max_length=128, blank=True)
+    git_commit = models.CharField(max_length=64, blank=True)
+    hardware = models.CharField(max_length=100, blank=True)
+    config = models.JSONField(default=dict, blank=True)
+    notes = models.TextField(blank=True)
+    source_file = models.ForeignKey(SourceFile, null=True, blank=True, on_delete=models.SET_NULL, related_name="runs")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["experiment", "seed", "run_id"]
+
+    def __str__(self) -> str:
+        return self.run_id
+
+
+class Arm(models.Model):
+    """One arm (model variant) trained inside a run."""
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="arms")
+    label = models.CharField(max_length=100)
+    model_family = models.CharField(max_length=50, blank=True)
+    model_name = models.CharField(max_length=200, blank=True)
+    num_params = models.BigIntegerField(null=True, blank=True)
+    recipe = models.JSONField(default=dict, blank=True)
+
+    class Meta:
+        ordering = ["run", "label"]
+        constraints = [models.UniqueConstraint(fields=["run", "label"], name="bench_arm_unique_label")]
+
+    def __str__(self) -> str:
+        return f"{self.run.run_id}:{self.label}"
+
+
+class ResultRowQuerySet(models.QuerySet):
+    def for_side(self, experiment: str, arm: str, metric: str, condition_key: str = "", step=None):
+        qs = self.filter(experiment=experiment, arm_label=arm, metric=metric, condition_key=condition_key)
+        return qs.filter(step__isnull=True) if step is None else qs.filter(step=step)
+
+    def per_seed_means(self) -> dict[int, float]:
+        """{seed: mean value} computed in SQL (GROUP BY seed); rows without a seed are left out."""
+        rows = self.exclude(seed__isnull=True).values("seed").annotate(v=Avg("value")).order_by("seed")
+        return {r["seed"]: r["v"] for r in rows}
+
+    def by_condition_and_seed(self) -> list[dict]:
+        """[(condition_key, arm_label, seed, mean value, n rows)] in SQL, for curve tables."""
+        return list(
+            self.values("condition_key", "arm_label", "seed")
+            .annotate(v=Avg("value"), k=Count("id"))
+            .order_by("arm_label", "condition_key", "seed")
+        )
+
+
+class ResultRow(models.Model):
+    """One measurement. Experiment, arm label and seed are copied from the arm/run so tables aggregate in one index."""
+
+    arm = models.ForeignKey(Arm, on_delete=models.CASCADE, related_name="rows")
+    experiment = models.CharField(max_length=100)
+    arm_label = models.CharField(max_length=100)
+    seed = models.IntegerField(null=True, blank=True)
+    metric = models.CharField(max_length=100)
+    value = models.FloatField()
+    unit = models.CharField(max_length=30, blank=True)
+    n = models.IntegerField(null=True, blank=True, help_text="items evaluated (e.g. BLiMP pairs)")
+    step = models.IntegerField(null=True, blank=True, help_text="training step; empty = end of run")
+    condition = models.JSONField(default=dict, blank=True)
+    condition_key = models.CharField(max_length=255, blank=True, help_text="canonical JSON of the condition")
+    source_file = models.ForeignKey(SourceFile, null=True, blank=True, on_delete=models.SET_NULL, related_name="rows")
+    source_pointer = models.CharField(max_length=255, blank=True, help_text="JSON pointer or line in the source")
+
+    objects = ResultRowQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["experiment", "arm_label", "metric", "seed", "step"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["arm", "metric", "condition_key", "step"],
+                condition=Q(step__isnull=False),
+                name="bench_row_unique_step",
+            ),
+            models.UniqueConstraint(
+                fields=["arm", "metric", "condition_key"],
+                condition=Q(step__isnull=True),
+                name="bench_row_unique_final",
+            ),
+        ]
+        indexes = [
+            models.Index(
+                fields=["experiment", "arm_label", "metric", "condition_key", "step", "seed", "value"],
+                name="bench_row_lookup",
+            ),
+            models.Index(fields=["metric", "experiment"], name="bench_row_metric"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.experiment}:{self.arm_label} s{self.seed} {self.metric}={self.value}"
+
+
+class Comparison(models.Model):
+    """A declared table: what is compared with what, how, and what the programme published for it."""
+
+    class Kind(models.TextChoices):
+        RATIO = "ratio", "Paired ratio (treatment / baseline by seed)"
+        CURVE = "curve", "Curve over a condition (budget, depth, tolerance)"
+        ADAPTIVE = "adaptive", "Adaptive vs uniform vs explicit depth"
+        AUDIT = "audit", "Compute audit"
+        LADDER = "ladder", "Benchmark ladder"
+
+    slug = models.SlugField(max_length=80, unique=True)
+    title = models.CharField(max_length=200)
+    kind = models.CharField(max_length=20, choices=Kind.choices, default=Kind.RATIO)
+    order = models.IntegerField(default=100)
+    description = models.TextField(blank=True)
+    treatment_experiment = models.CharField(max_length=100, blank=True)
+    treatment_arm = models.CharField(max_length=100, blank=True, help_text="blank = every arm of the experiment")
+    baseline_experiment = models.CharField(max_length=100, blank=True)
+    baseline_arm = models.CharField(max_length=100, blank=True)
+    metric = models.CharField(max_length=100, default="blimp_accuracy")
+    pairing = models.CharField(max_length=20, default="seed")
+    statistic = models.JSONField(default=dict, blank=True, help_text='{"interval": "bootstrap"|"t", "resamples", ...}')
+    spec = models.JSONField(default=dict, blank=True, help_text="kind-specific options (x_key, arms, tasks, ...)")
+    published = models.JSONField(default=list, blank=True, help_text="[{quantity, label, value, note, known}]")
+    findings = models.JSONField(default=list, blank=True, help_text='finding codes, e.g. ["F24"]')
+    notes = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["order", "slug"]
+
+    def __str__(self) -> str:
+        return self.slug
+
+    @property
+    def treatment(self) -> str:
+        return f"{self.treatment_experiment}:{self.treatment_arm}"
+
+    @property
+    def baseline(self) -> str:
+        return f"{self.baseline_experiment}:{self.baseline_arm}"
