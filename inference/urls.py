@@ -1,11 +1,20 @@
 """Pages of the depth-dial demo and the models registry (mounted at the site root)."""
 
-from django.urls import path
+from django.urls import path, re_path
 
 from portal.views import section_pending
 
+from . import api_v1, demo_views
+
 app_name = "inference"
 urlpatterns = [
-    path("demo/", section_pending, {"section": "demo", "title": "Depth dial"}, name="demo"),
+    path("demo/", demo_views.demo, name="demo"),
+    re_path(r"^demo/quality\.(?P<fmt>csv|json)$", demo_views.quality_download, name="demo-quality"),
     path("models/", section_pending, {"section": "models", "title": "Models"}, name="models"),
+    # The OpenAI-compatible API (inference/api_v1.py).
+    path("v1/models", api_v1.ModelListView.as_view(), name="v1-models"),
+    path("v1/models/<str:model_id>", api_v1.ModelDetailView.as_view(), name="v1-model"),
+    path("v1/completions", api_v1.CompletionView.as_view(), name="v1-completions"),
+    path("v1/chat/completions", api_v1.ChatCompletionView.as_view(), name="v1-chat-completions"),
+    re_path(r"^v1/", api_v1.not_found, name="v1-not-found"),
 ]

@@ -182,6 +182,12 @@ FILE_UPLOAD_MAX_MEMORY_SIZE = 2 * 1024 * 1024
 
 # API.
 API_REQUIRE_KEY = env_bool("API_REQUIRE_KEY", not DEBUG)
+API_MAX_TOKENS = env_int("API_MAX_TOKENS", 512)  # cap on max_tokens per choice
+API_MAX_PROMPT_TOKENS = env_int("API_MAX_PROMPT_TOKENS", 2048)  # prompt length cap (tokens = UTF-8 bytes)
+API_MAX_N = env_int("API_MAX_N", 4)  # choices per request (prompts x n)
+API_MAX_CONCURRENT_GENERATIONS = env_int("API_MAX_CONCURRENT_GENERATIONS", 2)  # per web process; beyond: 503
+API_ANON_REQUESTS_PER_MINUTE = env_int("API_ANON_REQUESTS_PER_MINUTE", 60)  # per client address without a key
+API_ANON_TOKENS_PER_MINUTE = env_int("API_ANON_TOKENS_PER_MINUTE", 20000)
 
 # Celery: eager (in-process) when no broker is configured.
 CELERY_BROKER_URL = env("CELERY_BROKER_URL")

@@ -1,0 +1,141 @@
+"""The depth-dial page (/demo/): the demo EqLM runs in the browser on onnxruntime-web; the server only serves files.
+
+The page also shows what each notch of the dial buys: the demo model's measured quality at each depth (held-out
+bits per byte from its metrics file, BLiMP accuracy by depth once an evaluation has written result rows).
+"""
+
+import csv
+import io
+import json
+import logging
+from pathlib import Path
+
+from django.conf import settings
+from django.http import HttpResponse, JsonResponse
+from django.shortcuts import render
+from django.templatetags.static import static
+
+log = logging.getLogger(__name__)
+
+EXAMPLE_PROMPTS = [
+    "In the beginning God created",
+    "And the LORD said unto Moses,",
+    "Blessed are the",
+    "The heavens declare",
+]
+
+
+def onnx_dir() -> Path:
+    return Path(settings.DEMO_MODEL_ONNX_DIR)
+
+
+def read_json(path: Path) -> dict | None:
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def manifest_url() -> str | None:
+    """The manifest's static URL, when the demo model's ONNX files are in the static folder."""
+    folder = onnx_dir()
+    if not (folder / "manifest.json").exists():
+        return None
+    try:
+        relative = folder.resolve().relative_to((settings.BASE_DIR / "static").resolve())
+    except ValueError:
+        return None
+    return static(f"{relative.as_posix()}/manifest.json")
+
+
+def _depth_series(mapping) -> dict[int, float]:
+    """{depth: value} from a {"1": x, ...} mapping or a [{"depth": d, "value"/...: x}] list."""
+    series: dict[int, float] = {}
+    if isinstance(mapping, dict):
+        for key, value in mapping.items():
+            if str(key).isdigit() and isinstance(value, (int, float)):
+                series[int(key)] = float(value)
+    elif isinstance(mapping, list):
+        for row in mapping:
+            if isinstance(row, dict) and "depth" in row:
+                value = next((row[k] for k in ("bits_per_byte", "bpb", "value") if k in row), None)
+                if isinstance(value, (int, float)):
+                    series[int(row["depth"])] = float(value)
+    return dict(sorted(series.items()))
+
+
+def held_out_bits_per_byte() -> dict[int, float]:
+    """Held-out bits/byte by depth, as measured on the ONNX files and stored with the demo model."""
+    sources = [onnx_dir() / "manifest.json", Path(settings.DEMO_MODEL_CHECKPOINT).parent / "metrics.json"]
+    for path in sources:
+        data = read_json(path) or {}
+        for holder in (data, data.get("metrics") or {}):
+            if not isinstance(holder, dict):
+                continue
+            for key in ("bits_per_byte", "held_out_bits_per_byte", "heldout_bits_per_byte", "bpb_by_depth"):
+                series = _depth_series(holder.get(key))
+                if series:
+                    return series
+    return {}
+
+
+def blimp_by_depth() -> dict[int, float]:
+    """BLiMP accuracy by depth for the demo model, from result rows an evaluation wrote (empty until then)."""
+    try:
+        from benchmarks_app.models import ResultRow
+    except ImportError:
+        return {}
+    try:
+        rows = ResultRow.objects.filter(experiment="local", metric="blimp_accuracy").values("condition", "value")
+        series: dict[int, list[float]] = {}
+        for row in rows:
+            depth = (row["condition"] or {}).get("depth")
+            if isinstance(depth, int):
+                series.setdefault(depth, []).append(row["value"])
+        return {d: sum(v) / len(v) for d, v in sorted(series.items())}
+    except Exception:
+        log.exception("could not read BLiMP rows for the demo chart")
+        return {}
+
+
+def quality_table() -> list[dict]:
+    bpb, blimp = held_out_bits_per_byte(), blimp_by_depth()
+    return [
+        {"depth": d, "held_out_bits_per_byte": bpb.get(d), "blimp_accuracy": blimp.get(d)}
+        for d in sorted(set(bpb) | set(blimp))
+    ]
+
+
+def demo(request):
+    manifest = read_json(onnx_dir() / "manifest.json")
+    context = {
+        "section": "demo",
+        "manifest_url": manifest_url(),
+        "model_available": manifest is not None,
+        "manifest": manifest or {},
+        "quality": quality_table(),
+        "examples": EXAMPLE_PROMPTS,
+        "page_config": {
+            "manifestUrl": manifest_url(),
+            "ortBase": static("vendor/ort/"),
+            "quality": quality_table(),
+        },
+    }
+    response = render(request, "inference/demo.html", context)
+    response.csp_extra = {"script-src": "'wasm-unsafe-eval'"}
+    response.cross_origin_isolated = True
+    return response
+
+
+def quality_download(request, fmt: str):
+    rows = quality_table()
+    if fmt == "json":
+        response = JsonResponse({"model": "eqlm-demo", "rows": rows})
+    else:
+        buffer = io.StringIO()
+        writer = csv.DictWriter(buffer, fieldnames=["depth", "held_out_bits_per_byte", "blimp_accuracy"])
+        writer.writeheader()
+        writer.writerows(rows)
+        response = HttpResponse(buffer.getvalue(), content_type="text/csv; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="eqlm-demo-quality-by-depth.{fmt}"'
+    return response
