@@ -8,4 +8,4 @@ class PortalConfig(AppConfig):
     verbose_name = "Portal"
 
     def ready(self) -> None:
-        from . import checks  # noqa: F401  (registers the system checks)
+        from . import checks, throttle  # noqa: F401  (registers system checks and login signal receivers)
