@@ -1,3 +1,10 @@
 """JSON API routes for council_app (mounted under /api/)."""
 
-urlpatterns: list = []
+from django.urls import path
+
+from . import api
+
+urlpatterns = [
+    path("council/", api.CouncilSummaryView.as_view(), name="council-api-summary"),
+    path("council/questions/", api.CouncilQuestionsView.as_view(), name="council-api-questions"),
+]

@@ -2,7 +2,11 @@
 
 from django.urls import path
 
-from portal.views import section_pending
+from . import views
 
 app_name = "council"
-urlpatterns = [path("", section_pending, {"section": "council", "title": "Council"}, name="index")]
+urlpatterns = [
+    path("", views.index, name="index"),
+    path("replay/", views.replay, name="replay"),
+    path("tables/<slug:table>.csv", views.table_csv, name="csv"),
+]

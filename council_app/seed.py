@@ -1,0 +1,96 @@
+"""Load the council record from fixtures/council.json: creates missing rows, never duplicates or overwrites."""
+
+import json
+from pathlib import Path
+
+from django.conf import settings
+from django.db import transaction
+
+from .models import (
+    Accuracy,
+    AnchoredSeed,
+    CouncilRecord,
+    FairBaseline,
+    Player,
+    PlayerOutcome,
+    RouterChoice,
+    Rule,
+    RuleOutcome,
+    SampleQuestion,
+    Seed,
+)
+
+FIXTURE = Path(settings.BASE_DIR) / "fixtures" / "council.json"
+FORMAT = "eqlm-portal/council-record@1"
+
+
+class Counter:
+    def __init__(self):
+        self.created = 0
+        self.kept = 0
+
+    def add(self, pair):
+        obj, created = pair
+        if created:
+            self.created += 1
+        else:
+            self.kept += 1
+        return obj
+
+
+@transaction.atomic
+def load(data: dict) -> Counter:
+    """Create every row of the record that is missing; rows already present (perhaps edited) are kept."""
+    if data.get("format") != FORMAT:
+        raise ValueError(f"fixtures/council.json has format {data.get('format')!r}, expected {FORMAT!r}")
+    count = Counter()
+    record = data["record"]
+    count.add(CouncilRecord.objects.get_or_create(slug=record["slug"], defaults=record))
+    players = {}
+    for row in data["players"]:
+        fields = {
+            k: ("" if v is None and k in ("source", "config_sha", "git_commit", "machine") else v)
+            for k, v in row.items()
+        }
+        players[row["name"]] = count.add(Player.objects.get_or_create(name=row["name"], defaults=fields))
+    rules = {row["key"]: count.add(Rule.objects.get_or_create(key=row["key"], defaults=row)) for row in data["rules"]}
+    for domain, name in data["router"].items():
+        count.add(RouterChoice.objects.get_or_create(domain=domain, defaults={"player": players[name]}))
+    for block in data["seeds"]:
+        seed = count.add(Seed.objects.get_or_create(seed=block["seed"], defaults={"n_tasks": block["n_tasks"]}))
+        for acc in block["accuracies"]:
+            who = {"rule": rules[acc["rule"]]} if "rule" in acc else {"player": players[acc["player"]]}
+            count.add(
+                Accuracy.objects.get_or_create(
+                    seed=seed, domain=acc["domain"], **who, defaults={"value": acc["value"], "n": acc["n"]}
+                )
+            )
+        if block.get("anchored"):
+            count.add(AnchoredSeed.objects.get_or_create(seed=seed, defaults=block["anchored"]))
+        for q in block["questions"]:
+            question = count.add(
+                SampleQuestion.objects.get_or_create(seed=seed, index=q["index"], defaults={"domain": q["domain"]})
+            )
+            for key, outcome in q["rules"].items():
+                count.add(
+                    RuleOutcome.objects.get_or_create(
+                        question=question,
+                        rule=rules[key],
+                        defaults={"winner": players[outcome["winner"]], "correct": outcome["correct"]},
+                    )
+                )
+            for name, correct in q["players"].items():
+                count.add(
+                    PlayerOutcome.objects.get_or_create(
+                        question=question, player=players[name], defaults={"correct": correct}
+                    )
+                )
+    for row in data["baselines"]:
+        count.add(FairBaseline.objects.get_or_create(key=row["key"], defaults=row))
+    return count
+
+
+def seed(path: Path | None = None) -> str:
+    data = json.loads((path or FIXTURE).read_text())
+    count = load(data)
+    return f"council record: {count.created} rows created, {count.kept} already present"
