@@ -34,7 +34,7 @@ DEFAULT_DEPTH = 8
 COMPLETIONS_DEFAULT_MAX_TOKENS = 16  # OpenAI's default for /v1/completions
 CHAT_DEFAULT_MAX_TOKENS = 64
 ERROR_RESPONSES = {
-    400: OpenApiResponse(description="invalid_request_error naming the bad parameter (e.g. `depth`)"),
+    400: OpenApiResponse(description="invalid_request_error naming the bad parameter (e.g. depth)"),
     401: OpenApiResponse(description="authentication_error: missing or wrong API key (when keys are required)"),
     404: OpenApiResponse(description="model_not_found"),
     429: OpenApiResponse(description="rate_limit_error, with a Retry-After header"),
@@ -47,7 +47,7 @@ ERROR_RESPONSES = {
 class AnyContentTypeJSONParser(JSONParser):
     """Reads the body as JSON whatever Content-Type says (curl -d sends form encoding by default)."""
 
-    media_type = "*/*"
+    media_type = "application/json"  # what the schema documents; FirstRendererNegotiation picks it for any type
 
 
 class FirstRendererNegotiation(BaseContentNegotiation):
@@ -624,7 +624,7 @@ class CompletionView(GenerationView):
         operation_id="v1_completions_create",
         tags=["v1 (OpenAI-compatible)"],
         summary="Continue a prompt",
-        description="OpenAI's legacy completions. With `stream: true` the answer is `text/event-stream`.",
+        description="OpenAI's legacy completions. With stream: true the answer is text/event-stream.",
         request=CompletionRequestSerializer,
         responses={200: completion_response_schema("completion"), **ERROR_RESPONSES},
         examples=[
@@ -657,7 +657,7 @@ class ChatCompletionView(GenerationView):
         tags=["v1 (OpenAI-compatible)"],
         summary="Answer a conversation",
         description="The demo model is not instruction-tuned: message contents are joined into plain text to "
-        "continue. With `stream: true` the answer is `text/event-stream`.",
+        "continue. With stream: true the answer is text/event-stream.",
         request=ChatCompletionRequestSerializer,
         responses={200: completion_response_schema("chat"), **ERROR_RESPONSES},
     )

@@ -32,7 +32,27 @@ def favicon(request):
 
 
 def api_reference(request):
-    return render(request, "api/reference.html", {"section": "api"})
+    """The API reference: every /v1 endpoint and parameter, read from the OpenAPI schema, with runnable examples."""
+    from inference import api_v1_docs
+
+    base_url = request.build_absolute_uri("/v1").rstrip("/")
+    context = {
+        "section": "api",
+        "operations": api_v1_docs.v1_operations(),
+        "portal_operations": api_v1_docs.other_operations(),
+        "examples": api_v1_docs.examples(base_url),
+        "base_url": base_url,
+        "require_key": settings.API_REQUIRE_KEY,
+        "limits": {
+            "max_tokens": settings.API_MAX_TOKENS,
+            "max_prompt_tokens": settings.API_MAX_PROMPT_TOKENS,
+            "max_n": settings.API_MAX_N,
+            "concurrent": settings.API_MAX_CONCURRENT_GENERATIONS,
+            "anon_rpm": settings.API_ANON_REQUESTS_PER_MINUTE,
+            "anon_tpm": settings.API_ANON_TOKENS_PER_MINUTE,
+        },
+    }
+    return render(request, "api/reference.html", context)
 
 
 def section_pending(request, section: str, title: str):

@@ -1,0 +1,146 @@
+"""The API reference page's content, read from the generated OpenAPI schema (so the page cannot drift from it)."""
+
+from functools import lru_cache
+
+V1_TAG = "v1 (OpenAI-compatible)"
+EQLM_FIELDS = ("depth", "tol", "warm_start", "solver")
+
+
+@lru_cache(maxsize=1)
+def openapi_schema() -> dict:
+    """The same document /api/schema/ serves (generated once per process)."""
+    from drf_spectacular.generators import SchemaGenerator
+
+    return SchemaGenerator().get_schema(request=None, public=True)
+
+
+def _resolve(schema: dict, node: dict) -> dict:
+    if "$ref" in node:
+        return _resolve(schema, schema["components"]["schemas"][node["$ref"].rsplit("/", 1)[1]])
+    if "allOf" in node and len(node["allOf"]) == 1:
+        merged = {**_resolve(schema, node["allOf"][0]), **{k: v for k, v in node.items() if k != "allOf"}}
+        return merged
+    return node
+
+
+def type_label(schema: dict, node: dict) -> str:
+    node = _resolve(schema, node)
+    if "oneOf" in node:
+        return " | ".join(type_label(schema, option) for option in node["oneOf"])
+    if node.get("type") == "array":
+        return f"array of {type_label(schema, node.get('items', {}))}"
+    if "enum" in node:
+        return " | ".join(f'"{value}"' for value in node["enum"] if value is not None)
+    return node.get("type", "object")
+
+
+def range_label(node: dict) -> str:
+    low, high = node.get("minimum"), node.get("maximum")
+    if node.get("maxItems"):
+        return f"at most {node['maxItems']} items"
+    if low is None and high is None:
+        return ""
+    if high is not None and high >= 2**62:
+        high = None
+    if low is not None and high is not None:
+        return f"{low:g} – {high:g}"
+    return f"≥ {low:g}" if low is not None else f"≤ {high:g}"
+
+
+def request_fields(schema: dict, ref: dict) -> list[dict]:
+    body = _resolve(schema, ref)
+    required = set(body.get("required", []))
+    rows = []
+    for name, raw in body.get("properties", {}).items():
+        node = _resolve(schema, raw)
+        description = node.get("description", "").split("\n\n*", 1)[0]  # drop spectacular's enum bullet list
+        rows.append(
+            {
+                "name": name,
+                "type": type_label(schema, raw),
+                "range": range_label(node),
+                "default": node.get("default"),
+                "has_default": "default" in node,
+                "required": name in required,
+                "description": description,
+                "eqlm": name in EQLM_FIELDS,
+            }
+        )
+    rows.sort(key=lambda row: (not row["required"], row["eqlm"]))
+    return rows
+
+
+def v1_operations() -> list[dict]:
+    """Every /v1 operation in the schema: method, path, summary, request fields and documented statuses."""
+    schema = openapi_schema()
+    operations = []
+    for path, methods in schema["paths"].items():
+        if not path.startswith("/v1/"):
+            continue
+        for method, operation in methods.items():
+            content = operation.get("requestBody", {}).get("content", {})
+            body = content.get("application/json", {}).get("schema")
+            operations.append(
+                {
+                    "method": method.upper(),
+                    "path": path,
+                    "id": operation.get("operationId", ""),
+                    "summary": operation.get("summary", ""),
+                    "description": operation.get("description", ""),
+                    "fields": request_fields(schema, body) if body else [],
+                    "statuses": sorted(operation.get("responses", {}).items()),
+                }
+            )
+    return operations
+
+
+def other_operations() -> list[dict]:
+    """The portal's own JSON API (/api/...), listed from the same schema."""
+    schema = openapi_schema()
+    rows = []
+    for path, methods in schema["paths"].items():
+        if path.startswith("/v1/"):
+            continue
+        for method, operation in methods.items():
+            rows.append({"method": method.upper(), "path": path, "summary": operation.get("summary", "")})
+    return rows
+
+
+def examples(base_url: str) -> dict[str, str]:
+    """Copy-and-run examples against this server (base_url ends with /v1)."""
+    return {
+        "curl_models": f'curl -s {base_url}/models -H "Authorization: Bearer $EQLM_API_KEY"',
+        "curl_completion": (
+            f"curl -s {base_url}/completions \\\n"
+            "  -H \"Authorization: Bearer $EQLM_API_KEY\" -H 'Content-Type: application/json' \\\n"
+            '  -d \'{"model": "eqlm-demo", "prompt": "In the beginning", "max_tokens": 48,\n'
+            '       "temperature": 0, "depth": 12}\''
+        ),
+        "curl_stream": (
+            f"curl -sN {base_url}/chat/completions \\\n"
+            "  -H \"Authorization: Bearer $EQLM_API_KEY\" -H 'Content-Type: application/json' \\\n"
+            '  -d \'{"model": "eqlm-demo", "messages": [{"role": "user", "content": "And God said"}],\n'
+            '       "max_tokens": 48, "stream": true, "stream_options": {"include_usage": true},\n'
+            '       "tol": 0.01, "depth": 16, "warm_start": true}\''
+        ),
+        "python": (
+            "import os\n"
+            "from openai import OpenAI\n\n"
+            f'client = OpenAI(base_url="{base_url}", api_key=os.environ.get("EQLM_API_KEY", "none"), max_retries=0)\n\n'
+            "for depth in (4, 12):\n"
+            "    completion = client.completions.create(\n"
+            '        model="eqlm-demo", prompt="In the beginning", max_tokens=32, temperature=0,\n'
+            '        extra_body={"depth": depth},\n'
+            "    )\n"
+            '    eqlm = completion.model_extra["eqlm"]\n'
+            '    print(depth, eqlm["mean_iterations"], repr(completion.choices[0].text))\n\n'
+            "stream = client.chat.completions.create(\n"
+            '    model="eqlm-demo", messages=[{"role": "user", "content": "Blessed are the"}], max_tokens=32,\n'
+            '    stream=True, extra_body={"tol": 0.01, "depth": 16, "warm_start": True},\n'
+            ")\n"
+            "for chunk in stream:\n"
+            "    if chunk.choices and chunk.choices[0].delta.content:\n"
+            '        print(chunk.choices[0].delta.content, end="", flush=True)\n'
+            "print()\n"
+        ),
+    }

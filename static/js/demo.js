@@ -1,0 +1,197 @@
+/* The depth-dial page: controls, streaming output shaded by iterations, live figures and the quality chart.
+   Generation runs in this tab (static/js/eqlm-runtime.js on onnxruntime-web); nothing is sent to the server. */
+(function () {
+  "use strict";
+
+  const config = JSON.parse(document.getElementById("demo-config").textContent);
+  const $ = (id) => document.getElementById(id);
+  const form = $("dial-form");
+  const els = {
+    depth: $("depth"), depthValue: $("depth-value"), tol: $("tol"), tolValue: $("tol-value"),
+    warm: $("warm-start"), temperature: $("temperature"), temperatureValue: $("temperature-value"),
+    seed: $("seed"), maxTokens: $("max-tokens"), prompt: $("prompt"), generate: $("generate"), stop: $("stop"),
+    status: $("runtime-status"), output: $("output"), tps: $("fig-tps"), iters: $("fig-iters"),
+    residual: $("fig-residual"), threads: $("fig-threads"), swatches: $("legend-swatches"),
+  };
+  const state = { runtime: null, running: false, abort: null, lastRun: null };
+  window.eqlmDemo = state; // read by the browser tests and the browser benchmark
+
+  function tolerance() { return Math.pow(10, Number(els.tol.value)); }
+  function mode() { return form.querySelector('input[name="mode"]:checked').value; }
+  function setStatus(text) { els.status.textContent = text; }
+
+  function shade(iterations, cap) {
+    const share = cap > 1 ? (iterations - 1) / (cap - 1) : 1;
+    const percent = Math.round(8 + 52 * Math.min(1, Math.max(0, share)));
+    return `color-mix(in srgb, var(--accent) ${percent}%, transparent)`;
+  }
+
+  function drawLegend() {
+    const cap = Number(els.depth.value);
+    const values = [...new Set([1, Math.ceil(cap / 3), Math.ceil((2 * cap) / 3), cap])].filter((v) => v >= 1);
+    els.swatches.replaceChildren(...values.map((v) => {
+      const span = document.createElement("span");
+      span.className = "swatch";
+      span.style.background = shade(v, cap);
+      span.textContent = String(v);
+      span.title = `${v} iteration${v === 1 ? "" : "s"}`;
+      return span;
+    }));
+  }
+
+  function syncControls() {
+    els.depthValue.textContent = els.depth.value;
+    els.tol.disabled = mode() !== "adaptive";
+    els.tolValue.textContent = tolerance().toPrecision(2);
+    els.temperatureValue.textContent = Number(els.temperature.value).toFixed(2);
+    drawLegend();
+    drawQuality();
+  }
+
+  // --- the quality-by-depth chart ---------------------------------------------------------------------------
+  function drawQuality() {
+    const target = $("quality-plot");
+    if (!target || !window.Plotly || !config.quality || !config.quality.length) return;
+    const styles = getComputedStyle(document.documentElement);
+    const fg = styles.getPropertyValue("--fg").trim();
+    const grid = styles.getPropertyValue("--border").trim();
+    const rows = config.quality;
+    const traces = [];
+    const bpb = rows.filter((r) => r.held_out_bits_per_byte !== null);
+    if (bpb.length) {
+      traces.push({
+        x: bpb.map((r) => r.depth), y: bpb.map((r) => r.held_out_bits_per_byte), name: "held-out bits/byte",
+        mode: "lines+markers", line: { color: "#0072B2" }, marker: { symbol: "circle", size: 7 },
+        hovertemplate: "depth %{x}: %{y:.3f} bits/byte<extra></extra>",
+      });
+    }
+    const blimp = rows.filter((r) => r.blimp_accuracy !== null);
+    if (blimp.length) {
+      traces.push({
+        x: blimp.map((r) => r.depth), y: blimp.map((r) => r.blimp_accuracy), name: "BLiMP accuracy", yaxis: "y2",
+        mode: "lines+markers", line: { color: "#E69F00", dash: "dash" }, marker: { symbol: "square", size: 7 },
+        hovertemplate: "depth %{x}: BLiMP %{y:.3f}<extra></extra>",
+      });
+    }
+    const depth = Number(els.depth.value);
+    const layout = {
+      margin: { l: 55, r: blimp.length ? 55 : 15, t: 10, b: 45 }, height: 260,
+      paper_bgcolor: "rgba(0,0,0,0)", plot_bgcolor: "rgba(0,0,0,0)", font: { color: fg },
+      xaxis: { title: { text: "depth (iterations)" }, dtick: 1, gridcolor: grid },
+      yaxis: { title: { text: "bits/byte" }, gridcolor: grid },
+      yaxis2: { title: { text: "BLiMP" }, overlaying: "y", side: "right", showgrid: false },
+      legend: { orientation: "h", y: -0.3 }, showlegend: traces.length > 1,
+      shapes: [{ type: "line", xref: "x", yref: "paper", x0: depth, x1: depth, y0: 0, y1: 1,
+                 line: { color: fg, width: 1, dash: "dot" } }],
+      annotations: [{ x: depth, yref: "paper", y: 1, text: "dial", showarrow: false, yanchor: "bottom", font: { size: 11 } }],
+    };
+    window.Plotly.react(target, traces, layout, { displayModeBar: false, responsive: true });
+  }
+
+  // --- output -----------------------------------------------------------------------------------------------
+  function resetOutput(prompt) {
+    const lead = document.createElement("span");
+    lead.className = "prompt-text";
+    lead.textContent = prompt;
+    els.output.replaceChildren(lead);
+    els.output.dataset.state = "running";
+    els.tps.textContent = els.iters.textContent = els.residual.textContent = "—";
+  }
+
+  function appendToken(event, cap) {
+    if (!event.text) return; // inside a UTF-8 sequence: the bytes show up with the token that completes it
+    const span = document.createElement("span");
+    span.className = "tok";
+    span.textContent = event.text;
+    span.style.background = shade(event.iterations, cap);
+    span.title = `${event.iterations} iteration${event.iterations === 1 ? "" : "s"}, residual ${event.residual.toExponential(2)}`;
+    els.output.append(span);
+  }
+
+  async function generate(evt) {
+    evt.preventDefault();
+    if (!state.runtime || state.running) return;
+    const depth = Number(els.depth.value);
+    const adaptive = mode() === "adaptive";
+    const request = {
+      prompt: els.prompt.value,
+      maxTokens: Math.max(1, Math.min(512, Number(els.maxTokens.value) || 64)),
+      depth,
+      tol: adaptive ? tolerance() : null,
+      warmStart: els.warm.checked,
+      temperature: Number(els.temperature.value),
+      seed: Number(els.seed.value) || 0,
+    };
+    state.running = true;
+    state.abort = new AbortController();
+    els.generate.disabled = true;
+    els.stop.disabled = false;
+    resetOutput(request.prompt);
+    setStatus("Generating in this tab…");
+    const started = performance.now();
+    let count = 0, iterSum = 0, residual = null, text = "", firstTokenMs = null;
+    try {
+      for await (const event of state.runtime.generate({ ...request, signal: state.abort.signal })) {
+        if (firstTokenMs === null) firstTokenMs = performance.now() - started;
+        count += 1;
+        iterSum += event.iterations;
+        residual = event.residual;
+        text += event.text;
+        appendToken(event, depth);
+        const seconds = (performance.now() - started) / 1000;
+        els.tps.textContent = (count / seconds).toFixed(1);
+        els.iters.textContent = (iterSum / count).toFixed(2);
+        els.residual.textContent = residual.toExponential(2);
+      }
+      const seconds = (performance.now() - started) / 1000;
+      state.lastRun = { request, text, tokens: count, seconds, tokensPerSecond: count / seconds,
+                        meanIterations: count ? iterSum / count : 0, finalResidual: residual, firstTokenMs };
+      els.output.dataset.state = "done";
+      setStatus(`Done: ${count} tokens in ${seconds.toFixed(2)} s.`);
+    } catch (error) {
+      els.output.dataset.state = "error";
+      setStatus(`Generation failed: ${error.message || error}`);
+      state.lastRun = { request, error: String(error) };
+    } finally {
+      state.running = false;
+      els.generate.disabled = false;
+      els.stop.disabled = true;
+    }
+  }
+
+  // --- start-up ---------------------------------------------------------------------------------------------
+  async function start() {
+    form.addEventListener("input", syncControls);
+    form.addEventListener("change", syncControls);
+    form.addEventListener("submit", generate);
+    els.stop.addEventListener("click", () => state.abort && state.abort.abort());
+    for (const button of form.querySelectorAll("button.example")) {
+      button.addEventListener("click", () => { els.prompt.value = button.dataset.prompt; els.prompt.focus(); });
+    }
+    document.addEventListener("eqlm:themechange", drawQuality);
+    syncControls();
+
+    if (typeof WebAssembly !== "object" || typeof WebAssembly.instantiate !== "function" || !window.ort) {
+      $("wasm-missing").hidden = false;
+      setStatus("WebAssembly is unavailable in this browser.");
+      return;
+    }
+    if (!config.manifestUrl) {
+      setStatus("The demo model is not installed on this server.");
+      return;
+    }
+    const threads = window.crossOriginIsolated ? 2 : 1;
+    els.threads.textContent = window.crossOriginIsolated ? "2 (isolated)" : "1 (not isolated)";
+    try {
+      state.runtime = await window.EqlmRuntime.load(config.manifestUrl, { ortBase: config.ortBase, threads });
+      els.generate.disabled = false;
+      setStatus(`Model loaded (${state.runtime.describe()}). Ready.`);
+      document.body.dataset.dialReady = "true";
+    } catch (error) {
+      setStatus(`The model could not be loaded: ${error.message || error}`);
+    }
+  }
+
+  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", start);
+  else start();
+})();
