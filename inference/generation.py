@@ -1,0 +1,371 @@
+"""The generation service on onnxruntime + numpy (never torch): what the web process and the /v1/ API use.
+
+It drives the exported embed/step/head graphs with a per-iteration key/value cache (see export.py's manifest
+"semantics"): fixed depth, adaptive per-token halting by tolerance, warm start, Picard or Anderson, greedy,
+temperature and top-p sampling with a seeded numpy Generator, and stop strings.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import onnxruntime as ort
+
+from .tokenizer import IncrementalDecoder, encode
+
+DEFAULT_DEPTH = 8
+MAX_DEPTH = 32
+LN2 = math.log(2)
+
+
+@dataclass
+class GenerationRequest:
+    prompt: str
+    max_tokens: int = 64
+    depth: int | None = None  # 1..32; None -> default 8 unless tol is given (then the cap is 32)
+    tol: float | None = None
+    warm_start: bool = False
+    solver: str = "picard"  # or "anderson"
+    temperature: float = 0.0
+    top_p: float = 1.0
+    seed: int | None = None
+    stop: tuple[str, ...] = ()
+
+    def validate(self) -> None:
+        if self.depth is not None and not 1 <= int(self.depth) <= MAX_DEPTH:
+            raise ValueError(f"depth must be between 1 and {MAX_DEPTH}")
+        if self.tol is not None and not self.tol > 0:
+            raise ValueError("tol must be positive")
+        if self.solver not in ("picard", "anderson"):
+            raise ValueError("solver must be 'picard' or 'anderson'")
+        if self.max_tokens < 0:
+            raise ValueError("max_tokens must be >= 0")
+        if self.temperature < 0:
+            raise ValueError("temperature must be >= 0")
+        if not 0 < self.top_p <= 1:
+            raise ValueError("top_p must be in (0, 1]")
+
+
+@dataclass
+class TokenEvent:
+    token_id: int
+    text: str  # incremental decoded text ("" while a UTF-8 sequence is incomplete)
+    iterations: int  # iterations used at the position whose logits chose this token
+    residual: float  # that position's last relative residual
+
+
+@dataclass
+class GenerationResult:
+    text: str
+    tokens: list[TokenEvent]
+    finish_reason: str  # "stop" | "length"
+    prompt_tokens: int
+    completion_tokens: int
+    mean_iterations: float
+    final_residual: float
+
+
+@dataclass
+class _Stats:
+    finish_reason: str = "length"
+    completion_tokens: int = 0
+    iterations: list[int] = field(default_factory=list)
+    residuals: list[float] = field(default_factory=list)
+
+
+class _Anderson:
+    """Per-position Anderson acceleration (memory m, mixing 1); same algebra as eqlm.AndersonState."""
+
+    def __init__(self, m: int = 5, reg: float = 1e-6):
+        self.m, self.reg = m, reg
+        self.xs: list[np.ndarray] = []
+        self.gs: list[np.ndarray] = []
+
+    def update(self, x: np.ndarray, fx: np.ndarray) -> np.ndarray:
+        self.xs = [*self.xs, x][-self.m :]
+        self.gs = [*self.gs, fx - x][-self.m :]
+        n = len(self.gs)
+        if n == 1:
+            return fx
+        g = np.stack(self.gs, axis=-1).astype(np.float64)  # [..., D, n]
+        gram = np.swapaxes(g, -1, -2) @ g
+        scale = np.diagonal(gram, axis1=-2, axis2=-1).mean(-1)[..., None, None] + 1e-12
+        gram = gram + self.reg * scale * np.eye(n)
+        w = np.linalg.solve(gram, np.ones((*gram.shape[:-1], 1)))
+        alpha = w / w.sum(axis=-2, keepdims=True)
+        fxs = np.stack([a + b for a, b in zip(self.xs, self.gs, strict=True)], axis=-1).astype(np.float64)
+        return (fxs @ alpha)[..., 0].astype(np.float32)
+
+
+class OnnxEqLM:
+    """The three ONNX graphs and the manifest, with the per-iteration cached solve."""
+
+    def __init__(self, onnx_dir: Path, int8: bool = False, threads: int = 1):
+        self.onnx_dir = Path(onnx_dir)
+        self.manifest = json.loads((self.onnx_dir / "manifest.json").read_text())
+        options = ort.SessionOptions()
+        options.intra_op_num_threads = threads
+        options.inter_op_num_threads = 1
+        graphs = self.manifest["graphs"]
+        step_file = graphs.get("step_int8") if int8 and graphs.get("step_int8") else graphs["step"]
+
+        def session(name: str) -> ort.InferenceSession:
+            return ort.InferenceSession(str(self.onnx_dir / name), options, providers=["CPUExecutionProvider"])
+
+        self.embed_sess = session(graphs["embed"])
+        self.step_sess = session(step_file)
+        self.head_sess = session(graphs["head"])
+        self.d_model = int(self.manifest["d_model"])
+        self.n_heads = int(self.manifest["n_heads"])
+        self.head_dim = int(self.manifest["head_dim"])
+        self.max_positions = int(self.manifest["max_positions"])
+        self.vocab_size = int(self.manifest["vocab_size"])
+
+    def embed(self, ids: np.ndarray, positions: np.ndarray) -> np.ndarray:
+        return self.embed_sess.run(None, {"input_ids": ids.astype(np.int64), "positions": positions.astype(np.int64)})[
+            0
+        ]
+
+    def step(self, z, inj, past_k, past_v):
+        return self.step_sess.run(None, {"z": z, "inj": inj, "past_k": past_k, "past_v": past_v})
+
+    def head(self, z: np.ndarray) -> np.ndarray:
+        return self.head_sess.run(None, {"z": z})[0]
+
+    def empty_kv(self, batch: int = 1) -> np.ndarray:
+        return np.zeros((batch, self.n_heads, 0, self.head_dim), dtype=np.float32)
+
+    def full_solve(self, ids: np.ndarray, depths: list[int]) -> dict[int, np.ndarray]:
+        """Logits [B, T, V] at each depth for whole windows (cold start, fixed depth): the bits/byte path."""
+        b, t = ids.shape
+        inj = self.embed(ids, np.broadcast_to(np.arange(t), (b, t)))
+        z = np.zeros_like(inj)
+        empty = self.empty_kv(b)
+        out = {}
+        for i in range(1, max(depths) + 1):
+            z = self.step(z, inj, empty, empty)[0]
+            if i in depths:
+                out[i] = self.head(z)
+        return out
+
+
+class DecodeCache:
+    """Per-iteration K/V of every processed position: slots x [1, H, max_positions, Dh]."""
+
+    def __init__(self, model: OnnxEqLM, slots: int):
+        shape = (slots, 1, model.n_heads, model.max_positions, model.head_dim)
+        self.k = np.zeros(shape, dtype=np.float32)
+        self.v = np.zeros(shape, dtype=np.float32)
+        self.slots = slots
+        self.length = 0
+
+    def past(self, slot: int) -> tuple[np.ndarray, np.ndarray]:
+        p = self.length
+        return np.ascontiguousarray(self.k[slot, :, :, :p]), np.ascontiguousarray(self.v[slot, :, :, :p])
+
+    def put(self, slot, k: np.ndarray, v: np.ndarray) -> None:
+        t = k.shape[2]
+        self.k[slot, :, :, self.length : self.length + t] = k
+        self.v[slot, :, :, self.length : self.length + t] = v
+
+
+def process(
+    model: OnnxEqLM,
+    cache: DecodeCache,
+    ids: list[int],
+    depth: int,
+    tol: float | None,
+    solver: str,
+    z0: np.ndarray | None = None,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Run T new positions after the cached ones; fills the cache. Returns (final z [1,T,D], iterations, residual)."""
+    t = len(ids)
+    p = cache.length
+    inj = model.embed(np.asarray([ids]), np.arange(p, p + t)[None, :])
+    z = np.zeros_like(inj) if z0 is None else z0.astype(np.float32).reshape(inj.shape).copy()
+    active = np.ones(t, dtype=bool)
+    iterations = np.zeros(t, dtype=np.int64)
+    residual = np.full(t, np.inf, dtype=np.float64)
+    anderson = _Anderson() if solver == "anderson" else None
+    done = 0
+    for slot in range(depth):
+        past_k, past_v = cache.past(slot)
+        fz, k, v, r = model.step(z, inj, past_k, past_v)
+        cache.put(slot, k, v)
+        new = anderson.update(z, fz) if anderson is not None else fz
+        z = np.where(active[None, :, None], new, z)
+        residual = np.where(active, r[0].astype(np.float64), residual)
+        iterations += active
+        done = slot + 1
+        if tol is not None:
+            active &= ~(r[0] < tol)
+            if not active.any():
+                break
+    if done < cache.slots:  # halted early: later iteration slots hold the frozen states' K/V
+        empty = model.empty_kv()
+        _, k, v, _ = model.step(z, inj, empty, empty)
+        for slot in range(done, cache.slots):
+            cache.put(slot, k, v)
+    cache.length += t
+    return z, iterations, residual
+
+
+def choose_token(logits: np.ndarray, temperature: float, top_p: float, rng: np.random.Generator) -> int:
+    """Greedy argmax at temperature 0 (lowest id on ties), else temperature + nucleus sampling."""
+    if temperature <= 0:
+        return int(np.argmax(logits))
+    scaled = logits.astype(np.float64) / temperature
+    probs = np.exp(scaled - scaled.max())
+    probs /= probs.sum()
+    if top_p < 1.0:
+        order = np.argsort(-probs, kind="stable")
+        cumulative = np.cumsum(probs[order])
+        keep = order[: int(np.searchsorted(cumulative, top_p) + 1)]
+        mask = np.zeros_like(probs)
+        mask[keep] = probs[keep]
+        probs = mask / mask.sum()
+    return int(rng.choice(len(probs), p=probs))
+
+
+def _held_back(text: str, stops: tuple[str, ...]) -> int:
+    """How many trailing characters of text could still begin a stop string."""
+    longest = 0
+    for stop in stops:
+        for n in range(min(len(stop) - 1, len(text)), 0, -1):
+            if text.endswith(stop[:n]):
+                longest = max(longest, n)
+                break
+    return longest
+
+
+class Generator:
+    """Text generation over the exported demo model. Thread-safe: each call keeps its own cache."""
+
+    def __init__(self, onnx_dir: Path, int8: bool = False, threads: int = 1):
+        self.model = OnnxEqLM(Path(onnx_dir), int8=int8, threads=threads)
+        self.manifest = self.model.manifest
+        self.model_id: str = self.manifest.get("model_id", "eqlm-demo")
+        self.max_positions = self.model.max_positions
+        self.default_depth = int(self.manifest.get("default_depth", DEFAULT_DEPTH))
+
+    def _tokens(self, request: GenerationRequest, stats: _Stats) -> Iterator[TokenEvent]:
+        """Every generated token (before stop-string handling)."""
+        request.validate()
+        if request.tol is not None:
+            depth = int(request.depth or MAX_DEPTH)
+        else:
+            depth = int(request.depth or self.default_depth)
+        ids = encode(request.prompt) or encode(self.manifest.get("empty_prompt", "\n"))
+        ids = ids[-(self.max_positions - 1) :] if request.max_tokens > 0 else ids[-self.max_positions :]
+        rng = np.random.default_rng(request.seed)
+        cache = DecodeCache(self.model, depth)
+        z, iterations, residual = process(self.model, cache, ids, depth, request.tol, request.solver)
+        last_z, last_iter, last_res = z[:, -1:], int(iterations[-1]), float(residual[-1])
+        decoder = IncrementalDecoder()
+        for n in range(request.max_tokens):
+            logits = self.model.head(last_z)[0, -1]
+            token = choose_token(logits, request.temperature, request.top_p, rng)
+            stats.completion_tokens += 1
+            stats.iterations.append(last_iter)
+            stats.residuals.append(last_res)
+            yield TokenEvent(token, decoder.push(token), last_iter, last_res)
+            if n == request.max_tokens - 1:
+                break
+            if cache.length >= self.max_positions:
+                stats.finish_reason = "length"
+                return
+            z0 = last_z if request.warm_start else None
+            z, iterations, residual = process(self.model, cache, [token], depth, request.tol, request.solver, z0)
+            last_z, last_iter, last_res = z, int(iterations[0]), float(residual[0])
+        stats.finish_reason = "length"
+
+    def _stream(self, request: GenerationRequest, stats: _Stats) -> Iterator[TokenEvent]:
+        stops = tuple(s for s in request.stop if s)
+        if not stops:
+            yield from self._tokens(request, stats)
+            return
+        text = ""
+        emitted = 0  # characters of text already sent
+        pending: list[TokenEvent] = []
+        for event in self._tokens(request, stats):
+            text += event.text
+            pending.append(event)
+            hits = [i for i in (text.find(s) for s in stops) if i >= 0]
+            if hits:
+                cut = min(hits)
+                for ev in pending:
+                    room = cut - emitted
+                    if room <= 0:
+                        break
+                    piece = ev.text[:room]
+                    emitted += len(piece)
+                    yield TokenEvent(ev.token_id, piece, ev.iterations, ev.residual)
+                stats.finish_reason = "stop"
+                return
+            safe = len(text) - _held_back(text, stops)
+            while pending and emitted + len(pending[0].text) <= safe:
+                ev = pending.pop(0)
+                emitted += len(ev.text)
+                yield ev
+        yield from pending
+
+    def stream(self, request: GenerationRequest) -> Iterator[TokenEvent]:
+        """Token events as they are produced; text that may begin a stop string is held back until resolved."""
+        yield from self._stream(request, _Stats())
+
+    def generate(self, request: GenerationRequest) -> GenerationResult:
+        stats = _Stats()
+        events = list(self._stream(request, stats))
+        return GenerationResult(
+            text="".join(e.text for e in events),
+            tokens=events,
+            finish_reason=stats.finish_reason,
+            prompt_tokens=len(encode(request.prompt)),
+            completion_tokens=len(events),
+            mean_iterations=float(np.mean(stats.iterations)) if stats.iterations else 0.0,
+            final_residual=stats.residuals[-1] if stats.residuals else 0.0,
+        )
+
+
+def bits_per_byte(model: OnnxEqLM, text: bytes, depths: list[int], window: int | None = None) -> dict[int, float]:
+    """Held-out bits/byte at each depth: non-overlapping windows, each window's first byte is context only."""
+    window = window or model.max_positions
+    arr = np.frombuffer(text, dtype=np.uint8).astype(np.int64)
+    n = (len(arr) // window) * window
+    windows = arr[:n].reshape(-1, window)
+    totals = dict.fromkeys(depths, 0.0)
+    count = 0
+    for start in range(0, len(windows), 16):
+        chunk = windows[start : start + 16]
+        logits = model.full_solve(chunk[:, :-1], depths)
+        targets = chunk[:, 1:]
+        for d in depths:
+            lg = logits[d].astype(np.float64)
+            m = lg.max(-1, keepdims=True)
+            logz = (m + np.log(np.exp(lg - m).sum(-1, keepdims=True)))[..., 0]
+            picked = np.take_along_axis(lg, targets[..., None], -1)[..., 0]
+            totals[d] += float((logz - picked).sum())
+        count += targets.size
+    return {d: totals[d] / count / LN2 for d in depths}
+
+
+_generator: Generator | None = None
+_generator_lock = threading.Lock()
+
+
+def get_generator() -> Generator:
+    """The process-wide generator over settings.DEMO_MODEL_ONNX_DIR (loaded once, on first use)."""
+    global _generator
+    if _generator is None:
+        with _generator_lock:
+            if _generator is None:
+                from django.conf import settings
+
+                _generator = Generator(Path(settings.DEMO_MODEL_ONNX_DIR))
+    return _generator

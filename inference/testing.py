@@ -1,0 +1,31 @@
+"""Test helpers: a tiny, randomly initialised EqLM exported to ONNX in a temporary folder (imports torch)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+def tiny_config(**overrides):
+    from .eqlm import EqLMConfig
+
+    values = {"d_model": 32, "n_heads": 4, "d_mlp": 64, "max_positions": 64, "train_depths": [4, 8, 12]}
+    values.update(overrides)
+    return EqLMConfig(**values)
+
+
+def tiny_model(seed: int = 0, **overrides):
+    """A deterministic random EqLM small enough to export and run in well under a second."""
+    import torch
+
+    from .eqlm import EqLM
+
+    torch.manual_seed(seed)
+    return EqLM(tiny_config(**overrides)).eval()
+
+
+def export_tiny_model(out_dir: Path, seed: int = 0, **overrides) -> Path:
+    """Export tiny_model(seed) with its manifest into out_dir; returns out_dir (a Generator can open it)."""
+    from .export import export_onnx
+
+    export_onnx(tiny_model(seed, **overrides), Path(out_dir), model_id="eqlm-demo", extra={"tiny_test_model": True})
+    return Path(out_dir)
