@@ -1,0 +1,143 @@
+"""Learning dynamics on matrix games: magnetic mirror descent (MMD) and gradient descent–ascent (GDA).
+
+Both players ascend their own payoff: the row player's gradient is A y, the column player's is Bᵀ x.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .core import nash_conv, profile, project_simplex
+
+
+def record_stride(steps: int, record: int) -> int:
+    return max(1, math.ceil(steps / max(1, record)))
+
+
+class _Recorder:
+    def __init__(self, A, B, steps: int, record: int):
+        self.A, self.B = A, B
+        self.stride = record_stride(steps, record)
+        self.iteration: list[int] = []
+        self.nc_last: list[float] = []
+        self.nc_avg: list[float] = []
+        self.xs: list[list[float]] = []
+        self.ys: list[list[float]] = []
+
+    def add(self, t, x, y, ax, ay):
+        self.iteration.append(t)
+        self.nc_last.append(nash_conv(self.A, self.B, x, y))
+        self.nc_avg.append(nash_conv(self.A, self.B, ax, ay))
+        self.xs.append(x.tolist())
+        self.ys.append(y.tolist())
+
+    def result(self, x, y, ax, ay, zero_sum: bool, iterations: int, converged: bool) -> dict:
+        return {
+            "iterations": iterations,
+            "converged": converged,
+            "last": profile(self.A, self.B, x, y, zero_sum),
+            "average": profile(self.A, self.B, ax, ay, zero_sum),
+            "trace": {"iteration": self.iteration, "nashconv_last": self.nc_last, "nashconv_average": self.nc_avg},
+            "trajectory": {"x": self.xs, "y": self.ys},
+        }
+
+
+def _normalized_logits(z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(log p, p) for p = softmax(z), computed stably."""
+    z = z - z.max()
+    e = np.exp(z)
+    s = e.sum()
+    return z - math.log(s), e / s
+
+
+def mmd(
+    A: np.ndarray,
+    B: np.ndarray,
+    x0: np.ndarray,
+    y0: np.ndarray,
+    *,
+    eta: float,
+    tau: float,
+    steps: int,
+    magnet_x: np.ndarray,
+    magnet_y: np.ndarray,
+    alternating: bool = False,
+    reset_every: int = 0,
+    tol: float = 0.0,
+    record: int = 200,
+    zero_sum: bool = False,
+) -> dict:
+    """Magnetic mirror descent with the negative-entropy regulariser (Sokota et al. 2023), exact prox step.
+
+    x⁺ ∝ (x · ρ^{ητ} · exp(η g))^{1/(1+ητ)}, computed on logits. Its fixed point is x = softmax(g/τ + log ρ):
+    the logit QRE at λ = 1/τ of the game whose payoffs are shifted by τ·log ρ. With `reset_every = k` the
+    magnet is moved to the current iterate every k steps (regularised Nash dynamics).
+    """
+    c = 1.0 / (1.0 + eta * tau)
+    zx, x = _normalized_logits(np.log(x0))
+    zy, y = _normalized_logits(np.log(y0))
+    lrx, lry = np.log(magnet_x), np.log(magnet_y)
+    ax, ay = x.copy(), y.copy()
+    rec = _Recorder(A, B, steps, record)
+    rec.add(0, x, y, ax, ay)
+    et, converged, t = eta * tau, False, 0
+    Bt = B.T
+    for t in range(1, steps + 1):
+        gx = A @ y
+        if alternating:
+            zx_new, x_new = _normalized_logits(c * (zx + et * lrx + eta * gx))
+            gy = Bt @ x_new
+        else:
+            gy = Bt @ x
+            zx_new, x_new = _normalized_logits(c * (zx + et * lrx + eta * gx))
+        zy_new, y_new = _normalized_logits(c * (zy + et * lry + eta * gy))
+        diff = max(np.abs(x_new - x).max(), np.abs(y_new - y).max())
+        zx, x, zy, y = zx_new, x_new, zy_new, y_new
+        ax += (x - ax) / t
+        ay += (y - ay) / t
+        if reset_every and t % reset_every == 0:
+            lrx, lry = zx.copy(), zy.copy()
+        converged = tol > 0 and diff < tol
+        if t % rec.stride == 0 or t == steps or converged:
+            rec.add(t, x, y, ax, ay)
+        if converged:
+            break
+    return rec.result(x, y, ax, ay, zero_sum, t, converged)
+
+
+def gda(
+    A: np.ndarray,
+    B: np.ndarray,
+    x0: np.ndarray,
+    y0: np.ndarray,
+    *,
+    eta: float,
+    steps: int,
+    alternating: bool = False,
+    tol: float = 0.0,
+    record: int = 200,
+    zero_sum: bool = False,
+) -> dict:
+    """Projected gradient descent–ascent: each player ascends its own payoff, then projects onto the simplex."""
+    x, y = x0.astype(float).copy(), y0.astype(float).copy()
+    ax, ay = x.copy(), y.copy()
+    rec = _Recorder(A, B, steps, record)
+    rec.add(0, x, y, ax, ay)
+    converged, t = False, 0
+    Bt = B.T
+    for t in range(1, steps + 1):
+        x_new = project_simplex(x + eta * (A @ y))
+        gy = Bt @ (x_new if alternating else x)
+        y_new = project_simplex(y + eta * gy)
+        diff = max(np.abs(x_new - x).max(), np.abs(y_new - y).max())
+        x, y = x_new, y_new
+        ax += (x - ax) / t
+        ay += (y - ay) / t
+        converged = tol > 0 and diff < tol
+        if t % rec.stride == 0 or t == steps or converged:
+            rec.add(t, x, y, ax, ay)
+        if converged:
+            break
+    return rec.result(x, y, ax, ay, zero_sum, t, converged)

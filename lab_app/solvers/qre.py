@@ -1,0 +1,296 @@
+"""Logit quantal response equilibria: Newton on log-odds at one λ, and the principal-branch path in λ.
+
+Unknowns are log-odds against each player's first action, w = (u, v) with x = softmax(0, u), y = softmax(0, v).
+The QRE equations are H(w, λ) = (u − λ·D_A y, v − λ·D_B x) = 0, where D_A y are row payoff differences
+(A y)_i − (A y)_0 and D_B x the column ones. The Jacobian is analytic, so Newton converges quadratically.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .core import nash_conv, softmax
+
+
+class _System:
+    """The QRE equations of one game and their analytic derivatives."""
+
+    def __init__(self, A: np.ndarray, B: np.ndarray):
+        self.A, self.B = A, B
+        self.m, self.n = A.shape
+        self.DA = A[1:] - A[0]  # (m-1, n)
+        self.DBt = (B[:, 1:] - B[:, :1]).T  # (n-1, m)
+        self.d = self.m + self.n - 2
+        self._J = np.eye(self.d)
+        self._zu = np.zeros(self.m)
+        self._zv = np.zeros(self.n)
+
+    def probs(self, w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        k = self.m - 1
+        zu, zv = self._zu, self._zv
+        zu[1:] = w[:k]
+        zv[1:] = w[k:]
+        eu = np.exp(zu - zu.max())
+        ev = np.exp(zv - zv.max())
+        return eu / eu.sum(), ev / ev.sum()
+
+    def H(self, w: np.ndarray, lam: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        x, y = self.probs(w)
+        k = self.m - 1
+        F = np.empty(self.d)
+        F[:k] = w[:k] - lam * (self.DA @ y)
+        F[k:] = w[k:] - lam * (self.DBt @ x)
+        return F, x, y
+
+    def H_lambda(self, x: np.ndarray, y: np.ndarray) -> np.ndarray:
+        return -np.concatenate((self.DA @ y, self.DBt @ x))
+
+    def H_w(self, x: np.ndarray, y: np.ndarray, lam: float) -> np.ndarray:
+        k = self.m - 1
+        J = self._J.copy()
+        if k and self.n > 1:
+            # D_A · dy/dv with dy/dv = (diag(y) − y yᵀ)[:, 1:]
+            J[:k, k:] = -lam * ((self.DA[:, 1:] * y[1:]) - np.outer(self.DA @ y, y[1:]))
+            J[k:, :k] = -lam * ((self.DBt[:, 1:] * x[1:]) - np.outer(self.DBt @ x, x[1:]))
+        return J
+
+    def residual(self, x: np.ndarray, y: np.ndarray, lam: float) -> float:
+        """max |x − softmax(λAy)|, |y − softmax(λBᵀx)|: the fixed-point residual in probability space."""
+        rx = np.abs(x - softmax(lam * (self.A @ y))).max()
+        ry = np.abs(y - softmax(lam * (self.B.T @ x))).max()
+        return float(max(rx, ry))
+
+    def log_odds(self, x: np.ndarray, y: np.ndarray) -> np.ndarray:
+        return np.concatenate((np.log(x[1:]) - math.log(x[0]), np.log(y[1:]) - math.log(y[0])))
+
+
+def _newton(sys: _System, lam: float, w: np.ndarray, tol: float, max_iter: int = 60) -> tuple:
+    """Damped Newton on H(·, λ) with a backtracking line search on ‖H‖₂. Returns (w, x, y, residual, ok, its).
+
+    Iterates until the log-odds residual is tiny, then checks the probability-space residual against tol.
+    """
+    F, x, y = sys.H(w, lam)
+    norm = float(np.linalg.norm(F))
+    for it in range(max_iter + 1):
+        if float(np.abs(F).max()) <= tol:
+            res = sys.residual(x, y, lam)
+            if res <= tol:
+                return w, x, y, res, True, it
+        if it == max_iter:
+            break
+        try:
+            dw = np.linalg.solve(sys.H_w(x, y, lam), -F)
+        except np.linalg.LinAlgError:
+            break
+        step = 1.0
+        while True:
+            w_try = w + step * dw
+            F_try, x_try, y_try = sys.H(w_try, lam)
+            norm_try = float(np.linalg.norm(F_try))
+            if norm_try <= (1 - 1e-4 * step) * norm or step < 1e-6:
+                break
+            step *= 0.5
+        if step < 1e-6:
+            break
+        w, F, x, y, norm = w_try, F_try, x_try, y_try, norm_try
+    return w, x, y, sys.residual(x, y, lam), False, it
+
+
+def _natural_continuation(sys: _System, lam_target: float, tol: float) -> tuple:
+    """Follow the branch in λ from 0 with an Euler predictor and Newton corrector; fails at a turning point."""
+    spread = float(np.ptp(sys.A) + np.ptp(sys.B)) or 1.0
+    w, lam, dl, its_total = np.zeros(sys.d), 0.0, 1.0 / spread, 0
+    while lam < lam_target:
+        dl = min(dl, lam_target - lam)
+        if dl < 1e-9 * lam_target:
+            return None, its_total
+        x, y = sys.probs(w)
+        try:
+            dw = np.linalg.solve(sys.H_w(x, y, lam), -sys.H_lambda(x, y))
+        except np.linalg.LinAlgError:
+            return None, its_total
+        final = dl >= lam_target - lam
+        w_new, *_, ok, its = _newton(sys, lam + dl, w + dl * dw, tol if final else max(tol, 1e-6), max_iter=5)
+        its_total += its + 1
+        if not ok:
+            dl *= 0.5
+            continue
+        w, lam = w_new, lam + dl
+        if its <= 2:
+            dl *= 2.0
+    return w, its_total
+
+
+def qre(A: np.ndarray, B: np.ndarray, lam: float, *, tol: float = 1e-12, zero_sum: bool = False) -> dict:
+    """The logit QRE at λ on the principal branch, to fixed-point residual ≤ tol.
+
+    Zero-sum games have one QRE per λ, so Newton starts from the centroid. Otherwise (or if that fails) the
+    branch is followed from λ = 0 with natural continuation, and past turning points with the arclength
+    path tracer; Newton finishes at λ.
+    """
+    sys = _System(A, B)
+    if sys.d == 0:
+        x, y = np.ones(1), np.ones(1)
+        return _qre_result(sys, lam, x, y, 0.0, True, 0, "trivial", zero_sum)
+    ok, its, w = False, 0, np.zeros(sys.d)
+    if zero_sum:
+        w, x, y, res, ok, its = _newton(sys, lam, w, tol, max_iter=8)
+        method = "newton"
+    if not ok:
+        w0, its2 = _natural_continuation(sys, lam, tol)
+        its += its2
+        if w0 is not None:
+            w, x, y, res, ok, its3 = _newton(sys, lam, w0, tol)
+            its += its3
+            method = "natural continuation + newton"
+    if not ok:
+        path = trace_path(A, B, lam_max=lam, tol=1e-10, stop_at=lam)
+        w0 = path["_w_at_stop"]
+        w, x, y, res, ok, its2 = _newton(sys, lam, w0, tol)
+        its += its2 + path["_corrector_iterations"]
+        method = "arclength continuation + newton"
+    return _qre_result(sys, lam, x, y, res, ok, its, method, zero_sum)
+
+
+def _qre_result(sys, lam, x, y, res, ok, its, method, zero_sum) -> dict:
+    nc = nash_conv(sys.A, sys.B, x, y)
+    out = {
+        "lambda": lam,
+        "x": x.tolist(),
+        "y": y.tolist(),
+        "residual": res,
+        "converged": bool(ok),
+        "iterations": its,
+        "method": method,
+        "nashconv": nc,
+    }
+    if zero_sum:
+        out["exploitability"] = nc / 2
+    return out
+
+
+def trace_path(
+    A: np.ndarray,
+    B: np.ndarray,
+    *,
+    lam_max: float = 100.0,
+    max_points: int = 2000,
+    tol: float = 1e-10,
+    stop_at: float | None = None,
+) -> dict:
+    """Principal-branch QRE path from λ = 0 by pseudo-arclength predictor–corrector continuation.
+
+    Turning points are where dλ/ds changes sign; bifurcation points are where the determinant of the
+    augmented Jacobian [[H_w, H_λ], [tᵀ, 0]] changes sign while the tangent keeps its orientation.
+    """
+    sys = _System(A, B)
+    d = sys.d
+    lam = 0.0
+    w = np.zeros(d)
+    x, y = sys.probs(w)
+    points = [(0.0, x, y)]
+    turning, bifurcations = [], []
+    corrector_total = 0
+    if d == 0:
+        return _path_result(sys, points, turning, bifurcations, "trivial", w, corrector_total)
+    # Tangent at λ = 0: H_w = I, so dw/dλ = −H_λ.
+    t = np.concatenate((-sys.H_lambda(x, y), [1.0]))
+    t /= np.linalg.norm(t)
+    z = np.concatenate((w, [lam]))
+    h = 0.05 * max(1.0, min(lam_max, 10.0))
+    h_max = max(1.0, lam_max / 4)
+    det_sign = None
+    status = "reached lambda_max"
+    aug = np.zeros((d + 1, d + 1))
+    while True:
+        if len(points) >= max_points:
+            status = "stopped at max_points"
+            break
+        if h < 1e-12:
+            status = "step size underflow"
+            break
+        pred = z + h * t
+        zc = pred.copy()
+        ok, its = False, 0
+        for its in range(1, 9):
+            F, x, y = sys.H(zc[:d], zc[d])
+            aug[:d, :d] = sys.H_w(x, y, zc[d])
+            aug[:d, d] = sys.H_lambda(x, y)
+            aug[d, :] = t
+            G = np.concatenate((F, [t @ (zc - pred)]))
+            try:
+                dz = np.linalg.solve(aug, -G)
+            except np.linalg.LinAlgError:
+                break
+            zc = zc + dz
+            step = float(np.abs(dz).max())
+            if step > 0.5 * h + 1e-9 and its > 1:
+                break
+            if step <= tol * (1.0 + float(np.abs(zc).max())):
+                F, x, y = sys.H(zc[:d], zc[d])
+                ok = float(np.abs(F).max()) <= 1e-8 * (1.0 + abs(zc[d]))
+                break
+        corrector_total += its
+        if not ok:
+            h *= 0.5
+            continue
+        # New tangent, oriented like the old one.
+        aug[:d, :d] = sys.H_w(x, y, zc[d])
+        aug[:d, d] = sys.H_lambda(x, y)
+        aug[d, :] = t
+        rhs = np.zeros(d + 1)
+        rhs[d] = 1.0
+        t_new = np.linalg.solve(aug, rhs)
+        t_new /= np.linalg.norm(t_new)
+        aug[d, :] = t_new
+        sign, _ = np.linalg.slogdet(aug)
+        lam_new = float(zc[d])
+        if t_new[d] * t[d] < 0:
+            turning.append(_event(sys, z, zc, t[d], t_new[d], "turning point"))
+        elif det_sign is not None and sign != 0 and sign != det_sign:
+            bifurcations.append(_event(sys, z, zc, 1.0, -1.0, "bifurcation"))
+        det_sign = sign if sign != 0 else det_sign
+        if stop_at is not None and lam_new >= stop_at and z[d] < stop_at:
+            frac = (stop_at - z[d]) / (lam_new - z[d])
+            w_stop = z[:d] + frac * (zc[:d] - z[:d])
+            return {"_w_at_stop": w_stop, "_corrector_iterations": corrector_total}
+        z, t = zc, t_new
+        points.append((lam_new, x, y))
+        if lam_new >= lam_max:
+            break
+        if its <= 3:
+            h = min(h * 2.0, h_max, 0.1 + 0.3 * abs(lam_new))
+        elif its >= 6:
+            h *= 0.6
+    if stop_at is not None:
+        return {"_w_at_stop": z[:d], "_corrector_iterations": corrector_total}
+    return _path_result(sys, points, turning, bifurcations, status, z[:d], corrector_total)
+
+
+def _event(sys, z0, z1, a0: float, a1: float, kind: str) -> dict:
+    """Locate a sign change of a quantity linearly between two path points."""
+    frac = a0 / (a0 - a1) if a0 != a1 else 0.5
+    zi = z0 + frac * (z1 - z0)
+    x, y = sys.probs(zi[:-1])
+    return {"kind": kind, "lambda": float(zi[-1]), "x": x.tolist(), "y": y.tolist()}
+
+
+def _path_result(sys, points, turning, bifurcations, status, w_end, corrector_total) -> dict:
+    from .nash import limiting_equilibrium
+
+    out_points = [
+        {"lambda": lam, "x": x.tolist(), "y": y.tolist(), "nashconv": nash_conv(sys.A, sys.B, x, y)}
+        for lam, x, y in points
+    ]
+    lam, x, y = points[-1]
+    return {
+        "points": out_points,
+        "turning_points": turning,
+        "bifurcations": bifurcations,
+        "status": status,
+        "lambda_end": lam,
+        "limit": limiting_equilibrium(sys.A, sys.B, x, y),
+        "corrector_iterations": corrector_total,
+    }
