@@ -156,3 +156,124 @@ def export_onnx(
     manifest.update(extra or {})
     (out_dir / "manifest.json").write_text(json.dumps(manifest, indent=2, sort_keys=False) + "\n")
     return manifest
+
+
+def word_realness(texts: list[str], vocabulary: set[str]) -> float:
+    """Share of generated words (letters only, lower-cased) that occur in the corpus vocabulary."""
+    import re
+
+    words = [w.lower() for t in texts for w in re.findall(r"[A-Za-z]+", t)]
+    return sum(w in vocabulary for w in words) / len(words) if words else 0.0
+
+
+def export_demo(
+    checkpoint: Path,
+    out_dir: Path,
+    metrics_path: Path,
+    slice_path: Path,
+    slice_bytes: int = 4096,
+    int8: bool = False,
+    log=print,
+) -> dict:
+    """Export a checkpoint for the demo, measure it with the ONNX files and write metrics.json + manifest.json.
+
+    Held-out bits/byte at depths 1-12 is measured on the whole held-out slice of the corpus (the last 5%) when the
+    corpus is available, and always on the small committed slice that CI re-measures.
+    """
+    import hashlib
+    import time
+
+    from .checkpoint import load_checkpoint
+    from .corpus import HELDOUT_FRACTION, load_corpus, split
+    from .generation import GenerationRequest, Generator, OnnxEqLM, bits_per_byte
+
+    model, data = load_checkpoint(checkpoint)
+    provenance = data["provenance"]
+    depths = list(range(1, 13))
+    export_onnx(model, out_dir, int8=int8)
+    onnx_model = OnnxEqLM(out_dir, threads=2)
+    metrics: dict = {
+        "model_id": "eqlm-demo",
+        "model_class": data["model_class"],
+        "num_params": model.num_params(),
+        "config": data["config_dict"],
+        "checkpoint_sha256": hashlib.sha256(Path(checkpoint).read_bytes()).hexdigest(),
+        "training": {
+            "steps": provenance.get("steps"),
+            "tokens_seen": provenance.get("tokens"),
+            "train_seconds": provenance.get("train_seconds"),
+            "seed": provenance.get("seed"),
+            "hardware": "CPU (2 shared cores, torch.set_num_threads(2))",
+            "supervised_depths": data["config_dict"].get("train_depths"),
+        },
+        "provenance": {k: provenance.get(k) for k in PROVENANCE_KEYS_FOR_CARD},
+        "measured_with": "onnxruntime on the exported fp32 graphs (inference/generation.py: bits_per_byte)",
+        "limitations": LIMITATION,
+    }
+    try:
+        corpus, sha = load_corpus()
+    except (RuntimeError, OSError) as exc:
+        log(f"corpus unavailable ({exc}); measuring only the committed slice")
+        corpus = None
+    if corpus is not None:
+        if sha != provenance.get("corpus_sha256"):
+            log(f"warning: corpus sha256 {sha} differs from the checkpoint's {provenance.get('corpus_sha256')}")
+        _, heldout = split(corpus)
+        Path(slice_path).parent.mkdir(parents=True, exist_ok=True)
+        Path(slice_path).write_bytes(heldout[:slice_bytes])
+        started = time.time()
+        full = bits_per_byte(onnx_model, heldout, depths)
+        log("held-out bits/byte " + " ".join(f"d{d}={v:.3f}" for d, v in full.items()))
+        metrics["held_out_bits_per_byte"] = {str(d): round(v, 4) for d, v in full.items()}
+        metrics["held_out"] = {
+            "bytes": len(heldout),
+            "sha256": hashlib.sha256(heldout).hexdigest(),
+            "fraction": HELDOUT_FRACTION,
+            "window": onnx_model.max_positions,
+            "seconds": round(time.time() - started, 1),
+        }
+        vocabulary = {w.lower() for w in __import__("re").findall(r"[A-Za-z]+", corpus.decode("utf-8"))}
+        generator = Generator(out_dir)
+        prompts = ["And God said", "The LORD is my shepherd", "In the beginning", "Blessed are the"]
+        samples = {}
+        for depth in (2, 4, 8, 12):
+            texts = [generator.generate(GenerationRequest(prompt=p, max_tokens=80, depth=depth)).text for p in prompts]
+            samples[str(depth)] = {"real_word_share": round(word_realness(texts, vocabulary), 4), "texts": texts}
+        metrics["greedy_samples"] = {"prompts": prompts, "by_depth": samples}
+    slice_data = Path(slice_path).read_bytes()
+    ci = bits_per_byte(onnx_model, slice_data, depths)
+    metrics["ci_slice"] = {
+        "file": str(Path(slice_path).name),
+        "bytes": len(slice_data),
+        "sha256": hashlib.sha256(slice_data).hexdigest(),
+        "bits_per_byte": {str(d): round(v, 5) for d, v in ci.items()},
+    }
+    manifest = json.loads((Path(out_dir) / "manifest.json").read_text())
+    manifest["metrics"] = {
+        "held_out_bits_per_byte": metrics.get("held_out_bits_per_byte", {}),
+        "tokens_seen": provenance.get("tokens"),
+        "train_seconds": provenance.get("train_seconds"),
+    }
+    manifest["provenance"] = metrics["provenance"]
+    manifest["limitations"] = LIMITATION
+    (Path(out_dir) / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
+    Path(metrics_path).write_text(json.dumps(metrics, indent=2) + "\n")
+    return metrics
+
+
+PROVENANCE_KEYS_FOR_CARD = (
+    "config_hash",
+    "git_commit",
+    "seed",
+    "corpus",
+    "corpus_sha256",
+    "steps",
+    "tokens",
+    "created",
+    "train_seconds",
+)
+LIMITATION = (
+    "A small demo EqLM trained by this portal's own code on one book (the King James Bible, byte-level) on shared "
+    "CPUs. It is not one of the programme's 120M-parameter checkpoints, which cannot be downloaded here; its "
+    "numbers say nothing about those models."
+)

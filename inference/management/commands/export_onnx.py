@@ -1,0 +1,39 @@
+"""Export a checkpoint to ONNX (embed/step/head + manifest) and measure it; defaults are the demo model's paths."""
+
+from pathlib import Path
+
+from django.conf import settings
+from django.core.management.base import BaseCommand, CommandError
+
+
+class Command(BaseCommand):
+    help = "Export an EqLM checkpoint to ONNX graphs, measure held-out bits/byte with them, write metrics.json."
+    requires_system_checks: list = []
+
+    def add_arguments(self, parser):
+        parser.add_argument("--checkpoint", default=str(settings.DEMO_MODEL_CHECKPOINT))
+        parser.add_argument("--out", default=str(settings.DEMO_MODEL_ONNX_DIR))
+        parser.add_argument("--metrics", default=str(Path(settings.DEMO_MODEL_CHECKPOINT).parent / "metrics.json"))
+        parser.add_argument("--slice", default=str(Path(settings.DEMO_MODEL_CHECKPOINT).parent / "heldout_slice.txt"))
+        parser.add_argument("--int8", action="store_true", help="also write a dynamically quantised step graph")
+
+    def handle(self, *args, **opts):
+        from inference.checkpoint import CheckpointError
+        from inference.export import export_demo
+
+        if not Path(opts["checkpoint"]).exists():
+            raise CommandError(f"no checkpoint at {opts['checkpoint']}")
+        try:
+            metrics = export_demo(
+                Path(opts["checkpoint"]),
+                Path(opts["out"]),
+                Path(opts["metrics"]),
+                Path(opts["slice"]),
+                int8=opts["int8"],
+                log=self.stdout.write,
+            )
+        except CheckpointError as exc:
+            raise CommandError(str(exc))
+        self.stdout.write(self.style.SUCCESS(f"wrote {opts['out']} and {opts['metrics']}"))
+        bpb = metrics.get("held_out_bits_per_byte") or metrics["ci_slice"]["bits_per_byte"]
+        self.stdout.write(" ".join(f"d{d}={v}" for d, v in bpb.items()))
