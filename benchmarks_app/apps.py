@@ -5,3 +5,7 @@ from django.apps import AppConfig
 
 class BenchmarksConfig(AppConfig):
     name = "benchmarks_app"
+    verbose_name = "Benchmarks"
+
+    def ready(self):
+        from . import signals  # noqa: F401

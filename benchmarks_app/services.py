@@ -36,8 +36,13 @@ def condition_key(condition: dict | None) -> str:
     return json.dumps(condition, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
-def tables_cache_version() -> int:
-    return cache.get_or_set(CACHE_VERSION_KEY, 1, None)
+def tables_cache_version() -> str:
+    """Key suffix for cached tables: the newest row id (ingest by any process changes it) and a local counter
+    bumped on deletes/edits, so a cached table never outlives the rows it was computed from."""
+    from django.db.models import Max
+
+    newest = ResultRow.objects.aggregate(m=Max("id"))["m"] or 0
+    return f"{newest}.{cache.get_or_set(CACHE_VERSION_KEY, 1, None)}"
 
 
 def invalidate_tables() -> None:

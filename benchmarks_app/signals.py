@@ -1,0 +1,14 @@
+"""Invalidate cached tables when rows or declarations are deleted or edited outside the ingest service."""
+
+from django.db.models.signals import post_delete, post_save
+from django.dispatch import receiver
+
+from .models import Comparison, ResultRow
+from .services import invalidate_tables
+
+
+@receiver(post_delete, sender=ResultRow)
+@receiver(post_delete, sender=Comparison)
+@receiver(post_save, sender=Comparison)
+def _rows_changed(sender, **kwargs):
+    invalidate_tables()

@@ -1,0 +1,240 @@
+"""Pages of the benchmark tables: every table, one table with its plot and rows, runs, compare, uploads."""
+
+import csv
+import io
+import json
+
+from django.conf import settings
+from django.contrib import messages
+from django.contrib.admin.views.decorators import staff_member_required
+from django.core.paginator import Paginator
+from django.db import transaction
+from django.http import HttpResponse, JsonResponse
+from django.shortcuts import get_object_or_404, redirect, render
+
+from . import stats, tables
+from .ingest import FORMATS, IngestError
+from .models import Arm, Comparison, ResultRow, Run, SourceFile
+from .services import create_upload, pair_companions, read_limited
+from .tasks import ingest_upload
+
+
+def index(request):
+    items = [tables.build_table(c) for c in Comparison.objects.all()]
+    totals = {status: sum(t["counts"][status] for t in items) for status in tables.STATUS_TEXT}
+    context = {
+        "section": "benchmarks",
+        "tables": items,
+        "totals": totals,
+        "row_count": ResultRow.objects.count(),
+        "run_count": Run.objects.count(),
+    }
+    return render(request, "benchmarks/index.html", context)
+
+
+def detail(request, slug: str):
+    comparison = get_object_or_404(Comparison, slug=slug)
+    table = tables.build_table(comparison)
+    return render(request, "benchmarks/detail.html", {"section": "benchmarks", "table": table, "plot": table["plot"]})
+
+
+def download(request, slug: str, ext: str):
+    comparison = get_object_or_404(Comparison, slug=slug)
+    table = tables.build_table(comparison)
+    if ext == "json":
+        response = JsonResponse(table, json_dumps_params={"indent": 1, "ensure_ascii": False})
+    else:
+        buffer = io.StringIO()
+        csv.writer(buffer).writerows(tables.table_csv_rows(table))
+        response = HttpResponse(buffer.getvalue(), content_type="text/csv; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="{slug}.{ext}"'
+    return response
+
+
+def rows_download(request, slug: str):
+    """The per-seed rows behind a table as CSV."""
+    table = tables.build_table(get_object_or_404(Comparison, slug=slug))
+    buffer = io.StringIO()
+    writer = csv.writer(buffer)
+    columns = ["run", "experiment", "arm", "seed", "metric", "condition", "value", "n", "config_hash", "git_commit",
+               "source", "pointer"]  # fmt: skip
+    writer.writerow(columns)
+    for row in table["provenance"]:
+        writer.writerow([json.dumps(row[c]) if c == "condition" else row[c] for c in columns])
+    response = HttpResponse(buffer.getvalue(), content_type="text/csv; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="{slug}-rows.csv"'
+    return response
+
+
+def runs(request):
+    qs = Run.objects.all()
+    filters = {k: request.GET.get(k, "").strip() for k in ("experiment", "arm", "seed", "metric")}
+    if filters["experiment"]:
+        qs = qs.filter(experiment=filters["experiment"])
+    if filters["arm"]:
+        qs = qs.filter(arms__label=filters["arm"])
+    if filters["seed"]:
+        if not filters["seed"].lstrip("-").isdigit():
+            messages.error(request, "Seed must be a whole number.")
+            qs = qs.none()
+        else:
+            qs = qs.filter(seed=int(filters["seed"]))
+    if filters["metric"]:
+        qs = qs.filter(arms__rows__metric=filters["metric"])
+    qs = qs.distinct().prefetch_related("arms")
+    page = Paginator(qs, 50).get_page(request.GET.get("page"))
+    context = {
+        "section": "benchmarks",
+        "page": page,
+        "filters": filters,
+        "experiments": Run.objects.order_by("experiment").values_list("experiment", flat=True).distinct(),
+        "arms": Arm.objects.order_by("label").values_list("label", flat=True).distinct(),
+        "metrics": ResultRow.objects.order_by("metric").values_list("metric", flat=True).distinct(),
+        "query": "&".join(f"{k}={v}" for k, v in filters.items() if v),
+    }
+    return render(request, "benchmarks/runs.html", context)
+
+
+def run_detail(request, run_id: str):
+    run = get_object_or_404(Run.objects.select_related("source_file"), run_id=run_id.strip("/"))
+    arms = []
+    curves = {}
+    for arm in run.arms.all():
+        final = list(
+            arm.rows.filter(step__isnull=True).select_related("source_file").order_by("metric", "condition_key")
+        )
+        curve = list(
+            arm.rows.filter(metric="train_loss", step__isnull=False).order_by("step").values_list("step", "value")
+        )
+        if curve:
+            curves[arm.label] = {"step": [s for s, _ in curve], "loss": [v for _, v in curve]}
+        arms.append({"arm": arm, "rows": final, "curve_points": len(curve)})
+    context = {
+        "section": "benchmarks",
+        "run": run,
+        "arms": arms,
+        "curves": curves,
+        "config_json": json.dumps(run.config, indent=1, ensure_ascii=False)[:20000],
+        "tables": [
+            c for c in Comparison.objects.all() if run.experiment in (c.treatment_experiment, c.baseline_experiment)
+        ],
+    }
+    return render(request, "benchmarks/run_detail.html", context)
+
+
+def compare_page(request):
+    sides = list(
+        ResultRow.objects.filter(step__isnull=True, seed__isnull=False)
+        .order_by("experiment", "arm_label")
+        .values_list("experiment", "arm_label")
+        .distinct()
+    )
+    options = [f"{e}:{a}" for e, a in sides]
+    metrics = list(
+        ResultRow.objects.filter(step__isnull=True).order_by("metric").values_list("metric", flat=True).distinct()
+    )
+    treatment = request.GET.get("treatment", "exp32:C1" if "exp32:C1" in options else (options[0] if options else ""))
+    baseline = request.GET.get("baseline", "exp10_5090:A1" if "exp10_5090:A1" in options else treatment)
+    metric = request.GET.get("metric", "blimp_accuracy")
+    method = request.GET.get("interval", "bootstrap")
+    result, error = None, ""
+    if treatment and baseline:
+        try:
+            if method not in stats.METHODS:
+                raise ValueError("interval must be bootstrap or t")
+            result = tables.compare(tables.parse_side(treatment), tables.parse_side(baseline), metric, method=method)
+            if not (result["treatment"]["n"] and result["baseline"]["n"]):
+                error = f"No end-of-run rows with a seed for one side on {metric}."
+        except ValueError as exc:
+            error = str(exc)
+            result = None
+    context = {
+        "section": "benchmarks",
+        "options": options,
+        "metrics": metrics,
+        "treatment": treatment,
+        "baseline": baseline,
+        "metric": metric,
+        "method": method,
+        "result": result,
+        "error": error,
+        "fmt": stats.format_figure,
+    }
+    if result:
+        context["seed_rows"] = _seed_rows(result)
+        context["plot"] = {
+            "type": "ratio",
+            "per_seed": result["ratio"]["per_seed"],
+            "mean": result["ratio"]["mean"],
+            "ci": [result["ratio"]["ci_low"], result["ratio"]["ci_high"]],
+            "treatment": result["treatment"]["per_seed"],
+            "baseline": result["baseline"]["per_seed"],
+        }
+    return render(request, "benchmarks/compare.html", context)
+
+
+def _seed_rows(result: dict) -> list[dict]:
+    seeds = sorted({*result["treatment"]["per_seed"], *result["baseline"]["per_seed"]}, key=int)
+    return [
+        {
+            "seed": s,
+            "treatment": result["treatment"]["per_seed"].get(s),
+            "baseline": result["baseline"]["per_seed"].get(s),
+            "ratio": result["ratio"]["per_seed"].get(s),
+        }
+        for s in seeds
+    ]
+
+
+@staff_member_required
+def uploads(request):
+    """Staff upload page: the same service as the API; ingest runs on a worker and this page polls it."""
+    if request.method == "POST":
+        files = request.FILES.getlist("file")
+        hints = [h.strip() for h in request.POST.get("paths", "").splitlines() if h.strip()]
+        fmt = request.POST.get("format", "")
+        error = ""
+        if not files:
+            error = "Choose at least one result file."
+        elif hints and len(hints) != len(files):
+            error = f"Give one path hint per file ({len(files)} files, {len(hints)} hints), or none."
+        elif fmt and fmt not in FORMATS:
+            error = "Unknown format."
+        loaded = []
+        if not error:
+            try:
+                for i, f in enumerate(files):
+                    loaded.append(((hints[i] if hints else f.name), read_limited(f)))
+            except IngestError as exc:
+                error = exc.message
+        if not error:
+            paired, problems = pair_companions(loaded)
+            if problems:
+                error = f"{problems[0]['file']}: {problems[0]['message']}"
+        if error:
+            messages.error(request, error)
+            return redirect("benchmarks:uploads")
+        with transaction.atomic():
+            for hint, data, companion in paired:
+                try:
+                    source, duplicate = create_upload(
+                        data, name=hint, path_hint=hint, fmt=fmt, companion=companion, uploader=request.user
+                    )
+                except IngestError as exc:
+                    messages.error(request, exc.message)
+                    continue
+                if duplicate:
+                    messages.info(request, f"{hint}: identical bytes already uploaded as #{source.pk}; nothing new.")
+                else:
+                    transaction.on_commit(lambda pk=source.pk: ingest_upload.delay(pk))
+                    messages.success(request, f"{hint}: queued as upload #{source.pk}.")
+        return redirect("benchmarks:uploads")
+    recent = SourceFile.objects.select_related("uploader").order_by("-pk")[:50]
+    context = {
+        "section": "benchmarks",
+        "recent": recent,
+        "formats": FORMATS,
+        "limit": settings.UPLOAD_MAX_BYTES,
+        "pending": [s.pk for s in recent if not s.is_finished],
+    }
+    return render(request, "benchmarks/uploads.html", context)
