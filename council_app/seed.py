@@ -57,37 +57,86 @@ def load(data: dict) -> Counter:
     for domain, name in data["router"].items():
         count.add(RouterChoice.objects.get_or_create(domain=domain, defaults={"player": players[name]}))
     for block in data["seeds"]:
-        seed = count.add(Seed.objects.get_or_create(seed=block["seed"], defaults={"n_tasks": block["n_tasks"]}))
-        for acc in block["accuracies"]:
-            who = {"rule": rules[acc["rule"]]} if "rule" in acc else {"player": players[acc["player"]]}
-            count.add(
-                Accuracy.objects.get_or_create(
-                    seed=seed, domain=acc["domain"], **who, defaults={"value": acc["value"], "n": acc["n"]}
-                )
-            )
-        if block.get("anchored"):
-            count.add(AnchoredSeed.objects.get_or_create(seed=seed, defaults=block["anchored"]))
-        for q in block["questions"]:
-            question = count.add(
-                SampleQuestion.objects.get_or_create(seed=seed, index=q["index"], defaults={"domain": q["domain"]})
-            )
-            for key, outcome in q["rules"].items():
-                count.add(
-                    RuleOutcome.objects.get_or_create(
-                        question=question,
-                        rule=rules[key],
-                        defaults={"winner": players[outcome["winner"]], "correct": outcome["correct"]},
-                    )
-                )
-            for name, correct in q["players"].items():
-                count.add(
-                    PlayerOutcome.objects.get_or_create(
-                        question=question, player=players[name], defaults={"correct": correct}
-                    )
-                )
+        seed, created = Seed.objects.get_or_create(seed=block["seed"], defaults={"n_tasks": block["n_tasks"]})
+        count.add((seed, created))
+        if created:
+            count.created += _bulk_create_seed(seed, block, rules, players)
+        else:
+            _complete_seed(count, seed, block, rules, players)
     for row in data["baselines"]:
         count.add(FairBaseline.objects.get_or_create(key=row["key"], defaults=row))
     return count
+
+
+def _accuracy_lookup(acc: dict, rules: dict, players: dict) -> dict:
+    return {"rule": rules[acc["rule"]]} if "rule" in acc else {"player": players[acc["player"]]}
+
+
+def _bulk_create_seed(seed: Seed, block: dict, rules: dict, players: dict) -> int:
+    """A seed that did not exist has no rows under it yet: insert them in bulk (the common, first-run path)."""
+    accuracies = [
+        Accuracy(seed=seed, domain=a["domain"], value=a["value"], n=a["n"], **_accuracy_lookup(a, rules, players))
+        for a in block["accuracies"]
+    ]
+    Accuracy.objects.bulk_create(accuracies)
+    created = len(accuracies)
+    if block.get("anchored"):
+        AnchoredSeed.objects.create(seed=seed, **block["anchored"])
+        created += 1
+    SampleQuestion.objects.bulk_create(
+        [SampleQuestion(seed=seed, index=q["index"], domain=q["domain"]) for q in block["questions"]]
+    )
+    by_index = {q.index: q for q in SampleQuestion.objects.filter(seed=seed)}
+    rule_outcomes, player_outcomes = [], []
+    for q in block["questions"]:
+        question = by_index[q["index"]]
+        for key, outcome in q["rules"].items():
+            rule_outcomes.append(
+                RuleOutcome(
+                    question=question,
+                    rule=rules[key],
+                    winner=players[outcome["winner"]],
+                    correct=outcome["correct"],
+                )
+            )
+        for name, correct in q["players"].items():
+            player_outcomes.append(PlayerOutcome(question=question, player=players[name], correct=correct))
+    RuleOutcome.objects.bulk_create(rule_outcomes)
+    PlayerOutcome.objects.bulk_create(player_outcomes)
+    return created + len(by_index) + len(rule_outcomes) + len(player_outcomes)
+
+
+def _complete_seed(count: Counter, seed: Seed, block: dict, rules: dict, players: dict) -> None:
+    """A seed already present: create only what is missing, row by row, keeping every existing (edited) row."""
+    for acc in block["accuracies"]:
+        count.add(
+            Accuracy.objects.get_or_create(
+                seed=seed,
+                domain=acc["domain"],
+                **_accuracy_lookup(acc, rules, players),
+                defaults={"value": acc["value"], "n": acc["n"]},
+            )
+        )
+    if block.get("anchored"):
+        count.add(AnchoredSeed.objects.get_or_create(seed=seed, defaults=block["anchored"]))
+    for q in block["questions"]:
+        question = count.add(
+            SampleQuestion.objects.get_or_create(seed=seed, index=q["index"], defaults={"domain": q["domain"]})
+        )
+        for key, outcome in q["rules"].items():
+            count.add(
+                RuleOutcome.objects.get_or_create(
+                    question=question,
+                    rule=rules[key],
+                    defaults={"winner": players[outcome["winner"]], "correct": outcome["correct"]},
+                )
+            )
+        for name, correct in q["players"].items():
+            count.add(
+                PlayerOutcome.objects.get_or_create(
+                    question=question, player=players[name], defaults={"correct": correct}
+                )
+            )
 
 
 def seed(path: Path | None = None) -> str:

@@ -1,7 +1,7 @@
 """Number formatting for the council pages: fixed places, signs, right/wrong badges."""
 
 from django import template
-from django.utils.html import format_html
+from django.utils.safestring import mark_safe
 
 register = template.Library()
 
@@ -33,10 +33,10 @@ def signed(value, places=4):
 def verdict(correct):
     """A badge that says right or wrong in words (colour only reinforces it)."""
     if correct is None:
-        return format_html('<span class="badge badge-neutral">not recorded</span>')
+        return mark_safe('<span class="badge badge-neutral">not recorded</span>')
     if correct:
-        return format_html('<span class="badge badge-ok"><span aria-hidden="true">✓ </span>right</span>')
-    return format_html('<span class="badge badge-bad"><span aria-hidden="true">✗ </span>wrong</span>')
+        return mark_safe('<span class="badge badge-ok"><span aria-hidden="true">✓ </span>right</span>')
+    return mark_safe('<span class="badge badge-bad"><span aria-hidden="true">✗ </span>wrong</span>')
 
 
 @register.filter
