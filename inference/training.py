@@ -46,10 +46,15 @@ def git_commit() -> str:
         return "unknown"
 
 
-def lr_at(step: int, total: int, s: TrainSettings) -> float:
+def lr_at(step: int, total: int, s: TrainSettings, time_fraction: float = 0.0) -> float:
+    """Linear warmup, then cosine to min_lr_ratio over max(step progress, wall-clock progress).
+
+    Following the wall clock too means the rate is annealed when the time budget ends a run early on a busy
+    machine; with an ample budget the schedule depends on the step count only (deterministic from the seed).
+    """
     if step < s.warmup_steps:
         return s.lr * (step + 1) / s.warmup_steps
-    frac = min(1.0, (step - s.warmup_steps) / max(1, total - s.warmup_steps))
+    frac = min(1.0, max((step - s.warmup_steps) / max(1, total - s.warmup_steps), time_fraction))
     return s.lr * (s.min_lr_ratio + (1 - s.min_lr_ratio) * 0.5 * (1 + math.cos(math.pi * frac)))
 
 
@@ -131,6 +136,7 @@ def train(
             "train_seconds": round(time.time() - started, 1),
             "train_settings": dict(settings.__dict__),
             "planned_steps": total,
+            "lr_schedule": "warmup, then cosine over max(step/planned_steps, elapsed/max_minutes)",
             "heldout_fraction": 0.05,
             "metrics": metrics or {},
         }
@@ -144,7 +150,7 @@ def train(
             rate = step / elapsed
             total = max(step + 1, int(rate * budget * 0.75))
             log(f"throughput {rate * tokens_per_step:,.0f} tokens/s; planning {total:,} steps")
-        lr = lr_at(step, total or 10**9, settings)
+        lr = lr_at(step, total or 10**9, settings, elapsed / budget)
         for group in opt.param_groups:
             group["lr"] = lr
         starts = rng.integers(0, len(train_arr) - settings.seq_len - 1, size=settings.batch_size)
