@@ -7,6 +7,7 @@ the ONNX generation service (inference.generation: onnxruntime + numpy, never to
 
 import json
 import logging
+import math
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -348,18 +349,13 @@ def build_plan(data: dict, prompts: list[str], default_max_tokens: int, param: s
 
 
 def eqlm_summary(plan: Plan, iterations: list[int], final_residual: float | None) -> dict:
+    finite = final_residual is not None and math.isfinite(final_residual)
     return {
         **plan.eqlm,
         "mean_iterations": round(sum(iterations) / len(iterations), 4) if iterations else 0.0,
         "iterations_per_token": iterations,
-        "final_residual": final_residual,
+        "final_residual": float(final_residual) if finite else None,
     }
-
-
-def finish_reason(completion_tokens: int, max_tokens: int, reason: str | None = None) -> str:
-    if reason:
-        return reason
-    return "length" if completion_tokens >= max_tokens else "stop"
 
 
 def usage(prompt_tokens: int, completion_tokens: int) -> dict:
@@ -477,6 +473,8 @@ class GenerationView(V1View):
         return sse(body)
 
     def stream_events(self, generator, plan: Plan, slot, ident: str, created: int):
+        from . import generation
+
         prompt_tokens = completion_tokens = 0
         all_iterations: list[int] = []
         try:
@@ -487,14 +485,15 @@ class GenerationView(V1View):
                     yield self.chunk(ident, created, generator.model_id, plan, index, text=prompt)
                 prompt_tokens += prompt_token_count(prompt)
                 iterations, residual = [], None
-                for event in generator.stream(req):
+                stats = generation._Stats()  # the service records why a stream ended (stop string, length)
+                for event in generator._stream(req, stats):
                     iterations.append(event.iterations)
                     residual = event.residual
                     if event.text:
                         yield self.chunk(ident, created, generator.model_id, plan, index, text=event.text)
                 completion_tokens += len(iterations)
                 all_iterations += iterations
-                reason = finish_reason(len(iterations), plan.max_tokens)
+                reason = stats.finish_reason
                 own = eqlm_summary(plan, iterations, residual)
                 yield self.chunk(ident, created, generator.model_id, plan, index, reason=reason, eqlm=own)
             if plan.include_usage:
@@ -547,6 +546,7 @@ class ModelListView(V1View):
         },
     )  # fmt: skip
     def get(self, request):
+        ratelimit.admit(self.caller, 0)
         generator = get_generator_or_503()
         return Response({"object": "list", "data": [model_object(generator.model_id)]})
 
@@ -559,6 +559,7 @@ class ModelDetailView(V1View):
         responses={200: MODEL_SCHEMA, 404: ERROR_RESPONSES[404]},
     )
     def get(self, request, model_id: str):
+        ratelimit.admit(self.caller, 0)
         generator = check_model(model_id)
         return Response(model_object(generator.model_id))
 

@@ -11,9 +11,10 @@ import logging
 from pathlib import Path
 
 from django.conf import settings
-from django.http import HttpResponse, JsonResponse
+from django.http import FileResponse, Http404, HttpResponse, JsonResponse
 from django.shortcuts import render
 from django.templatetags.static import static
+from django.urls import reverse
 
 log = logging.getLogger(__name__)
 
@@ -37,15 +38,31 @@ def read_json(path: Path) -> dict | None:
 
 
 def manifest_url() -> str | None:
-    """The manifest's static URL, when the demo model's ONNX files are in the static folder."""
+    """Where the browser reads the manifest (the graphs sit beside it).
+
+    Inside the static folder (the committed demo model) the files are static files; a DEMO_MODEL_ONNX_DIR
+    elsewhere is served by `model_file` below.
+    """
     folder = onnx_dir()
     if not (folder / "manifest.json").exists():
         return None
     try:
         relative = folder.resolve().relative_to((settings.BASE_DIR / "static").resolve())
     except ValueError:
-        return None
+        return reverse("inference:demo-model-file", args=["manifest.json"])
     return static(f"{relative.as_posix()}/manifest.json")
+
+
+def model_file(request, name: str):
+    """The manifest or one of the graphs it names, from DEMO_MODEL_ONNX_DIR (nothing else in that folder)."""
+    manifest = read_json(onnx_dir() / "manifest.json")
+    allowed = {"manifest.json", *((manifest or {}).get("graphs") or {}).values()}
+    if manifest is None or name not in allowed:
+        raise Http404("No such model file.")
+    content_type = "application/json" if name.endswith(".json") else "application/octet-stream"
+    response = FileResponse(open(onnx_dir() / name, "rb"), content_type=content_type)  # noqa: SIM115
+    response["Cache-Control"] = "public, max-age=3600"
+    return response
 
 
 def _depth_series(mapping) -> dict[int, float]:

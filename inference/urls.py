@@ -9,6 +9,7 @@ from . import api_v1, demo_views
 app_name = "inference"
 urlpatterns = [
     path("demo/", demo_views.demo, name="demo"),
+    re_path(r"^demo/model/(?P<name>[A-Za-z0-9_.-]+)$", demo_views.model_file, name="demo-model-file"),
     re_path(r"^demo/quality\.(?P<fmt>csv|json)$", demo_views.quality_download, name="demo-quality"),
     path("models/", section_pending, {"section": "models", "title": "Models"}, name="models"),
     # The OpenAI-compatible API (inference/api_v1.py).
