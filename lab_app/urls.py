@@ -2,7 +2,10 @@
 
 from django.urls import path
 
-from portal.views import section_pending
+from . import views
 
 app_name = "lab"
-urlpatterns = [path("", section_pending, {"section": "lab", "title": "Equilibrium lab"}, name="index")]
+urlpatterns = [
+    path("", views.index, name="index"),
+    path("jobs/<int:pk>/", views.job_detail, name="job"),
+]

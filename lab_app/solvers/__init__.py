@@ -16,9 +16,29 @@ from . import dynamics, nash, qre
 from .core import METRIC_NOTE, nash_conv, probability_vector, start_point
 from .games import PRESETS, Game, SolverInputError, parse_game, random_game
 
-__all__ = ["PRESETS", "Game", "Limits", "SolverInputError", "parse_game", "random_game", "solve", "SOLVERS"]
+__all__ = [
+    "PRESETS",
+    "Game",
+    "Limits",
+    "SolverInputError",
+    "TimeLimitExceeded",
+    "parse_game",
+    "random_game",
+    "solve",
+    "SOLVERS",
+]
 
 SOLVERS = ("mmd", "gda", "qre", "qre_path", "nash")
+
+
+class TimeLimitExceeded(RuntimeError):
+    """A solver ran past the deadline it was given."""
+
+
+@dataclass(frozen=True)
+class Ctx:
+    dry: bool = False  # validate only
+    deadline: float | None = None  # time.monotonic() value
 
 
 @dataclass(frozen=True)
@@ -60,8 +80,14 @@ def _flag(params: dict, key: str, default: bool = False) -> bool:
     return value
 
 
-def solve(spec: dict, limits: Limits | None = None) -> dict:
-    """Validate a spec and run its solver. Raises SolverInputError naming the bad field."""
+def solve(
+    spec: dict, limits: Limits | None = None, *, validate_only: bool = False, deadline: float | None = None
+) -> dict:
+    """Validate a spec and run its solver. Raises SolverInputError naming the bad field.
+
+    `validate_only` checks everything and returns the normalised spec without solving; `deadline` (a
+    time.monotonic() value) makes long solvers raise TimeLimitExceeded once passed.
+    """
     limits = limits or Limits()
     if not isinstance(spec, dict):
         raise SolverInputError("spec", "must be a JSON object")
@@ -73,7 +99,9 @@ def solve(spec: dict, limits: Limits | None = None) -> dict:
         raise SolverInputError("params", "must be an object")
     game = parse_game(spec.get("game"), limits.max_size)
     started = time.perf_counter()
-    body, used = _RUNNERS[solver](game, params, limits)
+    body, used = _RUNNERS[solver](game, params, limits, Ctx(validate_only, deadline))
+    if validate_only:
+        return {"solver": solver, "game": game.to_json(), "params": used}
     out = {
         "solver": solver,
         "game": game.to_json(),
@@ -97,7 +125,7 @@ def _starts(game: Game, params: dict, positive: bool) -> tuple[np.ndarray, np.nd
     return x0, y0, {"x0": sx, "y0": sy}
 
 
-def _run_mmd(game: Game, params: dict, limits: Limits):
+def _run_mmd(game: Game, params: dict, limits: Limits, ctx: Ctx):
     m, n = game.shape
     eta = _number(params, "eta", 0.1, 0, 1e3, lo_open=True)
     tau = _number(params, "tau", 0.1, 0, 1e3)
@@ -111,45 +139,54 @@ def _run_mmd(game: Game, params: dict, limits: Limits):
     rho_y = params.get("magnet_y")
     mx = np.full(m, 1 / m) if rho_x is None else probability_vector(rho_x, m, "params.magnet_x", positive=True)
     my = np.full(n, 1 / n) if rho_y is None else probability_vector(rho_y, n, "params.magnet_y", positive=True)
+    used = {"eta": eta, "tau": tau, "steps": steps, "alternating": alternating, "reset_every": reset_every,
+            "tol": tol, "record": record, "magnet_x": mx.tolist(), "magnet_y": my.tolist(), **starts}  # fmt: skip
+    if ctx.dry:
+        return None, used
     body = dynamics.mmd(
         game.A, game.B, x0, y0, eta=eta, tau=tau, steps=steps, magnet_x=mx, magnet_y=my,
         alternating=alternating, reset_every=reset_every, tol=tol, record=record, zero_sum=game.zero_sum,
+        deadline=ctx.deadline,
     )  # fmt: skip
-    used = {"eta": eta, "tau": tau, "steps": steps, "alternating": alternating, "reset_every": reset_every,
-            "tol": tol, "record": record, "magnet_x": mx.tolist(), "magnet_y": my.tolist(), **starts}  # fmt: skip
     return body, used
 
 
-def _run_gda(game: Game, params: dict, limits: Limits):
+def _run_gda(game: Game, params: dict, limits: Limits, ctx: Ctx):
     eta = _number(params, "eta", 0.05, 0, 1e3, lo_open=True)
     steps = _integer(params, "steps", 1000, 1, limits.max_steps)
     record = _integer(params, "record", 200, 1, 2000)
     tol = _number(params, "tol", 0.0, 0, 1)
     alternating = _flag(params, "alternating")
     x0, y0, starts = _starts(game, params, positive=False)
+    used = {"eta": eta, "steps": steps, "alternating": alternating, "tol": tol, "record": record, **starts}
+    if ctx.dry:
+        return None, used
     body = dynamics.gda(
         game.A, game.B, x0, y0, eta=eta, steps=steps, alternating=alternating, tol=tol, record=record,
-        zero_sum=game.zero_sum,
+        zero_sum=game.zero_sum, deadline=ctx.deadline,
     )  # fmt: skip
-    used = {"eta": eta, "steps": steps, "alternating": alternating, "tol": tol, "record": record, **starts}
     return body, used
 
 
-def _run_qre(game: Game, params: dict, limits: Limits):
+def _run_qre(game: Game, params: dict, limits: Limits, ctx: Ctx):
     lam = _number(params, "lambda", 10.0, 0, limits.max_lambda)
     tol = _number(params, "tol", 1e-12, 1e-15, 1e-3)
+    if ctx.dry:
+        return None, {"lambda": lam, "tol": tol}
     body = qre.qre(game.A, game.B, lam, tol=tol, zero_sum=game.zero_sum)
     return body, {"lambda": lam, "tol": tol}
 
 
-def _run_qre_path(game: Game, params: dict, limits: Limits):
+def _run_qre_path(game: Game, params: dict, limits: Limits, ctx: Ctx):
     lam_max = _number(params, "lambda_max", 100.0, 0, limits.max_lambda, lo_open=True)
     max_points = _integer(params, "max_points", 1000, 2, limits.max_path_points)
-    body = qre.trace_path(game.A, game.B, lam_max=lam_max, max_points=max_points)
+    if ctx.dry:
+        return None, {"lambda_max": lam_max, "max_points": max_points}
+    body = qre.trace_path(game.A, game.B, lam_max=lam_max, max_points=max_points, deadline=ctx.deadline)
     return body, {"lambda_max": lam_max, "max_points": max_points}
 
 
-def _run_nash(game: Game, params: dict, limits: Limits):
+def _run_nash(game: Game, params: dict, limits: Limits, ctx: Ctx):
     m, n = game.shape
     method = params.get("method", "auto")
     if method not in ("auto", "enumerate", "lemke_howson"):
@@ -162,6 +199,10 @@ def _run_nash(game: Game, params: dict, limits: Limits):
         raise SolverInputError(
             "params.method", f"vertex enumeration is limited to {limits.max_enumeration_size} actions per player here"
         )
+    if ctx.dry:
+        return None, {"method": method, "label": label, "time_limit": time_limit}
+    if ctx.deadline is not None:
+        time_limit = max(0.01, min(time_limit, ctx.deadline - time.monotonic()))
     if method == "enumerate":
         found, complete = nash.vertex_enumeration(game.A, game.B, time_limit=time_limit)
         pivots = None

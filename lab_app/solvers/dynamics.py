@@ -6,6 +6,7 @@ Both players ascend their own payoff: the row player's gradient is A y, the colu
 from __future__ import annotations
 
 import math
+import time
 
 import numpy as np
 
@@ -44,6 +45,12 @@ class _Recorder:
         }
 
 
+def raise_time_limit(t: int):
+    from . import TimeLimitExceeded
+
+    raise TimeLimitExceeded(f"stopped at iteration {t}: past the time limit")
+
+
 def _normalized_logits(z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(log p, p) for p = softmax(z), computed stably."""
     z = z - z.max()
@@ -68,6 +75,7 @@ def mmd(
     tol: float = 0.0,
     record: int = 200,
     zero_sum: bool = False,
+    deadline: float | None = None,
 ) -> dict:
     """Magnetic mirror descent with the negative-entropy regulariser (Sokota et al. 2023), exact prox step.
 
@@ -85,6 +93,8 @@ def mmd(
     et, converged, t = eta * tau, False, 0
     Bt = B.T
     for t in range(1, steps + 1):
+        if deadline is not None and t % 512 == 0 and time.monotonic() > deadline:
+            raise_time_limit(t)
         gx = A @ y
         if alternating:
             zx_new, x_new = _normalized_logits(c * (zx + et * lrx + eta * gx))
@@ -119,6 +129,7 @@ def gda(
     tol: float = 0.0,
     record: int = 200,
     zero_sum: bool = False,
+    deadline: float | None = None,
 ) -> dict:
     """Projected gradient descent–ascent: each player ascends its own payoff, then projects onto the simplex."""
     x, y = x0.astype(float).copy(), y0.astype(float).copy()
@@ -128,6 +139,8 @@ def gda(
     converged, t = False, 0
     Bt = B.T
     for t in range(1, steps + 1):
+        if deadline is not None and t % 512 == 0 and time.monotonic() > deadline:
+            raise_time_limit(t)
         x_new = project_simplex(x + eta * (A @ y))
         gy = Bt @ (x_new if alternating else x)
         y_new = project_simplex(y + eta * gy)

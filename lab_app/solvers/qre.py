@@ -8,6 +8,7 @@ The QRE equations are H(w, λ) = (u − λ·D_A y, v − λ·D_B x) = 0, where D
 from __future__ import annotations
 
 import math
+import time
 
 import numpy as np
 
@@ -179,6 +180,7 @@ def trace_path(
     max_points: int = 2000,
     tol: float = 1e-10,
     stop_at: float | None = None,
+    deadline: float | None = None,
 ) -> dict:
     """Principal-branch QRE path from λ = 0 by pseudo-arclength predictor–corrector continuation.
 
@@ -208,6 +210,10 @@ def trace_path(
         if len(points) >= max_points:
             status = "stopped at max_points"
             break
+        if deadline is not None and time.monotonic() > deadline:
+            from . import TimeLimitExceeded
+
+            raise TimeLimitExceeded(f"stopped at λ = {z[d]:.4g}: past the time limit")
         if h < 1e-12:
             status = "step size underflow"
             break
@@ -244,6 +250,9 @@ def trace_path(
         rhs[d] = 1.0
         t_new = np.linalg.solve(aug, rhs)
         t_new /= np.linalg.norm(t_new)
+        if (t @ t_new < 0.95 or zc[d] < 0) and h > 1e-9:
+            h *= 0.5  # the tangent turned too far in one step (or λ < 0): a branch jump, not the path
+            continue
         aug[d, :] = t_new
         sign, _ = np.linalg.slogdet(aug)
         lam_new = float(zc[d])

@@ -571,6 +571,10 @@
       let tNew = solveLinear(M, rhs);
       tn = norm2(tNew);
       tNew = tNew.map((v) => v / tn);
+      if ((dot(t, tNew) < 0.95 || zc[d] < 0) && h > 1e-9) {
+        h *= 0.5; // the tangent turned too far in one step (or λ < 0): a branch jump, not the path
+        continue;
+      }
       M[d] = tNew.slice();
       const det = determinant(M);
       const sign = det > 0 ? 1 : det < 0 ? -1 : 0;

@@ -1,0 +1,79 @@
+"""JSON API of the lab: synchronous solves and solver jobs (LabRun rows run by Celery)."""
+
+from django.shortcuts import get_object_or_404
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiExample, extend_schema
+from rest_framework import permissions, status
+from rest_framework.parsers import JSONParser
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from portal.api import ApiError
+
+from . import services
+from .models import LabRun
+from .solvers import SolverInputError
+
+SOLVE_EXAMPLE = OpenApiExample(
+    "QRE at λ = 100 on the biased RPS",
+    value={"game": "biased_rps", "solver": "qre", "params": {"lambda": 100}},
+    request_only=True,
+)
+JOB_EXAMPLE = OpenApiExample(
+    "MMD sweep over τ",
+    value={"game": "biased_rps", "solver": "mmd", "params": {"steps": 5000}, "sweep": {"tau": [0.05, 0.1, 0.2]}},
+    request_only=True,
+)
+
+
+class LenientJSONParser(JSONParser):
+    """Accepts NaN/Infinity literals so validation can name the field that holds them."""
+
+    strict = False
+
+
+def _input_error(exc: SolverInputError) -> ApiError:
+    return ApiError(str(exc), status_code=400, param=exc.field, code="invalid_value")
+
+
+class SolveView(APIView):
+    """`POST /api/lab/solve`: answer a small problem now, in the same JSON shape the browser computes."""
+
+    permission_classes = [permissions.AllowAny]
+    parser_classes = [LenientJSONParser]
+
+    @extend_schema(request=OpenApiTypes.OBJECT, responses=OpenApiTypes.OBJECT, examples=[SOLVE_EXAMPLE])
+    def post(self, request):
+        try:
+            return Response(services.solve_now(request.data))
+        except SolverInputError as exc:
+            raise _input_error(exc)
+        except (ArithmeticError, ValueError, RuntimeError) as exc:
+            raise ApiError(f"The solver failed on this game: {exc}", param="game", code="solver_failed")
+
+
+class JobListView(APIView):
+    """`POST /api/lab/jobs/`: queue a sweep, a QRE path or an enumeration as a LabRun job."""
+
+    permission_classes = [permissions.AllowAny]
+    parser_classes = [LenientJSONParser]
+
+    @extend_schema(request=OpenApiTypes.OBJECT, responses={201: OpenApiTypes.OBJECT}, examples=[JOB_EXAMPLE])
+    def post(self, request):
+        try:
+            run = services.create_job(request.data, owner=request.user)
+        except SolverInputError as exc:
+            raise _input_error(exc)
+        run.refresh_from_db()
+        return Response(services.job_json(run, request), status=status.HTTP_201_CREATED)
+
+
+class JobDetailView(APIView):
+    """`GET /api/lab/jobs/<id>/`: status, progress and (once done) the results."""
+
+    permission_classes = [permissions.AllowAny]
+
+    @extend_schema(responses=OpenApiTypes.OBJECT)
+    def get(self, request, pk: int):
+        run = get_object_or_404(LabRun, pk=pk)
+        return Response(services.job_json(run, request))
