@@ -231,11 +231,14 @@ def record_checks(head: dict, single: Player | None, margins: list[dict]) -> lis
         )
     mismatched = 0
     total = 0
-    for acc in Accuracy.objects.of_rules().filter(domain="all").select_related("seed", "rule"):
-        parts = list(Accuracy.objects.filter(seed=acc.seed, rule=acc.rule).exclude(domain="all"))
-        if len(parts) == 2 and parts[0].n == parts[1].n:
+    by_domain: dict[tuple[int, int], dict[str, Accuracy]] = {}
+    for acc in Accuracy.objects.of_rules():
+        by_domain.setdefault((acc.seed_id, acc.rule_id), {})[acc.domain] = acc
+    for parts in by_domain.values():
+        overall = parts.pop("all", None)
+        if overall and len(parts) == 2 and len({p.n for p in parts.values()}) == 1:
             total += 1
-            if not stats.agrees(acc.value, stats.mean(p.value for p in parts), 4):
+            if not stats.agrees(overall.value, stats.mean(p.value for p in parts.values()), 4):
                 mismatched += 1
     if total:
         add(

@@ -1,0 +1,53 @@
+"""A real browser: the council page draws its plot, and the replay steps through questions from the keyboard."""
+
+import re
+
+import pytest
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+
+def transcript_index(page) -> int:
+    return int(page.get_attribute("#transcript", "data-index"))
+
+
+def serious_axe_violations(page) -> list[str]:
+    page.add_script_tag(url="/static/vendor/axe.min.js")
+    result = page.evaluate("axe.run(document, {resultTypes: ['violations']})")
+    return [
+        f"{v['id']}: {v['help']} at {[n['target'] for n in v['nodes']][:3]}"
+        for v in result["violations"]
+        if v["impact"] in ("serious", "critical")
+    ]
+
+
+def test_open_the_council_then_step_through_three_questions_with_the_keyboard(page, council):
+    page.goto("/council/")
+    assert page.locator('[data-figure="council-accuracy"]').inner_text() == "0.6194"
+    page.wait_for_selector("#council-cost-plot .main-svg")
+    assert serious_axe_violations(page) == []
+
+    page.get_by_role("link", name="Step through the recorded questions one by one").click()
+    page.wait_for_url(re.compile(r"/council/replay/"))
+    assert transcript_index(page) == 0
+    page.get_by_role("heading", level=1).click()  # focus on the page body, not a form control
+    for expected in (1, 2, 3):
+        page.keyboard.press("ArrowRight")
+        page.wait_for_url(re.compile(rf"[?&]q={expected}(#|&|$)"))
+        assert transcript_index(page) == expected
+        assert page.locator("#council-position").inner_text() == f"question {expected + 1} of 40"
+    page.keyboard.press("k")
+    page.wait_for_url(re.compile(r"[?&]q=2(#|&|$)"))
+    assert transcript_index(page) == 2
+    assert page.evaluate("document.activeElement.id") == "transcript"
+    assert serious_axe_violations(page) == []
+    page.watch.assert_clean()
+
+
+def test_keys_typed_into_a_filter_do_not_move_the_replay(page, council):
+    page.goto("/council/replay/?seed=46&q=4")
+    page.focus("#id_domain")
+    page.keyboard.press("ArrowRight")
+    page.wait_for_timeout(300)
+    assert transcript_index(page) == 4
+    page.watch.assert_clean()
