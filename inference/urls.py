@@ -2,16 +2,19 @@
 
 from django.urls import path, re_path
 
-from portal.views import section_pending
-
-from . import api_v1, demo_views
+from . import api_v1, demo_views, registry_views
 
 app_name = "inference"
 urlpatterns = [
     path("demo/", demo_views.demo, name="demo"),
     re_path(r"^demo/model/(?P<name>[A-Za-z0-9_.-]+)$", demo_views.model_file, name="demo-model-file"),
     re_path(r"^demo/quality\.(?P<fmt>csv|json)$", demo_views.quality_download, name="demo-quality"),
-    path("models/", section_pending, {"section": "models", "title": "Models"}, name="models"),
+    path("models/", registry_views.models_page, name="models"),
+    re_path(
+        r"^models/(?P<slug>[a-z0-9-]+)/(?P<table>bpb|blimp)\.(?P<fmt>csv|json)$",
+        registry_views.table_download,
+        name="model-table",
+    ),
     # The OpenAI-compatible API (inference/api_v1.py).
     path("v1/models", api_v1.ModelListView.as_view(), name="v1-models"),
     path("v1/models/<str:model_id>", api_v1.ModelDetailView.as_view(), name="v1-model"),

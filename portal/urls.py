@@ -25,6 +25,7 @@ urlpatterns = [
     path("api/", include("benchmarks_app.api_urls")),
     path("api/", include("lab_app.api_urls")),
     path("api/", include("council_app.api_urls")),
+    path("api/", include("inference.api_urls")),
 ]
 
 handler404 = "portal.views.not_found"

@@ -1,0 +1,71 @@
+"""Evaluate a checkpoint on BLiMP at several depths, in this process, recording an EvaluationRun and result rows."""
+
+import hashlib
+from pathlib import Path
+
+from django.conf import settings
+from django.core.management.base import BaseCommand, CommandError
+
+
+class Command(BaseCommand):
+    help = "BLiMP accuracy (strict log P(good) > log P(bad), ties reported) of an EqLM checkpoint at several depths."
+
+    def add_arguments(self, parser):
+        parser.add_argument("--checkpoint", default=str(settings.DEMO_MODEL_CHECKPOINT))
+        parser.add_argument("--depths", default="1,2,4,8,12")
+        parser.add_argument("--paradigms", default="", help="comma-separated paradigm names (default: all)")
+        parser.add_argument("--limit", type=int, default=None, help="first N pairs of each paradigm")
+        parser.add_argument("--blimp-dir", default="", help="default: the BLIMP_DIR setting")
+        parser.add_argument("--name", default="", help="registry name for a checkpoint not yet registered")
+
+    def handle(self, *args, **opts):
+        from inference.checkpoint import CheckpointError, load_checkpoint
+        from inference.evaluation import run_evaluation
+        from inference.models import EvaluationRun, RegisteredModel
+        from inference.registry import RegistryError, parse_depths, parse_paradigms, register_demo_model
+
+        path = Path(opts["checkpoint"]).resolve()
+        if not path.exists():
+            raise CommandError(f"no checkpoint at {path}")
+        blimp_dir = opts["blimp_dir"] or str(settings.BLIMP_DIR)
+        try:
+            depths = parse_depths(opts["depths"])
+            paradigms = parse_paradigms(opts["paradigms"], Path(blimp_dir))
+            _, data = load_checkpoint(path)
+        except (RegistryError, CheckpointError) as exc:
+            raise CommandError(str(exc))
+        sha = hashlib.sha256(path.read_bytes()).hexdigest()
+        if path == Path(settings.DEMO_MODEL_CHECKPOINT).resolve():
+            register_demo_model()
+        model = RegisteredModel.objects.filter(sha256=sha).first()
+        if model is None:
+            name = opts["name"] or path.stem
+            model = RegisteredModel.objects.create(
+                slug=f"{path.stem[:60]}-{sha[:8]}",
+                name=name,
+                kind=RegisteredModel.Kind.UPLOADED,
+                model_class=data["model_class"],
+                checkpoint_path=str(path),
+                sha256=sha,
+                size_bytes=path.stat().st_size,
+                config=data["config_dict"],
+                provenance={k: v for k, v in data["provenance"].items() if isinstance(v, str | int | float | None)},
+                notes="registered by manage.py evaluate_blimp",
+            )
+        run = EvaluationRun.objects.create(
+            model=model,
+            depths=depths,
+            paradigms=paradigms,
+            pair_limit=opts["limit"],
+            blimp_dir=opts["blimp_dir"],
+        )
+        try:
+            run = run_evaluation(run.pk)
+        except Exception as exc:
+            run.mark_failed(f"{type(exc).__name__}: {exc}")
+            raise
+        self.stdout.write(f"model {model.slug} on {run.device}; rows written: {run.rows_written}")
+        self.stdout.write(f"{'depth':>5} {'accuracy':>9} {'se':>7} {'ties':>5} {'pairs':>6}")
+        for depth, summary in run.results.items():
+            o = summary["overall"]
+            self.stdout.write(f"{depth:>5} {o['accuracy']:>9.4f} {o['se']:>7.4f} {o['ties']:>5} {o['n']:>6}")

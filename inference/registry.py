@@ -1,0 +1,217 @@
+"""Registry services: register uploaded checkpoints (validated out of process), the demo model, evaluations.
+
+Nothing here imports torch: checkpoint validation runs `inference.checkpoint_probe` in a child process.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import secrets
+import subprocess
+import sys
+from pathlib import Path
+
+from django.conf import settings
+from django.core.files.storage import default_storage
+from django.db import transaction
+from django.utils.text import slugify
+
+from .models import EvaluationRun, RegisteredModel
+
+DEFAULT_DEPTHS = [1, 2, 4, 8, 12]
+DEFAULT_PAIR_LIMIT = 50
+PROBE_TIMEOUT_S = 120
+DEMO_SLUG = "eqlm-demo"
+
+
+class RegistryError(ValueError):
+    """A refused upload or request; `param` names the offending field."""
+
+    def __init__(self, message: str, param: str | None = None, status_code: int = 400, code: str = "invalid_value"):
+        super().__init__(message)
+        self.param, self.status_code, self.code = param, status_code, code
+
+
+def probe_checkpoint(path: Path) -> dict:
+    """Validate a checkpoint with weights_only=True in a child process; returns the probe's JSON."""
+    try:
+        result = subprocess.run(
+            [sys.executable, "-m", "inference.checkpoint_probe", str(path)],
+            cwd=settings.BASE_DIR,
+            capture_output=True,
+            text=True,
+            timeout=PROBE_TIMEOUT_S,
+        )
+    except subprocess.TimeoutExpired:
+        return {"ok": False, "error": "validating the checkpoint took too long"}
+    try:
+        return json.loads(result.stdout.strip().splitlines()[-1])
+    except (IndexError, json.JSONDecodeError):
+        return {"ok": False, "error": "the checkpoint could not be validated"}
+
+
+def parse_depths(value, param: str = "depths") -> list[int]:
+    if value in (None, "", []):
+        return list(DEFAULT_DEPTHS)
+    items = value.split(",") if isinstance(value, str) else value
+    try:
+        depths = sorted({int(d) for d in items})
+    except (TypeError, ValueError):
+        raise RegistryError("depths must be integers, e.g. 1,2,4,8,12", param) from None
+    if not depths or depths[0] < 1 or depths[-1] > 32 or len(depths) > 12:
+        raise RegistryError("depths must be 1..32 (at most 12 of them)", param)
+    return depths
+
+
+def parse_paradigms(value, blimp_dir: Path | None = None, param: str = "paradigms") -> list[str]:
+    if value in (None, "", []):
+        return []
+    items = value.split(",") if isinstance(value, str) else value
+    names = [str(p).strip() for p in items if str(p).strip()]
+    folder = Path(blimp_dir or settings.BLIMP_DIR)
+    if folder.is_dir():
+        known = {p.stem for p in folder.glob("*.jsonl")}
+        unknown = sorted(set(names) - known)
+        if unknown:
+            raise RegistryError(f"unknown paradigms: {', '.join(unknown[:5])}", param)
+    return names
+
+
+def _save_upload(fileobj) -> tuple[str, str, int]:
+    """Stream an upload to a generated name; returns (storage name, sha256, size)."""
+    limit = settings.UPLOAD_MAX_BYTES
+    size = getattr(fileobj, "size", None)
+    if size is not None and size > limit:
+        raise RegistryError(
+            f"the file is larger than the {limit // (1024 * 1024)} MB limit", "checkpoint", 413, "file_too_large"
+        )
+    digest = hashlib.sha256()
+    name = default_storage.save(f"models/incoming/{secrets.token_hex(12)}.pt", fileobj)
+    total = 0
+    with default_storage.open(name, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+            total += len(block)
+    if total > limit:
+        default_storage.delete(name)
+        raise RegistryError("the file is larger than the upload limit", "checkpoint", 413, "file_too_large")
+    return name, digest.hexdigest(), total
+
+
+def register_upload(
+    fileobj,
+    name: str,
+    user=None,
+    depths=None,
+    paradigms=None,
+    pair_limit: int | None = DEFAULT_PAIR_LIMIT,
+) -> tuple[RegisteredModel, EvaluationRun]:
+    """Validate an uploaded checkpoint (weights_only, out of process), register it and queue its evaluation."""
+    name = (name or "").strip()
+    if not name:
+        raise RegistryError("a name is required", "name")
+    if len(name) > 120:
+        raise RegistryError("the name is longer than 120 characters", "name")
+    depths = parse_depths(depths)
+    paradigms = parse_paradigms(paradigms)
+    if pair_limit is not None and not 1 <= int(pair_limit) <= 1000:
+        raise RegistryError("limit must be 1..1000 pairs per paradigm", "limit")
+    stored, sha, size = _save_upload(fileobj)
+    try:
+        existing = RegisteredModel.objects.filter(sha256=sha).first()
+        if existing:
+            raise RegistryError(
+                f"this checkpoint is already registered as {existing.slug!r}", "checkpoint", 409, "duplicate"
+            )
+        probe = probe_checkpoint(Path(default_storage.path(stored)))
+        if not probe.get("ok"):
+            raise RegistryError(f"rejected checkpoint: {probe.get('error')}", "checkpoint", 400, "invalid_checkpoint")
+        final = default_storage.save(f"models/checkpoints/{sha[:24]}.pt", default_storage.open(stored, "rb"))
+    finally:
+        default_storage.delete(stored)
+    try:
+        with transaction.atomic():
+            base = slugify(name)[:60] or "model"
+            slug, n = base, 1
+            while RegisteredModel.objects.filter(slug=slug).exists():
+                n += 1
+                slug = f"{base}-{n}"
+            model = RegisteredModel.objects.create(
+                slug=slug,
+                name=name,
+                kind=RegisteredModel.Kind.UPLOADED,
+                model_class=probe["model_class"],
+                checkpoint=final,
+                sha256=sha,
+                size_bytes=size,
+                num_params=probe.get("num_params"),
+                config=probe.get("config") or {},
+                provenance=probe.get("provenance") or {},
+                uploaded_by=user if getattr(user, "is_authenticated", False) else None,
+            )
+            run = queue_evaluation(model, depths, paradigms, pair_limit, user)
+    except Exception:
+        default_storage.delete(final)
+        raise
+    return model, run
+
+
+def queue_evaluation(model, depths, paradigms=(), pair_limit=None, user=None, blimp_dir: str = "") -> EvaluationRun:
+    """Create the job row and queue its id on commit (the gpu queue runs inference.tasks.evaluate_blimp)."""
+    from .tasks import evaluate_blimp
+
+    run = EvaluationRun.objects.create(
+        model=model,
+        depths=list(depths),
+        paradigms=list(paradigms),
+        pair_limit=pair_limit,
+        blimp_dir=blimp_dir,
+        requested_by=user if getattr(user, "is_authenticated", False) else None,
+    )
+    transaction.on_commit(lambda: evaluate_blimp.delay(run.pk))
+    return run
+
+
+def demo_metrics_path() -> Path:
+    return Path(settings.DEMO_MODEL_CHECKPOINT).parent / "metrics.json"
+
+
+def read_demo_metrics() -> dict:
+    try:
+        return json.loads(demo_metrics_path().read_text())
+    except (OSError, json.JSONDecodeError):
+        return {}
+
+
+def register_demo_model() -> tuple[RegisteredModel | None, bool]:
+    """Upsert the committed demo checkpoint as a registry row (idempotent); (row, created)."""
+    path = Path(settings.DEMO_MODEL_CHECKPOINT)
+    metrics = read_demo_metrics()
+    if not path.exists() or not metrics:
+        return None, False
+    try:
+        relative = str(path.resolve().relative_to(Path(settings.BASE_DIR).resolve()))
+    except ValueError:
+        relative = str(path)
+    values = {
+        "name": "EqLM demo (KJV, byte-level)",
+        "kind": RegisteredModel.Kind.DEMO,
+        "model_class": metrics.get("model_class", "EqLM"),
+        "checkpoint_path": relative,
+        "sha256": metrics.get("checkpoint_sha256", ""),
+        "size_bytes": path.stat().st_size,
+        "num_params": metrics.get("num_params"),
+        "config": metrics.get("config") or {},
+        "provenance": metrics.get("provenance") or {},
+        "metrics": {k: metrics[k] for k in ("held_out_bits_per_byte", "training", "held_out") if k in metrics},
+    }
+    row = RegisteredModel.objects.filter(slug=DEMO_SLUG).first()
+    if row is None:
+        return RegisteredModel.objects.create(slug=DEMO_SLUG, **values), True
+    changed = [k for k, v in values.items() if getattr(row, k) != v]
+    for key in changed:
+        setattr(row, key, values[key])
+    if changed:
+        row.save(update_fields=changed)
+    return row, False

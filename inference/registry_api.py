@@ -1,0 +1,114 @@
+"""JSON API of the model registry: list models (anyone), upload a checkpoint (staff only), see an evaluation."""
+
+from __future__ import annotations
+
+from drf_spectacular.utils import extend_schema
+from rest_framework import permissions, serializers
+from rest_framework.parsers import FormParser, MultiPartParser
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from portal.api import ApiError
+
+from .models import EvaluationRun, RegisteredModel
+from .registry import DEFAULT_PAIR_LIMIT, RegistryError, register_upload
+
+
+class IsStaffForWrites(permissions.BasePermission):
+    def has_permission(self, request, view):
+        return request.method in permissions.SAFE_METHODS or bool(request.user and request.user.is_staff)
+
+
+class EvaluationSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = EvaluationRun
+        fields = [
+            "id",
+            "status",
+            "progress",
+            "progress_message",
+            "error",
+            "depths",
+            "paradigms",
+            "pair_limit",
+            "device",
+            "results",
+            "rows_written",
+            "created_at",
+            "started_at",
+            "finished_at",
+        ]
+
+
+class RegisteredModelSerializer(serializers.ModelSerializer):
+    latest_evaluation = serializers.SerializerMethodField()
+
+    class Meta:
+        model = RegisteredModel
+        fields = [
+            "slug",
+            "name",
+            "kind",
+            "model_class",
+            "sha256",
+            "size_bytes",
+            "num_params",
+            "config",
+            "provenance",
+            "metrics",
+            "created_at",
+            "latest_evaluation",
+        ]
+
+    def get_latest_evaluation(self, obj) -> dict | None:
+        run = obj.evaluations.order_by("-created_at").first()
+        return EvaluationSerializer(run).data if run else None
+
+
+class UploadSerializer(serializers.Serializer):
+    checkpoint = serializers.FileField(help_text="a torch checkpoint dict; loaded with weights_only=True")
+    name = serializers.CharField(max_length=120)
+    depths = serializers.CharField(required=False, default="1,2,4,8,12")
+    paradigms = serializers.CharField(required=False, allow_blank=True, default="")
+    limit = serializers.IntegerField(required=False, min_value=1, max_value=1000, default=DEFAULT_PAIR_LIMIT)
+
+
+class ModelListView(APIView):
+    """GET: registered models with their latest evaluation. POST (staff): upload a checkpoint and queue BLiMP."""
+
+    permission_classes = [IsStaffForWrites]
+    parser_classes = [MultiPartParser, FormParser]
+
+    @extend_schema(responses=RegisteredModelSerializer(many=True), summary="List registered models")
+    def get(self, request):
+        return Response(RegisteredModelSerializer(RegisteredModel.objects.all(), many=True).data)
+
+    @extend_schema(
+        request={"multipart/form-data": UploadSerializer},
+        responses={201: RegisteredModelSerializer},
+        summary="Upload a checkpoint (staff)",
+    )
+    def post(self, request):
+        data = UploadSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        v = data.validated_data
+        try:
+            model, run = register_upload(
+                v["checkpoint"], v["name"], request.user, v["depths"], v["paradigms"], v["limit"]
+            )
+        except RegistryError as exc:
+            raise ApiError(str(exc), status_code=exc.status_code, param=exc.param, code=exc.code)
+        body = RegisteredModelSerializer(model).data
+        body["evaluation_id"] = run.pk
+        return Response(body, status=201)
+
+
+class EvaluationDetailView(APIView):
+    permission_classes = [permissions.AllowAny]
+
+    @extend_schema(responses=EvaluationSerializer, summary="One BLiMP evaluation run (poll for progress)")
+    def get(self, request, pk: int):
+        run = EvaluationRun.objects.filter(pk=pk).first()
+        if run is None:
+            raise ApiError("no such evaluation", status_code=404, code="not_found")
+        return Response(EvaluationSerializer(run).data)
