@@ -110,7 +110,7 @@ def _summary(result: dict) -> dict:
     if solver in ("mmd", "gda"):
         keep = ("iterations", "converged", "last", "average", "trace")
     elif solver == "qre":
-        keep = ("lambda", "x", "y", "residual", "converged", "iterations", "method", "nashconv")
+        keep = ("lambda", "x", "y", "residual", "converged", "newton_iterations", "method", "nashconv")
     elif solver == "qre_path":
         keep = ("turning_points", "bifurcations", "status", "lambda_end", "limit")
     else:

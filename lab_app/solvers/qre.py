@@ -163,7 +163,7 @@ def _qre_result(sys, lam, x, y, res, ok, its, method, zero_sum) -> dict:
         "y": y.tolist(),
         "residual": res,
         "converged": bool(ok),
-        "iterations": its,
+        "newton_iterations": its,
         "method": method,
         "nashconv": nc,
     }

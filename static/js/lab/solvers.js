@@ -507,7 +507,7 @@
   }
   function qreResult(sys, lam, x, y, res, ok, its, method, zeroSum) {
     const nc = nashConv(sys.A, sys.B, x, y);
-    const out = { lambda: lam, x: x.slice(), y: y.slice(), residual: res, converged: ok, iterations: its, method, nashconv: nc };
+    const out = { lambda: lam, x: x.slice(), y: y.slice(), residual: res, converged: ok, newton_iterations: its, method, nashconv: nc };
     if (zeroSum) out.exploitability = nc / 2;
     return out;
   }
