@@ -414,8 +414,10 @@ def ingest_source_file(source_id: int) -> SourceFile:
     return source
 
 
-def import_path(path, *, path_hint: str = "", fmt: str = "", companion_path=None, uploader=None) -> SourceFile:
-    """`manage.py import_results`: the upload path run synchronously on a local file."""
+def import_path(
+    path, *, path_hint: str = "", fmt: str = "", companion_path=None, uploader=None
+) -> tuple[SourceFile, bool]:
+    """`manage.py import_results`: the upload path run synchronously on a local file: (source, duplicate)."""
     from pathlib import Path
 
     path = Path(path)
@@ -432,5 +434,5 @@ def import_path(path, *, path_hint: str = "", fmt: str = "", companion_path=None
         data, name=path.name, path_hint=path_hint or str(path), fmt=fmt, companion=companion, uploader=uploader
     )
     if duplicate:
-        return source
-    return ingest_source_file(source.pk)
+        return source, True
+    return ingest_source_file(source.pk), False
