@@ -134,11 +134,42 @@ def demo(request):
         "examples": EXAMPLE_PROMPTS,
         "page_config": {
             "manifestUrl": manifest_url(),
-            "ortBase": static("vendor/ort/"),
+            "ortWasm": static("vendor/ort/ort-wasm-simd-threaded.wasm"),
+            "ortMjs": reverse("inference:demo-ort", args=["ort-wasm-simd-threaded.mjs"]),
             "quality": quality_table(),
         },
     }
     response = render(request, "inference/demo.html", context)
+    response.csp_extra = {"script-src": "'wasm-unsafe-eval'"}
+    response.cross_origin_isolated = True
+    return response
+
+
+ORT_WORKER_SCRIPTS = {"ort-wasm-simd-threaded.mjs"}
+
+
+def ort_worker_script(request, name: str):
+    """onnxruntime-web's wasm loader, which also runs as the script of its worker threads.
+
+    A worker under the page's cross-origin isolation must be served with COEP itself, and it compiles
+    WebAssembly under its own CSP; static files carry neither, so this one file is served through the
+    middleware with the same headers as the page (the file itself is the vendored static one).
+    """
+    from django.contrib.staticfiles import finders
+    from django.contrib.staticfiles.storage import staticfiles_storage
+
+    if name not in ORT_WORKER_SCRIPTS:
+        raise Http404("No such file.")
+    path = finders.find(f"vendor/ort/{name}")
+    if not path:
+        try:
+            path = staticfiles_storage.path(f"vendor/ort/{name}")
+        except NotImplementedError:
+            path = None
+    if not path or not Path(path).exists():
+        raise Http404("onnxruntime-web is not installed (make vendor).")
+    response = FileResponse(open(path, "rb"), content_type="text/javascript; charset=utf-8")  # noqa: SIM115
+    response["Cache-Control"] = "public, max-age=86400"
     response.csp_extra = {"script-src": "'wasm-unsafe-eval'"}
     response.cross_origin_isolated = True
     return response

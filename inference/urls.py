@@ -8,6 +8,7 @@ app_name = "inference"
 urlpatterns = [
     path("demo/", demo_views.demo, name="demo"),
     re_path(r"^demo/model/(?P<name>[A-Za-z0-9_.-]+)$", demo_views.model_file, name="demo-model-file"),
+    re_path(r"^demo/ort/(?P<name>[A-Za-z0-9_.-]+)$", demo_views.ort_worker_script, name="demo-ort"),
     re_path(r"^demo/quality\.(?P<fmt>csv|json)$", demo_views.quality_download, name="demo-quality"),
     path("models/", registry_views.models_page, name="models"),
     re_path(

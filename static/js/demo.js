@@ -183,7 +183,7 @@
     const threads = window.crossOriginIsolated ? 2 : 1;
     els.threads.textContent = window.crossOriginIsolated ? "2 (isolated)" : "1 (not isolated)";
     try {
-      state.runtime = await window.EqlmRuntime.load(config.manifestUrl, { ortBase: config.ortBase, threads });
+      state.runtime = await window.EqlmRuntime.load(config.manifestUrl, { ortPaths: { mjs: config.ortMjs, wasm: config.ortWasm }, threads });
       els.generate.disabled = false;
       setStatus(`Model loaded (${state.runtime.describe()}). Ready.`);
       document.body.dataset.dialReady = "true";

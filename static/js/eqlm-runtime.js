@@ -162,12 +162,16 @@
   }
 
   class EqlmRuntime {
-    static async load(manifestUrl, { ortBase, threads = 1, ortLib } = {}) {
+    static async load(manifestUrl, { ortPaths, threads = 1, ortLib } = {}) {
       const ort = ortLib || root.ort;
       if (!ort) throw new Error("onnxruntime-web is not loaded");
-      if (ortBase) ort.env.wasm.wasmPaths = ortBase;
+      if (ortPaths) {
+        const absolute = (url) => new URL(url, root.location.href).href;
+        ort.env.wasm.wasmPaths = { mjs: absolute(ortPaths.mjs), wasm: absolute(ortPaths.wasm) };
+      }
       ort.env.wasm.numThreads = threads;
       ort.env.wasm.proxy = false;
+      ort.env.logLevel = "error"; // onnxruntime's start-up notices (e.g. an unknown CPU vendor) are not errors
       const response = await fetch(manifestUrl, { credentials: "same-origin" });
       if (!response.ok) throw new Error(`manifest: HTTP ${response.status}`);
       const manifest = await response.json();

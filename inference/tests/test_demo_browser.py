@@ -1,0 +1,120 @@
+"""The depth dial in headless Chromium: generation runs in the page (onnxruntime-web), never on the server.
+
+Uses the committed demo model when it is installed, otherwise a tiny random model exported by the project's own
+export code (served from DEMO_MODEL_ONNX_DIR through the demo's model-file view).
+"""
+
+import json
+from pathlib import Path
+
+import httpx
+import pytest
+from django.conf import settings as django_settings
+from django.core.cache import cache
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+PROMPT = "And God said"
+GENERATION_ROUTES = ("/v1/", "/api/")
+
+
+@pytest.fixture(scope="module")
+def dial_model_dir(tmp_path_factory):
+    committed = Path(django_settings.DEMO_MODEL_ONNX_DIR)
+    if (committed / "manifest.json").exists():
+        return committed
+    from inference.testing import export_tiny_model
+
+    return export_tiny_model(tmp_path_factory.mktemp("dial-tiny-onnx"))
+
+
+@pytest.fixture
+def dial_model(settings, dial_model_dir, monkeypatch):
+    from inference import generation
+
+    settings.DEMO_MODEL_ONNX_DIR = dial_model_dir
+    monkeypatch.setattr(generation, "_generator", None)
+    cache.clear()
+    return dial_model_dir
+
+
+def set_control(page, selector: str, value) -> None:
+    page.locator(selector).evaluate(
+        "(el, v) => { el.value = v; el.dispatchEvent(new Event('input', {bubbles: true})); }", str(value)
+    )
+
+
+def generate_in_page(page, depth: int, max_tokens: int) -> dict:
+    set_control(page, "#depth", depth)
+    set_control(page, "#max-tokens", max_tokens)
+    set_control(page, "#temperature", 0)
+    page.fill("#prompt", PROMPT)
+    before = len(page.watch.requests)
+    page.click("#generate")
+    page.wait_for_selector("#output[data-state=done]", timeout=60_000)
+    during = page.watch.requests[before:]
+    run = page.evaluate("window.eqlmDemo.lastRun")
+    run["requests"] = during
+    return run
+
+
+def test_the_dial_generates_at_depths_4_and_12_in_the_page_without_server_generation(page, live_server, dial_model):
+    response = page.goto("/demo/")
+    assert response.headers["cross-origin-embedder-policy"] == "require-corp"
+    assert "'wasm-unsafe-eval'" in response.headers["content-security-policy"]
+    page.wait_for_selector("body[data-dial-ready=true]", timeout=60_000)
+    assert page.evaluate("window.crossOriginIsolated") is True
+    assert page.locator("#fig-threads").inner_text().startswith("2")
+
+    for depth in (4, 12):
+        run = generate_in_page(page, depth, max_tokens=24)
+        assert run["tokens"] == 24 and run["text"]
+        assert run["meanIterations"] == depth
+        assert not [url for url in run["requests"] if any(route in url for route in GENERATION_ROUTES)]
+        assert page.locator("#output .tok").count() > 0
+        assert page.locator("#fig-tps").inner_text() not in ("", "—")
+
+        # Greedy at the same depth: the browser's text is the API's text.
+        api = httpx.post(
+            f"{live_server.url}/v1/completions",
+            json={"model": "eqlm-demo", "prompt": PROMPT, "max_tokens": 24, "temperature": 0, "depth": depth},
+            timeout=60,
+        ).json()
+        assert api["choices"][0]["text"] == run["text"], f"depth {depth}: browser and API differ"
+        assert api["eqlm"]["iterations_per_token"] == [depth] * 24
+    page.watch.assert_clean()
+
+
+def test_adaptive_halting_in_the_page_reports_fewer_iterations_than_the_cap(page, dial_model):
+    page.goto("/demo/")
+    page.wait_for_selector("body[data-dial-ready=true]", timeout=60_000)
+    page.check("input[name=mode][value=adaptive]")
+    set_control(page, "#tol", -0.5)  # tolerance 10^-0.5: loose, so positions halt early
+    run = generate_in_page(page, depth=12, max_tokens=8)
+    assert run["request"]["tol"] == pytest.approx(10**-0.5)
+    assert 1 <= run["meanIterations"] < 12
+    page.watch.assert_clean()
+
+
+def test_the_page_says_so_when_webassembly_is_unavailable(page, dial_model):
+    page.add_init_script("delete window.WebAssembly;")
+    page.goto("/demo/")
+    page.wait_for_selector("#wasm-missing:not([hidden])")
+    assert "WebAssembly" in page.locator("#runtime-status").inner_text()
+    assert page.locator("#generate").is_disabled()
+
+
+def test_the_quality_chart_has_a_table_and_downloads(client, settings):
+    response = client.get("/demo/")
+    assert response.status_code == 200
+    body = response.content.decode()
+    assert 'href="/findings/F24/"' in body and 'href="/findings/F44/"' in body
+    assert "small local demo model" in body
+    config = json.loads(body.split('id="demo-config" type="application/json">', 1)[1].split("</script>", 1)[0])
+    rows = client.get("/demo/quality.json").json()["rows"]
+    assert config["quality"] == rows
+    csv = client.get("/demo/quality.csv")
+    assert csv["Content-Type"].startswith("text/csv")
+    assert csv.content.decode().splitlines()[0] == "depth,held_out_bits_per_byte,blimp_accuracy"
+    if rows:
+        assert 'id="quality-table"' in body and len(csv.content.decode().splitlines()) == len(rows) + 1
