@@ -180,10 +180,14 @@
       setStatus("The demo model is not installed on this server.");
       return;
     }
-    const threads = window.crossOriginIsolated ? 2 : 1;
-    els.threads.textContent = window.crossOriginIsolated ? "2 (isolated)" : "1 (not isolated)";
+    // Two wasm threads need cross-origin isolation; ?threads=1 forces one (to compare, or on a busy machine).
+    const asked = Number(new URLSearchParams(window.location.search).get("threads"));
+    const threads = window.crossOriginIsolated ? (asked === 1 ? 1 : 2) : 1;
+    els.threads.textContent = `${threads} (${window.crossOriginIsolated ? "isolated" : "not isolated"})`;
     try {
       state.runtime = await window.EqlmRuntime.load(config.manifestUrl, { ortPaths: { mjs: config.ortMjs, wasm: config.ortWasm }, threads });
+      // One tiny silent run so that the reader's first generation does not pay for compiling the kernels.
+      for await (const _ of state.runtime.generate({ prompt: "a", maxTokens: 2, depth: 1 })) { /* warm-up */ }
       els.generate.disabled = false;
       setStatus(`Model loaded (${state.runtime.describe()}). Ready.`);
       document.body.dataset.dialReady = "true";

@@ -1,0 +1,62 @@
+"""The /api/ reference page is read from the OpenAPI schema: every /v1 endpoint and parameter, with ranges."""
+
+import pytest
+from django.core.cache import cache
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def schema(client):
+    response = client.get("/api/schema/", HTTP_ACCEPT="application/json")
+    assert response.status_code == 200
+    return response.json()
+
+
+def test_the_schema_documents_every_v1_route_with_eqlm_controls(schema):
+    assert {"/v1/models", "/v1/models/{model_id}", "/v1/completions", "/v1/chat/completions"} <= set(schema["paths"])
+    body = schema["components"]["schemas"]["CompletionRequest"]["properties"]
+    assert body["depth"]["minimum"] == 1 and body["depth"]["maximum"] == 32
+    assert {"tol", "warm_start", "solver", "prompt", "max_tokens", "stream", "stream_options"} <= set(body)
+    chat = schema["components"]["schemas"]["ChatCompletionRequest"]["properties"]
+    assert {"messages", "max_completion_tokens", "depth"} <= set(chat)
+    assert schema["components"]["securitySchemes"]["ApiKeyBearer"]["scheme"] == "bearer"
+
+
+def test_the_reference_page_lists_every_v1_endpoint_and_parameter_of_the_schema(client, schema):
+    page = client.get("/api/").content.decode()
+    for path, methods in schema["paths"].items():
+        if not path.startswith("/v1/"):
+            continue
+        for method, operation in methods.items():
+            assert f"{method.upper()} {path}" in page
+            ref = operation.get("requestBody", {}).get("content", {}).get("application/json", {}).get("schema")
+            if ref:
+                name = ref["$ref"].rsplit("/", 1)[1]
+                for field in schema["components"]["schemas"][name]["properties"]:
+                    assert f'data-param="{field}"' in page, f"{path}: {field} missing from /api/"
+    assert "1 – 32" in page  # depth's range, as the schema states it
+    assert "curl -s http://testserver/v1/completions" in page and "from openai import OpenAI" in page
+
+
+def test_the_python_example_on_the_page_runs_against_the_server(client, live_server, settings, tmp_path, monkeypatch):
+    """Execute the page's openai-client example verbatim (base URL swapped for the live server)."""
+    import contextlib
+    import html
+    import io
+    import re
+
+    from inference import generation
+    from inference.testing import export_tiny_model
+
+    settings.DEMO_MODEL_ONNX_DIR = export_tiny_model(tmp_path / "onnx")
+    monkeypatch.setattr(generation, "_generator", None)
+    cache.clear()
+    page = client.get("/api/").content.decode()
+    code = html.unescape(re.search(r'<code id="python-example">(.*?)</code>', page, re.S).group(1))
+    code = code.replace("http://testserver/v1", f"{live_server.url}/v1")
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        exec(compile(code, "api-reference-example", "exec"), {})  # our own page's example
+    lines = out.getvalue().splitlines()
+    assert lines[0].startswith("4 4.0 ") and lines[1].startswith("12 12.0 ")
