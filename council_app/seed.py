@@ -107,36 +107,43 @@ def _bulk_create_seed(seed: Seed, block: dict, rules: dict, players: dict) -> in
 
 
 def _complete_seed(count: Counter, seed: Seed, block: dict, rules: dict, players: dict) -> None:
-    """A seed already present: create only what is missing, row by row, keeping every existing (edited) row."""
+    """A seed already present: create only the rows that are missing, keeping every existing (edited) row."""
+    have_acc = set(seed.accuracies.values_list("domain", "rule_id", "player_id"))
     for acc in block["accuracies"]:
-        count.add(
-            Accuracy.objects.get_or_create(
-                seed=seed,
-                domain=acc["domain"],
-                **_accuracy_lookup(acc, rules, players),
-                defaults={"value": acc["value"], "n": acc["n"]},
+        who = _accuracy_lookup(acc, rules, players)
+        key = (acc["domain"], who["rule"].pk if "rule" in who else None, who["player"].pk if "player" in who else None)
+        if key in have_acc:
+            count.kept += 1
+        else:
+            count.add(
+                (Accuracy.objects.create(seed=seed, domain=acc["domain"], value=acc["value"], n=acc["n"], **who), True)
             )
-        )
     if block.get("anchored"):
         count.add(AnchoredSeed.objects.get_or_create(seed=seed, defaults=block["anchored"]))
+    questions = {q.index: q for q in seed.questions.all()}
+    have_rules = set(RuleOutcome.objects.filter(question__seed=seed).values_list("question_id", "rule_id"))
+    have_players = set(PlayerOutcome.objects.filter(question__seed=seed).values_list("question_id", "player_id"))
     for q in block["questions"]:
-        question = count.add(
-            SampleQuestion.objects.get_or_create(seed=seed, index=q["index"], defaults={"domain": q["domain"]})
-        )
+        question = questions.get(q["index"])
+        if question is None:
+            question = SampleQuestion.objects.create(seed=seed, index=q["index"], domain=q["domain"])
+            count.created += 1
+        else:
+            count.kept += 1
         for key, outcome in q["rules"].items():
-            count.add(
-                RuleOutcome.objects.get_or_create(
-                    question=question,
-                    rule=rules[key],
-                    defaults={"winner": players[outcome["winner"]], "correct": outcome["correct"]},
-                )
+            if (question.pk, rules[key].pk) in have_rules:
+                count.kept += 1
+                continue
+            RuleOutcome.objects.create(
+                question=question, rule=rules[key], winner=players[outcome["winner"]], correct=outcome["correct"]
             )
+            count.created += 1
         for name, correct in q["players"].items():
-            count.add(
-                PlayerOutcome.objects.get_or_create(
-                    question=question, player=players[name], defaults={"correct": correct}
-                )
-            )
+            if (question.pk, players[name].pk) in have_players:
+                count.kept += 1
+                continue
+            PlayerOutcome.objects.create(question=question, player=players[name], correct=correct)
+            count.created += 1
 
 
 def seed(path: Path | None = None) -> str:

@@ -41,13 +41,9 @@ def test_open_the_council_then_step_through_three_questions_with_the_keyboard(pa
     assert transcript_index(page) == 2
     assert page.evaluate("document.activeElement.id") == "transcript"
     assert serious_axe_violations(page) == []
-    page.watch.assert_clean()
 
-
-def test_keys_typed_into_a_filter_do_not_move_the_replay(page, council):
-    page.goto("/council/replay/?seed=46&q=4")
-    page.focus("#id_domain")
+    page.focus("#id_domain")  # keys typed into a filter control do not move the replay
     page.keyboard.press("ArrowRight")
-    page.wait_for_timeout(300)
-    assert transcript_index(page) == 4
+    page.wait_for_timeout(200)
+    assert transcript_index(page) == 2
     page.watch.assert_clean()

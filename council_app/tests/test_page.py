@@ -139,3 +139,13 @@ def test_page_without_a_record_says_how_to_load_it(client, db):
     response = client.get("/council/")
     assert response.status_code == 200
     assert "manage.py seed" in response.content.decode()
+
+
+def test_a_missing_headline_row_is_reported_not_invented(client, council):
+    FairBaseline.objects.filter(key="council_system").delete()
+    response = client.get("/council/")
+    html = response.content.decode()
+    assert response.status_code == 200
+    assert "The record has no council or single-model baseline row." in html
+    assert 'data-figure="council-accuracy"' not in html
+    assert client.get("/api/council/").json()["headline"]["council"] is None

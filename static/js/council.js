@@ -15,6 +15,7 @@
     var source = document.getElementById("council-cost-data");
     if (!target || !source || !window.Plotly) { return; }
     var arms = JSON.parse(source.textContent);
+    var maxX = Math.max.apply(null, arms.map(function (a) { return a.generations; }));
     var fg = cssVar("--fg", "#1b1f24");
     var grid = cssVar("--border", "#d0d7de");
     var trace = {
@@ -39,7 +40,7 @@
       paper_bgcolor: "rgba(0,0,0,0)",
       plot_bgcolor: "rgba(0,0,0,0)",
       font: { color: fg },
-      xaxis: { title: { text: "generations per request" }, gridcolor: grid, zerolinecolor: grid, rangemode: "tozero" },
+      xaxis: { title: { text: "generations per request" }, gridcolor: grid, zerolinecolor: grid, range: [0, maxX * 1.35 + 0.2] },
       yaxis: { title: { text: "accuracy" }, gridcolor: grid, zerolinecolor: grid, tickformat: ".2f" },
       showlegend: false
     };
