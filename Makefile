@@ -18,7 +18,7 @@ export
 endif
 
 .PHONY: help setup run worker test test-sqlite test-postgres lint format system-deps services vendor \
-        migrate seed collectstatic clean reliability train-demo export-onnx
+        migrate seed collectstatic clean reliability train-demo export-onnx council-fixture
 
 help: ## List the commands
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-16s %s\n", $$1, $$2}'
@@ -44,6 +44,9 @@ migrate: setup ## Apply database migrations
 
 seed: migrate ## Load the reference data (idempotent)
 	$(BIN)/python manage.py seed
+
+council-fixture: setup ## Rebuild fixtures/council.json from ../shared/anchor-results/web-data (then commit it)
+	$(BIN)/python scripts/build_council_fixture.py
 
 collectstatic: setup
 	$(BIN)/python manage.py collectstatic --noinput -v 0
