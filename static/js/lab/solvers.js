@@ -320,44 +320,86 @@
     return d;
   }
 
-  /** Magnetic mirror descent, negative-entropy regulariser, exact prox step (see the Python docstring). */
+  /** Normalise logits in place: z ← z − logsumexp(z), p ← softmax(z). Same arithmetic as the Python twin. */
+  function normalizeInto(z, p) {
+    const k = z.length;
+    let mx = -Infinity;
+    for (let i = 0; i < k; i++) if (z[i] > mx) mx = z[i];
+    let s = 0;
+    for (let i = 0; i < k; i++) {
+      z[i] -= mx;
+      p[i] = Math.exp(z[i]);
+      s += p[i];
+    }
+    const ls = Math.log(s);
+    for (let i = 0; i < k; i++) {
+      z[i] -= ls;
+      p[i] /= s;
+    }
+  }
+  const flat = (M) => Float64Array.from(M.flat());
+  function matvecFlat(Mf, rows, cols, v, out) {
+    for (let i = 0; i < rows; i++) {
+      let acc = 0;
+      const o = i * cols;
+      for (let j = 0; j < cols; j++) acc += Mf[o + j] * v[j];
+      out[i] = acc;
+    }
+  }
+  function tmatvecFlat(Mf, rows, cols, v, out) {
+    out.fill(0);
+    for (let i = 0; i < rows; i++) {
+      const vi = v[i];
+      const o = i * cols;
+      for (let j = 0; j < cols; j++) out[j] += Mf[o + j] * vi;
+    }
+  }
+
+  /** Magnetic mirror descent, negative-entropy regulariser, exact prox step (see the Python docstring).
+   * Allocation-free inner loop on typed arrays: 10,000 steps on a 3×3 game take a few milliseconds. */
   function mmd(A, B, x0, y0, o) {
+    const m = A.length, n = A[0].length;
+    const Af = flat(A), Bf = flat(B);
     const c = 1 / (1 + o.eta * o.tau);
-    let [zx, x] = normalizedLogits(x0.map(Math.log));
-    let [zy, y] = normalizedLogits(y0.map(Math.log));
-    let lrx = o.magnet_x.map(Math.log);
-    let lry = o.magnet_y.map(Math.log);
-    const ax = x.slice(), ay = y.slice();
-    const rec = makeRecorder(A, B, o.steps, o.record);
-    rec.add(0, x, y, ax, ay);
     const et = o.eta * o.tau, eta = o.eta;
+    let zx = Float64Array.from(x0, Math.log), x = new Float64Array(m);
+    let zy = Float64Array.from(y0, Math.log), y = new Float64Array(n);
+    normalizeInto(zx, x);
+    normalizeInto(zy, y);
+    let zx2 = new Float64Array(m), x2 = new Float64Array(m), zy2 = new Float64Array(n), y2 = new Float64Array(n);
+    const lrx = Float64Array.from(o.magnet_x, Math.log), lry = Float64Array.from(o.magnet_y, Math.log);
+    const gx = new Float64Array(m), gy = new Float64Array(n);
+    const ax = Float64Array.from(x), ay = Float64Array.from(y);
+    const rec = makeRecorder(A, B, o.steps, o.record);
+    rec.add(0, Array.from(x), Array.from(y), Array.from(ax), Array.from(ay));
     let converged = false, t = 0;
-    const step = (z, lr, g) => normalizedLogits(z.map((v, i) => c * (v + et * lr[i] + eta * g[i])));
     for (t = 1; t <= o.steps; t++) {
-      const gx = matvec(A, y);
-      let zxNew, xNew, gy;
-      if (o.alternating) {
-        [zxNew, xNew] = step(zx, lrx, gx);
-        gy = tmatvec(B, xNew);
-      } else {
-        gy = tmatvec(B, x);
-        [zxNew, xNew] = step(zx, lrx, gx);
-      }
-      const [zyNew, yNew] = step(zy, lry, gy);
-      const diff = Math.max(maxAbsDiff(xNew, x), maxAbsDiff(yNew, y));
-      zx = zxNew; x = xNew; zy = zyNew; y = yNew;
-      for (let i = 0; i < x.length; i++) ax[i] += (x[i] - ax[i]) / t;
-      for (let j = 0; j < y.length; j++) ay[j] += (y[j] - ay[j]) / t;
+      matvecFlat(Af, m, n, y, gx);
+      if (!o.alternating) tmatvecFlat(Bf, m, n, x, gy);
+      for (let i = 0; i < m; i++) zx2[i] = c * (zx[i] + et * lrx[i] + eta * gx[i]);
+      normalizeInto(zx2, x2);
+      if (o.alternating) tmatvecFlat(Bf, m, n, x2, gy);
+      for (let j = 0; j < n; j++) zy2[j] = c * (zy[j] + et * lry[j] + eta * gy[j]);
+      normalizeInto(zy2, y2);
+      let diff = 0;
+      for (let i = 0; i < m; i++) diff = Math.max(diff, Math.abs(x2[i] - x[i]));
+      for (let j = 0; j < n; j++) diff = Math.max(diff, Math.abs(y2[j] - y[j]));
+      let tmp = zx; zx = zx2; zx2 = tmp;
+      tmp = x; x = x2; x2 = tmp;
+      tmp = zy; zy = zy2; zy2 = tmp;
+      tmp = y; y = y2; y2 = tmp;
+      for (let i = 0; i < m; i++) ax[i] += (x[i] - ax[i]) / t;
+      for (let j = 0; j < n; j++) ay[j] += (y[j] - ay[j]) / t;
       if (o.reset_every && t % o.reset_every === 0) {
-        lrx = zx.slice();
-        lry = zy.slice();
+        lrx.set(zx);
+        lry.set(zy);
       }
       converged = o.tol > 0 && diff < o.tol;
-      if (t % rec.stride === 0 || t === o.steps || converged) rec.add(t, x, y, ax, ay);
+      if (t % rec.stride === 0 || t === o.steps || converged) rec.add(t, Array.from(x), Array.from(y), Array.from(ax), Array.from(ay));
       if (converged) break;
     }
     if (t > o.steps) t = o.steps;
-    return rec.result(x, y, ax, ay, o.zero_sum, t, converged);
+    return rec.result(Array.from(x), Array.from(y), Array.from(ax), Array.from(ay), o.zero_sum, t, converged);
   }
 
   /** Projected gradient descent–ascent: each player ascends its own payoff. */

@@ -1,0 +1,168 @@
+"""The lab's JSON API: synchronous solves, job creation and status, and 400s that name the field."""
+
+import json
+
+import pytest
+
+from lab_app.models import LabRun
+
+pytestmark = pytest.mark.django_db
+
+
+def post(client, url, body, **extra):
+    data = body if isinstance(body, str) else json.dumps(body)
+    return client.post(url, data=data, content_type="application/json", **extra)
+
+
+@pytest.fixture
+def post_job(client, django_capture_on_commit_callbacks):
+    """POST a job and run the task it queues on commit (Celery is eager in tests)."""
+
+    def go(body, as_client=None):
+        with django_capture_on_commit_callbacks(execute=True):
+            response = post(as_client or client, "/api/lab/jobs/", body)
+        return response
+
+    return go
+
+
+def test_anonymous_visitor_can_solve_a_small_problem_synchronously(client):
+    response = post(client, "/api/lab/solve", {"game": "biased_rps", "solver": "nash"})
+    assert response.status_code == 200
+    body = response.json()
+    assert body["solver"] == "nash" and body["metric"] == "nashconv"
+    assert body["equilibria"][0]["x_frac"] == ["3/7", "3/7", "1/7"]
+
+
+def test_solve_accepts_explicit_matrices_and_returns_the_browser_shape(client):
+    response = post(
+        client,
+        "/api/lab/solve",
+        {"game": {"A": [[9, 0], [0, 1]], "B": [[0, 1], [1, 0]]}, "solver": "qre", "params": {"lambda": 3}},
+    )
+    body = response.json()
+    assert response.status_code == 200
+    assert set(body) >= {"solver", "game", "params", "metric", "x", "y", "residual", "converged", "lambda"}
+    assert body["residual"] <= 1e-10
+
+
+@pytest.mark.parametrize(
+    "body,param",
+    [
+        ('{"game": {"A": [[1, NaN], [0, 1]]}, "solver": "nash"}', "game.A"),
+        ({"game": {"A": [[1, 2], [3]]}, "solver": "nash"}, "game.A"),
+        ({"game": {"A": [[0] * 51] * 2}, "solver": "nash"}, "game.A"),
+        ({"game": {"A": [[1, 2]], "B": [[1, 2, 3]]}, "solver": "nash"}, "game.B"),
+        ({"game": "rps", "solver": "qre", "params": {"lambda": -0.5}}, "params.lambda"),
+        ({"game": "rps", "solver": "mmd", "params": {"steps": 20001}}, "params.steps"),
+        ({"game": "rps", "solver": "simulated_annealing"}, "solver"),
+        ({"game": {"A": [[1, "x"]]}, "solver": "nash"}, "game.A"),
+    ],
+)
+def test_bad_solve_input_gets_400_naming_the_field(client, body, param):
+    response = post(client, "/api/lab/solve", body)
+    assert response.status_code == 400
+    error = response.json()["error"]
+    assert error["param"] == param
+    assert error["type"] == "invalid_request_error"
+    assert param in error["message"]
+
+
+def test_solve_refuses_enumeration_beyond_eight_actions_synchronously(client):
+    response = post(
+        client,
+        "/api/lab/solve",
+        {"game": {"preset": "random", "m": 9, "n": 9}, "solver": "nash", "params": {"method": "enumerate"}},
+    )
+    assert response.status_code == 400
+    assert response.json()["error"]["param"] == "params.method"
+
+
+def test_posting_a_job_creates_a_labrun_and_runs_it(client, post_job):
+    response = post_job({"game": "biased_rps", "solver": "qre_path", "params": {"lambda_max": 500}})
+    assert response.status_code == 201
+    job = response.json()
+    run = LabRun.objects.get(pk=job["id"])
+    assert run.status == "done"  # eager Celery in tests
+    detail = client.get(f"/api/lab/jobs/{run.pk}/").json()
+    assert detail["status"] == "done" and detail["progress"] == 1.0
+    assert detail["result"]["limit"]["x_frac"] == ["3/7", "3/7", "1/7"]
+    assert detail["url"].endswith(f"/lab/jobs/{run.pk}/")
+
+
+def test_a_sweep_job_reports_one_summary_per_parameter_combination(client, post_job):
+    body = {
+        "game": "biased_rps",
+        "solver": "mmd",
+        "params": {"steps": 2000, "eta": 0.05},
+        "sweep": {"tau": [0.1, 0.5], "eta": [0.05, 0.1]},
+    }
+    job = post_job(body).json()
+    detail = client.get(job["api_url"]).json()
+    assert detail["status"] == "done"
+    runs = detail["result"]["runs"]
+    assert [r["point"] for r in runs] == [
+        {"tau": 0.1, "eta": 0.05},
+        {"tau": 0.1, "eta": 0.1},
+        {"tau": 0.5, "eta": 0.05},
+        {"tau": 0.5, "eta": 0.1},
+    ]
+    assert all("trace" in r and "trajectory" not in r for r in runs)
+
+
+def test_a_seed_sweep_varies_the_random_game(client, post_job):
+    body = {"game": {"preset": "random", "m": 3, "n": 3}, "solver": "nash", "sweep": {"seed": [1, 2, 3]}}
+    detail = client.get(post_job(body).json()["api_url"]).json()
+    names = [r["game"]["name"] for r in detail["result"]["runs"]]
+    assert names == ["random 3×3 seed 1", "random 3×3 seed 2", "random 3×3 seed 3"]
+
+
+@pytest.mark.parametrize(
+    "body,param",
+    [
+        ({"game": "rps", "solver": "mmd", "params": {"steps": 10**7}}, "params.steps"),
+        ({"game": "rps", "solver": "mmd", "sweep": {"tau": [0.1] * 26}}, "sweep.tau"),
+        ({"game": "rps", "solver": "mmd", "sweep": {"tau": [-1, 0.1]}}, "params.tau"),
+        ({"game": "rps", "solver": "nash", "sweep": {"seed": [1, 2]}}, "sweep.seed"),
+        ({"game": "rps", "solver": "dance"}, "solver"),
+    ],
+)
+def test_bad_job_input_gets_400_and_stores_nothing(client, body, param):
+    response = post(client, "/api/lab/jobs/", body)
+    assert response.status_code == 400
+    assert response.json()["error"]["param"] == param
+    assert LabRun.objects.count() == 0
+
+
+def test_a_job_past_its_time_limit_ends_failed_with_a_clear_message(client, settings, post_job):
+    settings.LAB_JOB_TIME_LIMIT = 0.2
+    body = {"game": {"preset": "random", "m": 50, "n": 50}, "solver": "mmd", "params": {"steps": 200000}}
+    job = post_job(body).json()
+    run = LabRun.objects.get(pk=job["id"])
+    assert run.status == "failed"
+    assert "exceeded its time limit of 0.2 s" in run.error
+    assert run.result is None
+    assert client.get(job["api_url"]).json()["error"] == run.error
+
+
+def test_unknown_job_is_404_in_the_api_shape(client):
+    response = client.get("/api/lab/jobs/999999/")
+    assert response.status_code == 404
+    assert response.json()["error"]["type"] == "not_found_error"
+
+
+def test_logged_in_browser_posts_need_the_csrf_token(member_user):
+    from django.test import Client
+
+    browser = Client(enforce_csrf_checks=True)
+    browser.force_login(member_user)
+    spec = {"game": "rps", "solver": "nash"}
+    assert post(browser, "/api/lab/solve", spec).status_code == 403
+    browser.get("/lab/")
+    token = browser.cookies["csrftoken"].value
+    assert post(browser, "/api/lab/solve", spec, HTTP_X_CSRFTOKEN=token).status_code == 200
+
+
+def test_job_owner_is_recorded_for_members(member_client, member_user):
+    job = post(member_client, "/api/lab/jobs/", {"game": "rps", "solver": "nash"}).json()
+    assert LabRun.objects.get(pk=job["id"]).owner == member_user

@@ -1,0 +1,80 @@
+"""The lab page in headless Chromium runs solvers, draws their plots, keeps its state in the URL, runs jobs."""
+
+import json
+
+import pytest
+from playwright.sync_api import expect
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+
+def wait_for_results(page):
+    page.wait_for_selector("#results-body[data-ready='1'] .lab-result")
+
+
+def test_lab_page_runs_solvers_draws_their_plots_and_keeps_its_state_in_the_url(page):
+    page.goto("/lab/?game=matching_pennies&solver=gda&eta=0.05&steps=2000")
+    wait_for_results(page)
+    page.wait_for_selector("#plot-nashconv .main-svg")
+    assert page.locator("#plot-nashconv .scatterlayer .trace").count() == 2  # last iterate and average
+    assert page.evaluate("() => document.querySelector('#plot-nashconv').layout.yaxis.type") == "log"
+    assert "in this browser" in page.inner_text("#lab-status")
+    # Pin GDA, switch to MMD on the biased RPS: both runs are drawn, and the pinned one is in the URL.
+    page.click("#pin-button")
+    page.select_option("#solver", "mmd")
+    page.wait_for_selector(".lab-result[data-solver='mmd']")
+    expect(page.locator("#plot-nashconv .scatterlayer .trace")).to_have_count(4)
+    assert "compare=" in page.url
+    page.click("#unpin-button")
+    page.select_option("#game-preset", "biased_rps")
+    expect(page.locator("#plot-nashconv .scatterlayer .trace")).to_have_count(2)
+    page.wait_for_selector("#plot-trajectory-x .ternary")  # 3 actions: a ternary plot
+    # The QRE path with its plot, then the equilibria as fractions.
+    page.select_option("#solver", "qre_path")
+    page.wait_for_selector("#plot-path .main-svg")
+    assert "solver=qre_path" in page.url
+    expect(page.locator("#results-body")).to_contain_text("3/7")
+    page.select_option("#solver", "nash")
+    page.wait_for_selector(".lab-result[data-solver='nash']")
+    expect(page.locator("#results-body")).to_contain_text("1/7")
+    # The URL alone restores the view.
+    page.goto(page.url)
+    page.wait_for_selector(".lab-result[data-solver='nash']")
+    assert page.input_value("#solver") == "nash" and page.input_value("#game-preset") == "biased_rps"
+    # In-browser speed of the JS module (goal: 10,000 MMD steps on 3×3 in 50 ms).
+    elapsed = page.evaluate(
+        """() => { LabSolvers.solve({game: 'biased_rps', solver: 'mmd', params: {steps: 10000}});
+                   const t0 = performance.now();
+                   LabSolvers.solve({game: 'biased_rps', solver: 'mmd', params: {steps: 10000}});
+                   return performance.now() - t0; }"""
+    )
+    print(f"10,000 MMD steps on 3×3 in Chromium: {elapsed:.1f} ms")
+    assert elapsed < 250  # goal 50 ms; slack for a loaded CI machine
+    page.watch.assert_clean()
+
+
+def test_custom_matrix_errors_name_the_field_and_a_fixed_matrix_solves(page):
+    page.goto("/lab/?solver=nash")
+    wait_for_results(page)
+    page.select_option("#game-preset", "custom")
+    page.fill("#game-A", "9, 0\n0, oops")
+    page.wait_for_selector("#lab-error:not([hidden])")
+    assert "game.A" in page.inner_text("#lab-error")
+    page.fill("#game-A", "9, 0\n0, 1")
+    page.fill("#game-B", "0, 1\n1, 0")
+    page.wait_for_selector("#lab-error", state="hidden")
+    expect(page.locator("#results-body")).to_contain_text("1/10")
+    page.watch.assert_clean()
+
+
+def test_server_job_from_the_page_shows_progress_then_results(page):
+    page.goto("/lab/?game=biased_rps&solver=qre_path&lambda_max=300")
+    wait_for_results(page)
+    page.click("#job-button")
+    page.wait_for_url("**/lab/jobs/*/")
+    page.wait_for_selector("#results-body[data-ready='1'] #plot-path .main-svg")
+    assert page.inner_text("#job-status") == "Done"
+    assert page.evaluate("() => document.querySelector('#job-progress').value") == 1
+    data = json.loads(page.inner_text("#job-data"))
+    assert data["solver"] == "qre_path"
+    page.watch.assert_clean()

@@ -1,0 +1,52 @@
+"""The lab's pages render for everyone, carry no inline script, and the job page shows status and results."""
+
+import pytest
+
+from lab_app.models import LabRun
+from lab_app.services import create_job
+
+pytestmark = pytest.mark.django_db
+
+
+def test_lab_page_renders_with_presets_solvers_and_scripts(client):
+    response = client.get("/lab/")
+    assert response.status_code == 200
+    html = response.content.decode()
+    for text in ('id="game-preset"', "biased_rps", 'value="qre_path"', "js/lab/solvers.js", "vendor/plotly.min.js"):
+        assert text in html
+    assert "onclick=" not in html
+    assert 'aria-current="page"' in html
+    assert response.cookies.get("csrftoken"), "the page sets the CSRF cookie its POSTs need"
+
+
+def test_job_page_shows_progress_then_results(client, django_capture_on_commit_callbacks):
+    with django_capture_on_commit_callbacks(execute=True):
+        run = create_job({"game": "rps", "solver": "nash"})
+    run.refresh_from_db()
+    response = client.get(f"/lab/jobs/{run.pk}/")
+    assert response.status_code == 200
+    html = response.content.decode()
+    assert "<progress" in html and "job-data" in html and "Done" in html
+
+
+def test_failed_job_page_shows_the_error(client):
+    run = LabRun.objects.create(solver="mmd", game_name="rps", spec={"game": "rps", "solver": "mmd"})
+    run.mark_failed("The job exceeded its time limit of 1 s.")
+    html = client.get(f"/lab/jobs/{run.pk}/").content.decode()
+    assert "exceeded its time limit" in html
+
+
+def test_unknown_job_page_is_404(client):
+    assert client.get("/lab/jobs/424242/").status_code == 404
+
+
+def test_running_a_finished_job_again_changes_nothing(django_capture_on_commit_callbacks):
+    from lab_app.services import run_job
+
+    with django_capture_on_commit_callbacks(execute=True):
+        run = create_job({"game": "rps", "solver": "nash"})
+    run.refresh_from_db()
+    finished = run.finished_at
+    run_job(run.pk)
+    run.refresh_from_db()
+    assert run.finished_at == finished and run.status == "done"
