@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 
 from django.core.cache import cache
+from django.db.models import Avg
 
 from . import stats
 from .models import Comparison, ResultRow
@@ -355,6 +356,20 @@ def _x_text(x: float) -> str:
     return str(int(x)) if float(x).is_integer() else f"{x:g}"
 
 
+def _grouped(experiment: str, metrics: list[str]) -> dict[tuple[str, str, str], dict[int, float]]:
+    """{(arm, condition_key, metric): {seed: mean}} for a whole experiment in one GROUP BY query."""
+    out: dict[tuple[str, str, str], dict[int, float]] = {}
+    rows = (
+        ResultRow.objects.filter(experiment=experiment, metric__in=metrics, step__isnull=True, seed__isnull=False)
+        .values("arm_label", "condition_key", "metric", "seed")
+        .annotate(v=Avg("value"))
+        .order_by()
+    )
+    for r in rows:
+        out.setdefault((r["arm_label"], r["condition_key"], r["metric"]), {})[r["seed"]] = r["v"]
+    return out
+
+
 def build_adaptive(c: Comparison) -> dict:
     """exp31: explicit vs uniform vs adaptive depth, each with mean depth and a ratio vs explicit."""
     spec = c.spec or {}
@@ -363,21 +378,21 @@ def build_adaptive(c: Comparison) -> dict:
     arms = spec.get("arms", ["explicit_fixed", "eqlm_uniform", "eqlm_adaptive_matched"])
     sweep_arm = spec.get("sweep_arm", "eqlm_adaptive")
     opts = _stat_options(c)
-    explicit = per_seed(exp, explicit_arm, "blimp_accuracy")
-    entries = [(arm, None) for arm in arms]
+    grouped = _grouped(exp, ["blimp_accuracy", "mean_depth"])
+
+    def values(arm, cond, metric="blimp_accuracy", seeds=None):
+        found = grouped.get((arm, condition_key(cond), metric), {})
+        return {s: v for s, v in found.items() if not seeds or s in seeds}
+
+    explicit = values(explicit_arm, None)
     multiples = sorted(
-        {
-            int(_condition_value(k, "tolerance_multiple"))
-            for k in ResultRow.objects.filter(experiment=exp, arm_label=sweep_arm, metric="mean_depth")
-            .values_list("condition_key", flat=True)
-            .distinct()
-        }
+        {int(_condition_value(key, "tolerance_multiple")) for (arm, key, _m) in grouped if arm == sweep_arm and key}
     )
-    entries += [(sweep_arm, {"tolerance_multiple": m}) for m in multiples]
+    entries = [(arm, None) for arm in arms] + [(sweep_arm, {"tolerance_multiple": m}) for m in multiples]
     rows, points, lookup = [], [], {}
     for arm, cond in entries:
-        blimp = per_seed(exp, arm, "blimp_accuracy", cond)
-        depth = per_seed(exp, arm, "mean_depth", cond)
+        blimp = values(arm, cond)
+        depth = values(arm, cond, "mean_depth")
         ratio = stats.compare_per_seed(blimp, explicit, **opts)["ratio"]
         label = arm if cond is None else f"{arm} (tolerance × {cond['tolerance_multiple']})"
         row_id = arm if cond is None else f"{arm}x{cond['tolerance_multiple']}"
@@ -403,17 +418,17 @@ def build_adaptive(c: Comparison) -> dict:
         arm, cond = lookup.get(entry.get("row", ""), (entry.get("row"), None))
         seeds = entry.get("seeds")
         metric = entry.get("metric", "blimp_accuracy")
-        values = per_seed(exp, arm, metric, cond, seeds)
+        found = values(arm, cond, metric, seeds)
+        base = values(explicit_arm, None, metric, seeds)
         if entry.get("stat") == "ratio_mean":
-            recomputed = stats.compare_per_seed(values, per_seed(exp, explicit_arm, metric, None, seeds))["ratio"][
-                "mean"
-            ]
+            recomputed = stats.paired_ratios(found, base).ratios
+            recomputed = stats.mean(list(recomputed.values())) if recomputed else None
         elif entry.get("stat") == "ratio_per_seed":
-            ratios = stats.paired_ratios(values, per_seed(exp, explicit_arm, metric, None, seeds)).ratios
-            recomputed = ratios.get(int(entry["seed"]))
+            recomputed = stats.paired_ratios(found, base).ratios.get(int(entry["seed"]))
         else:
-            recomputed = stats.mean(list(values.values())) if values else None
+            recomputed = stats.mean(list(found.values())) if found else None
         checks.append(check(entry, recomputed))
+    prov = ResultRow.objects.filter(experiment=exp, metric__in=["blimp_accuracy", "mean_depth"], step__isnull=True)
     return {
         "columns": [
             "Arm",
@@ -428,7 +443,7 @@ def build_adaptive(c: Comparison) -> dict:
         "notes": [],
         "interval_note": stats.describe_interval(opts["method"], len(explicit)),
         "empty": not explicit,
-        "provenance": provenance(ResultRow.objects.filter(experiment=exp, metric__in=["blimp_accuracy", "mean_depth"])),
+        "provenance": provenance(prov),
         "plot": {"type": "depth", "points": points},
     }
 
