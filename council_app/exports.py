@@ -9,7 +9,7 @@ from .models import SampleQuestion
 def seeds_table():
     table = services.seed_table()
     header = ["row", "kind", "key"] + [f"seed_{s}" for s in table["seeds"]] + ["mean"]
-    rows = [[r["label"], r["kind"], r["key"], *r["values"], r["mean"]] for r in table["rows"]]
+    rows = [[r["label"], r["kind"], r["key"], *r["values"], _round(r["mean"], 6)] for r in table["rows"]]
     return header, rows
 
 
@@ -21,7 +21,7 @@ def domains_table():
     for r in table["rows"]:
         for d in r["domains"]:
             n = "/".join(str(x) for x in sizes.get(d["domain"], []))
-            rows.append([r["key"], d["domain"], n, *d["values"], d["mean"]])
+            rows.append([r["key"], d["domain"], n, *d["values"], _round(d["mean"], 6)])
     return header, rows
 
 
