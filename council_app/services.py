@@ -400,3 +400,32 @@ def replay_questions(flt: ReplayFilter) -> list[dict]:
     elif flt.split == "rules":
         views = [v for v in views if v["rules_split"]]
     return views
+
+
+def sample_tallies(seed_number: int) -> dict:
+    """How often each rule and player was right within the seed's sample, beside the seed's recorded maths accuracy.
+
+    The sample is a subset of the maths questions, so its tallies need not equal the recorded accuracies.
+    """
+    questions = list(SampleQuestion.objects.with_outcomes().filter(seed__seed=seed_number))
+    recorded = {
+        (a.rule_id, a.player_id, a.domain): a.value
+        for a in Accuracy.objects.filter(seed__seed=seed_number, domain__in=["all", DOMAIN_MATH])
+    }
+    rows: dict[tuple[str, int], dict] = {}
+    for q in questions:
+        for ro in q.rule_outcomes.all():
+            row = rows.setdefault(
+                ("rule", ro.rule_id),
+                {"label": ro.rule.label, "right": 0, "recorded_math": recorded.get((ro.rule_id, None, DOMAIN_MATH))},
+            )
+            row["right"] += ro.correct
+        for po in q.player_outcomes.all():
+            row = rows.setdefault(
+                ("player", po.player_id),
+                {"label": f"single: {po.player.short_name}", "right": 0, "recorded_math": None},
+            )
+            row["right"] += po.correct
+    n = len(questions)
+    out = [{**row, "n": n, "share": row["right"] / n if n else None} for row in rows.values()]
+    return {"seed": seed_number, "n": n, "rows": out}

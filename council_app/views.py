@@ -84,6 +84,7 @@ def replay(request):
         "prev_url": link(questions[position - 1]) if current and position > 0 else None,
         "next_url": link(questions[position + 1]) if current and position + 1 < len(questions) else None,
         "coverage": services.coverage(),
+        "tallies": services.sample_tallies(flt.seed),
         "record": services.CouncilRecord.objects.first(),
     }
     return render(request, "council/replay.html", context)

@@ -89,3 +89,13 @@ def test_replay_without_a_record_says_how_to_load_it(client, db):
     response = client.get("/council/replay/")
     assert response.status_code == 200
     assert "manage.py seed" in response.content.decode()
+
+
+def test_sample_tallies_sit_beside_the_recorded_maths_accuracy(client, council):
+    seed = council["seeds"][0]
+    right = sum(q["rules"]["equilibrium"]["correct"] for q in seed["questions"])
+    html = client.get("/council/replay/?seed=45").content.decode()
+    table = re.search(r'<table id="tallies-table">.*?</table>', html, re.S).group(0)
+    row = re.search(r"Equilibrium \(influence game\)</th>(.*?)</tr>", table, re.S).group(1)
+    assert f"{right} of 40" in row
+    assert "0.7667" in row  # the seed's recorded maths accuracy for the equilibrium rule
