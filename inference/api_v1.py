@@ -172,15 +172,18 @@ class GenerationParamsSerializer(serializers.Serializer):
 
     model = serializers.CharField(help_text="The model id from /v1/models (`eqlm-demo`).")
     temperature = serializers.FloatField(
-        required=False, default=1.0, min_value=0.0, max_value=2.0, help_text="0 is greedy (deterministic)."
-    )
-    top_p = serializers.FloatField(required=False, default=1.0, min_value=0.0, max_value=1.0)
+        required=False, allow_null=True, default=1.0, min_value=0.0, max_value=2.0,
+        help_text="0 is greedy (deterministic).",
+    )  # fmt: skip
+    top_p = serializers.FloatField(required=False, allow_null=True, default=1.0, min_value=0.0, max_value=1.0)
     stop = StopField(required=False, default=(), allow_null=True)
     seed = serializers.IntegerField(
         required=False, allow_null=True, default=None, min_value=0, max_value=2**63 - 1,
         help_text="Seeds sampling: the same request with the same seed gives the same text.",
     )  # fmt: skip
-    stream = serializers.BooleanField(required=False, default=False, help_text="Server-sent events, ending [DONE].")
+    stream = serializers.BooleanField(
+        required=False, allow_null=True, default=False, help_text="Server-sent events, ending [DONE]."
+    )
     stream_options = StreamOptionsSerializer(required=False, allow_null=True, default=None)
     depth = serializers.IntegerField(
         required=False, allow_null=True, default=None, min_value=DEPTH_MIN, max_value=DEPTH_MAX,
@@ -193,11 +196,13 @@ class GenerationParamsSerializer(serializers.Serializer):
         "‖f(z)−z‖/‖z‖ falls below tol (> 0).",
     )  # fmt: skip
     warm_start = serializers.BooleanField(
-        required=False, default=False, help_text="EqLM: start each new token from the previous position's state."
-    )
+        required=False, allow_null=True, default=False,
+        help_text="EqLM: start each new token from the previous position's state.",
+    )  # fmt: skip
     solver = serializers.ChoiceField(
-        choices=["picard", "anderson"], required=False, default="picard", help_text="EqLM: fixed-point solver."
-    )
+        choices=["picard", "anderson"], required=False, allow_null=True, default="picard",
+        help_text="EqLM: fixed-point solver.",
+    )  # fmt: skip
 
     def get_fields(self):
         fields = super().get_fields()
@@ -208,8 +213,9 @@ class GenerationParamsSerializer(serializers.Serializer):
                 help_text=f"Most tokens (UTF-8 bytes) to generate, 1–{cap} on this server.",
             )  # fmt: skip
         fields["n"] = serializers.IntegerField(
-            required=False, default=1, min_value=1, max_value=settings.API_MAX_N, help_text="Choices to generate."
-        )
+            required=False, allow_null=True, default=1, min_value=1, max_value=settings.API_MAX_N,
+            help_text="Choices to generate.",
+        )  # fmt: skip
         return fields
 
     def validate_tol(self, value):
@@ -217,7 +223,20 @@ class GenerationParamsSerializer(serializers.Serializer):
             raise serializers.ValidationError("tol must be greater than 0.")
         return value
 
+    NULL_MEANS_DEFAULT = {
+        "temperature": 1.0,
+        "top_p": 1.0,
+        "stream": False,
+        "warm_start": False,
+        "solver": "picard",
+        "n": 1,
+    }
+
     def validate(self, attrs):
+        """An explicit null is OpenAI's "use the default" (clients send it for unset optional fields)."""
+        for name, default in self.NULL_MEANS_DEFAULT.items():
+            if attrs.get(name) is None:
+                attrs[name] = default
         attrs["stop"] = attrs.get("stop") or ()
         return attrs
 

@@ -304,3 +304,11 @@ def test_several_choices_and_stop_strings(api):
     if stop:
         stopped = api.completions.create(model="eqlm-demo", prompt=PROMPT, max_tokens=12, temperature=0, stop=[stop])
         assert stopped.choices[0].finish_reason == "stop" and stopped.choices[0].text == greedy[: greedy.index(stop)]
+
+
+def test_explicit_nulls_mean_the_defaults(live_server, served_model):
+    body = {"model": "eqlm-demo", "prompt": PROMPT, "max_tokens": 2, "temperature": None, "top_p": None, "n": None}
+    body |= {"stream": None, "stop": None, "seed": None, "depth": None, "tol": None, "warm_start": None, "solver": None}
+    response = httpx.post(f"{live_server.url}/v1/completions", json=body, timeout=60)
+    assert response.status_code == 200, response.text
+    assert response.json()["eqlm"]["depth_requested"] == 8 and response.json()["eqlm"]["solver"] == "picard"
