@@ -105,3 +105,10 @@ format: setup ## ruff format and fix imports
 
 clean: ## Remove var/ (database, media, collected static)
 	rm -rf var
+
+.PHONY: bench-generate bench-browser
+bench-generate: setup ## Server generation speed: tokens/s at depths 4/8/12, cold vs warm, first streamed token
+	$(BIN)/python bench/generate.py
+
+bench-browser: setup ## The depth dial's tokens/s at depths 4/8/12 in headless Chromium
+	$(BIN)/python bench/browser_generate.py
