@@ -428,4 +428,12 @@ def sample_tallies(seed_number: int) -> dict:
             row["right"] += po.correct
     n = len(questions)
     out = [{**row, "n": n, "share": row["right"] / n if n else None} for row in rows.values()]
-    return {"seed": seed_number, "n": n, "rows": out}
+    indices = [q.index for q in questions]
+    return {
+        "seed": seed_number,
+        "n": n,
+        "rows": out,
+        "first": min(indices, default=None),
+        "last": max(indices, default=None),
+        "domains": sorted({q.get_domain_display() for q in questions}),
+    }
