@@ -1,7 +1,7 @@
 """Parsers for the programme's result files: bytes in, records in the generic long format out (no database).
 
 Every parser returns a list of *records*: flat dicts in the generic long format documented in
-`GENERIC_FIELDS` (and in docs/benchmarks-ingest.md). Problems raise `IngestError` with a list of
+`GENERIC_FIELDS` (and in benchmarks_app/FORMATS.md). Problems raise `IngestError` with a list of
 `{"pointer": "/json/pointer" | "line": n, "message": ...}` entries, so nothing half-parsed is ever stored.
 """
 

@@ -58,57 +58,67 @@ def _problem(index: int, record: dict, message: str) -> dict:
     return {"record": index, "pointer": where or f"/{index}", "message": message}
 
 
+_TEXT_REQUIRED = ("run", "experiment", "arm", "metric")
+_INT_FIELDS = ("seed", "n", "step", "num_params")
+_NON_NEGATIVE = ("n", "step", "num_params")
+
+
 def validate_record(index: int, record) -> tuple[dict | None, str | None]:
-    """A cleaned copy of one generic record, or an error message."""
-    if not isinstance(record, dict):
+    """A cleaned copy of one generic record, or an error message. Kept lean: it runs once per ingested row."""
+    if type(record) is not dict:
         return None, "a record must be an object"
+    get = record.get
     for key in REQUIRED:
-        if record.get(key) in (None, ""):
+        if get(key) in (None, ""):
             return None, f"missing {key}"
     clean = dict(record)
-    for key, limit in MAX_LEN.items():
-        value = clean.get(key)
-        if value is None:
+    for key, value in record.items():
+        limit = MAX_LEN.get(key)
+        if limit is None or value is None:
             continue
-        if not isinstance(value, str) or isinstance(value, bool):
-            if key in ("run", "experiment", "arm", "metric"):
+        if type(value) is not str:
+            if key in _TEXT_REQUIRED:
                 return None, f"{key} must be text"
-            value = str(value)
+            value = clean[key] = str(value)
         if len(value) > limit:
             return None, f"{key} is longer than {limit} characters"
-        clean[key] = value
     value = clean["value"]
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return None, f"value must be a number, not {type(value).__name__}"
-    try:
-        value = float(value)
-    except OverflowError:
-        return None, "value is too large"
-    if not math.isfinite(value) or abs(value) > MAX_ABS_VALUE:
+    kind = type(value)
+    if kind is not float:
+        if kind is bool or not isinstance(value, int | float):
+            return None, f"value must be a number, not {kind.__name__}"
+        try:
+            value = clean["value"] = float(value)
+        except OverflowError:
+            return None, "value is too large"
+    if not (-MAX_ABS_VALUE <= value <= MAX_ABS_VALUE):  # also false for NaN
         return None, "value must be a finite number within ±1e15"
-    clean["value"] = value
-    for key in ("seed", "n", "step", "num_params"):
-        item = clean.get(key)
+    for key in _INT_FIELDS:
+        item = get(key)
         if item is None:
             continue
-        if isinstance(item, bool) or not isinstance(item, int) or not (-MAX_INT < item < MAX_INT):
+        if type(item) is not int or not (-MAX_INT < item < MAX_INT):
             return None, f"{key} must be an integer"
-        if key in ("n", "step", "num_params") and item < 0:
+        if item < 0 and key in _NON_NEGATIVE:
             return None, f"{key} must not be negative"
-    condition = clean.get("condition") or {}
-    if not isinstance(condition, dict):
+    condition = get("condition") or {}
+    if type(condition) is not dict:
         return None, "condition must be an object"
-    for ckey, cval in condition.items():
-        if isinstance(cval, float) and not math.isfinite(cval):
-            return None, f"condition {ckey} must be finite"
-        if not isinstance(cval, str | int | float | bool) and cval is not None:
-            return None, f"condition {ckey} must be a plain value"
-    key = condition_key(condition)
-    if len(key) > 255:
-        return None, "condition is too long"
-    clean["condition"], clean["condition_key"] = condition, key
+    if condition:
+        for ckey, cval in condition.items():
+            if isinstance(cval, float) and not math.isfinite(cval):
+                return None, f"condition {ckey} must be finite"
+            if not isinstance(cval, str | int | float | bool) and cval is not None:
+                return None, f"condition {ckey} must be a plain value"
+        key = condition_key(condition)
+        if len(key) > 255:
+            return None, "condition is too long"
+        clean["condition_key"] = key
+    else:
+        clean["condition_key"] = ""
+    clean["condition"] = condition
     for key in ("recipe", "run_config"):
-        if clean.get(key) is not None and not isinstance(clean[key], dict):
+        if get(key) is not None and type(get(key)) is not dict:
             return None, f"{key} must be an object"
     return clean, None
 
