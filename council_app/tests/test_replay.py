@@ -78,7 +78,9 @@ def test_general_domain_says_honestly_that_none_was_sampled(client, council):
     assert "the sample has no general-knowledge question" in html
 
 
-@pytest.mark.parametrize("query", ["seed=99", "seed=abc", "seed=45&domain=chemistry", "seed=45&rule=majority"])
+@pytest.mark.parametrize(
+    "query", ["seed=99", "seed=abc", "seed=45&domain=chemistry", "seed=45&rule=majority", "seed=45&q=abc"]
+)
 def test_bad_filters_get_a_form_error_and_400(client, council, query):
     response = client.get(f"/council/replay/?{query}")
     assert response.status_code == 400
