@@ -85,9 +85,16 @@ def test_the_dial_generates_at_depths_4_and_12_in_the_page_without_server_genera
     page.watch.assert_clean()
 
 
+def serious_axe_violations(page) -> list[str]:
+    page.add_script_tag(url="/static/vendor/axe.min.js")
+    result = page.evaluate("axe.run(document, {resultTypes: ['violations']})")
+    return [f"{v['id']}: {v['help']}" for v in result["violations"] if v["impact"] in ("serious", "critical")]
+
+
 def test_adaptive_halting_in_the_page_reports_fewer_iterations_than_the_cap(page, dial_model):
     page.goto("/demo/")
     page.wait_for_selector("body[data-dial-ready=true]", timeout=60_000)
+    assert serious_axe_violations(page) == []
     page.check("input[name=mode][value=adaptive]")
     set_control(page, "#tol", -0.5)  # tolerance 10^-0.5: loose, so positions halt early
     run = generate_in_page(page, depth=12, max_tokens=8)
