@@ -24,16 +24,17 @@ LN2 = math.log(2)
 @dataclass
 class TrainSettings:
     seed: int = 0
-    batch_size: int = 16
+    batch_size: int = 8
     seq_len: int = 256
     lr: float = 3e-3
     min_lr_ratio: float = 0.1
-    warmup_steps: int = 200
+    warmup_steps: int = 100
     weight_decay: float = 0.05
     steps: int | None = None  # None: derived from the time budget after measuring throughput
     max_minutes: float = 60.0
     checkpoint_minutes: float = 5.0
     residual_weight: float = 0.1
+    sample_depths: bool = True  # per step, draw the deepest supervised depth; loss at every supervised depth <= it
     eval_bytes: int = 32768
     threads: int = 2
 
@@ -156,7 +157,13 @@ def train(
         starts = rng.integers(0, len(train_arr) - settings.seq_len - 1, size=settings.batch_size)
         idx = torch.from_numpy(starts)[:, None] + torch.arange(settings.seq_len + 1)[None, :]
         batch = train_arr[idx]
-        loss, parts = anytime_loss(model, batch[:, :-1], batch[:, 1:], config.train_depths, settings.residual_weight)
+        depths = config.train_depths
+        residual_weight = settings.residual_weight
+        if settings.sample_depths:
+            deepest = int(rng.choice(depths))
+            depths = [d for d in depths if d <= deepest]
+            residual_weight = residual_weight if deepest == max(config.train_depths) else 0.0
+        loss, parts = anytime_loss(model, batch[:, :-1], batch[:, 1:], depths, residual_weight)
         opt.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)

@@ -19,7 +19,7 @@ class Command(BaseCommand):
         parser.add_argument("--heads", type=int, default=4)
         parser.add_argument("--context", type=int, default=256)
         parser.add_argument("--depths", default="4,8,12", help="depths that get cross-entropy")
-        parser.add_argument("--batch-size", type=int, default=16)
+        parser.add_argument("--batch-size", type=int, default=8)
         parser.add_argument("--lr", type=float, default=3e-3)
         parser.add_argument("--steps", type=int, default=None, help="default: derived from --max-minutes")
         parser.add_argument("--max-minutes", type=float, default=60.0)
