@@ -455,9 +455,20 @@ def build_audit(c: Comparison) -> dict:
     depth_exp = spec.get("depth_experiment", "exp31")
     layers = int(spec.get("explicit_layers", 12))
 
+    stored = {
+        (r["arm_label"], r["metric"]): r["value"]
+        for r in ResultRow.objects.filter(experiment=exp, step__isnull=True, condition_key="")
+        .order_by("pk")
+        .values("arm_label", "metric", "value")
+    }
+    depth_rows = _grouped(depth_exp, ["blimp_accuracy", "mean_depth"])
+
     def value(arm, metric):
-        row = ResultRow.objects.filter(experiment=exp, arm_label=arm, metric=metric, step__isnull=True).first()
-        return row.value if row else None
+        return stored.get((arm, metric))
+
+    def depth_values(arm, metric, cond, seeds):
+        found = depth_rows.get((arm, condition_key(cond), metric), {})
+        return {s: v for s, v in found.items() if not seeds or s in seeds}
 
     metrics = ["params_total_M", "params_embeddings_M", "params_block_M", "compute_units_per_block_M"]
     rows = []
@@ -478,9 +489,9 @@ def build_audit(c: Comparison) -> dict:
     for multiple in spec.get("sweep_multiples", [8, 4]):
         cond = {"tolerance_multiple": multiple}
         for label, seeds in (("seeds 43/44", [43, 44]), ("all seeds", None)):
-            blimp = per_seed(depth_exp, "eqlm_adaptive", "blimp_accuracy", cond, seeds)
-            depth = per_seed(depth_exp, "eqlm_adaptive", "mean_depth", cond, seeds)
-            explicit = per_seed(depth_exp, "explicit_fixed", "blimp_accuracy", None, seeds)
+            blimp = depth_values("eqlm_adaptive", "blimp_accuracy", cond, seeds)
+            depth = depth_values("eqlm_adaptive", "mean_depth", cond, seeds)
+            explicit = depth_values("explicit_fixed", "blimp_accuracy", None, seeds)
             r = stats.compare_per_seed(blimp, explicit)["ratio"]
             row_id = f"sweep_x{multiple}_{'4344' if seeds else 'all'}"
             text = f"{fmt(r['mean'])} at mean depth {fmt(stats.mean(list(depth.values())) if depth else None, 2)}"
