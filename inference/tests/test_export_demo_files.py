@@ -1,0 +1,68 @@
+"""The committed demo model: checkpoint, ONNX files and metrics load and reproduce (CI never trains)."""
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from django.conf import settings
+
+from inference.checkpoint import load_checkpoint
+from inference.generation import GenerationRequest, Generator, OnnxEqLM, bits_per_byte
+
+DEMO_DIR = Path(settings.DEMO_MODEL_CHECKPOINT).parent
+ONNX_DIR = Path(settings.DEMO_MODEL_ONNX_DIR)
+
+
+@pytest.fixture(scope="module")
+def metrics():
+    return json.loads((DEMO_DIR / "metrics.json").read_text())
+
+
+@pytest.fixture(scope="module")
+def onnx_model():
+    return OnnxEqLM(ONNX_DIR, threads=2)
+
+
+def test_committed_onnx_files_reproduce_the_committed_metrics_on_the_held_out_slice(metrics, onnx_model):
+    text = (DEMO_DIR / metrics["ci_slice"]["file"]).read_bytes()
+    assert len(text) == metrics["ci_slice"]["bytes"]
+    expected = metrics["ci_slice"]["bits_per_byte"]
+    measured = bits_per_byte(onnx_model, text, [1, 2, 4, 8, 12])
+    for depth, value in measured.items():
+        assert abs(value - expected[str(depth)]) <= 0.01, (depth, value, expected[str(depth)])
+
+
+def test_committed_checkpoint_loads_weights_only_and_matches_its_onnx_export(metrics, onnx_model):
+    model, data = load_checkpoint(settings.DEMO_MODEL_CHECKPOINT)
+    assert data["provenance"]["corpus_sha256"] == metrics["provenance"]["corpus_sha256"]
+    assert model.num_params() == metrics["num_params"]
+    ids = torch.tensor([list(b"And God said, Let there be light: and there was light.")])
+    for depth in (1, 8):
+        expected = model.solve(ids, max_iter=depth).logits[depth].numpy()
+        got = onnx_model.full_solve(ids.numpy(), [depth])[depth]
+        assert np.abs(expected - got).max() <= 1e-4
+
+
+def test_manifest_matches_the_model_and_carries_its_metrics_and_limitation(metrics):
+    manifest = json.loads((ONNX_DIR / "manifest.json").read_text())
+    assert manifest["model_id"] == "eqlm-demo" and manifest["default_depth"] == 8
+    assert manifest["d_model"] == metrics["config"]["d_model"]
+    assert manifest["metrics"]["held_out_bits_per_byte"] == metrics["held_out_bits_per_byte"]
+    assert "not one of the programme" in manifest["limitations"]
+    assert all((ONNX_DIR / name).stat().st_size < 4_000_000 for name in manifest["graphs"].values())
+
+
+def test_metrics_record_training_provenance_and_every_depth(metrics):
+    assert sorted(int(d) for d in metrics["held_out_bits_per_byte"]) == list(range(1, 13))
+    assert metrics["training"]["tokens_seen"] > 0 and metrics["training"]["train_seconds"] > 0
+    for key in ("config_hash", "git_commit", "seed", "corpus", "corpus_sha256", "steps", "tokens", "created"):
+        assert key in metrics["provenance"]
+
+
+def test_the_demo_generator_decodes_greedily_and_deterministically():
+    generator = Generator(ONNX_DIR)
+    first = generator.generate(GenerationRequest(prompt="And God said", max_tokens=16))
+    second = generator.generate(GenerationRequest(prompt="And God said", max_tokens=16))
+    assert first.text == second.text and first.completion_tokens == 16
