@@ -97,20 +97,25 @@ def held_out_bits_per_byte() -> dict[int, float]:
 
 
 def blimp_by_depth() -> dict[int, float]:
-    """BLiMP accuracy by depth for the demo model, from result rows an evaluation wrote (empty until then)."""
+    """BLiMP accuracy by depth for the demo model, from result rows its evaluations wrote (empty until then).
+
+    Evaluations of different pair subsets may coexist; per depth the one that scored the most pairs is shown.
+    """
     try:
         from benchmarks_app.models import ResultRow
+
+        from .registry import DEMO_SLUG
     except ImportError:
         return {}
     try:
-        rows = ResultRow.objects.filter(experiment="local", metric="blimp_accuracy").values("condition", "value")
-        series: dict[int, list[float]] = {}
-        for row in rows:
-            depth = (row["condition"] or {}).get("depth")
-            if isinstance(depth, int):
-                series.setdefault(depth, []).append(row["value"])
-        return {d: sum(v) / len(v) for d, v in sorted(series.items())}
-    except Exception:
+        rows = ResultRow.objects.filter(experiment="local", metric="blimp_accuracy", arm_label=DEMO_SLUG)
+        best: dict[int, tuple[int, float]] = {}
+        for condition, value, n in rows.values_list("condition", "value", "n"):
+            depth = (condition or {}).get("depth")
+            if isinstance(depth, int) and (depth not in best or (n or 0) > best[depth][0]):
+                best[depth] = (n or 0, value)
+        return {depth: value for depth, (_, value) in sorted(best.items())}
+    except Exception:  # the chart is optional; the dial must still work
         log.exception("could not read BLiMP rows for the demo chart")
         return {}
 
@@ -123,20 +128,33 @@ def quality_table() -> list[dict]:
     ]
 
 
+def training_facts(manifest: dict | None) -> dict:
+    """Bytes seen and training time, from the manifest's metrics or the demo model's metrics file."""
+    metrics = (manifest or {}).get("metrics") or {}
+    stored = read_json(Path(settings.DEMO_MODEL_CHECKPOINT).parent / "metrics.json") or {}
+    training = stored.get("training") or {}
+    tokens = metrics.get("tokens_seen") or training.get("tokens_seen")
+    seconds = metrics.get("train_seconds") or training.get("train_seconds")
+    return {"tokens_seen": tokens, "train_minutes": round(seconds / 60) if seconds else None}
+
+
 def demo(request):
     manifest = read_json(onnx_dir() / "manifest.json")
+    quality = quality_table()
     context = {
         "section": "demo",
         "manifest_url": manifest_url(),
         "model_available": manifest is not None,
         "manifest": manifest or {},
-        "quality": quality_table(),
+        "quality": quality,
+        "has_blimp": any(row["blimp_accuracy"] is not None for row in quality),
+        "training": training_facts(manifest),
         "examples": EXAMPLE_PROMPTS,
         "page_config": {
             "manifestUrl": manifest_url(),
             "ortWasm": static("vendor/ort/ort-wasm-simd-threaded.wasm"),
             "ortMjs": reverse("inference:demo-ort", args=["ort-wasm-simd-threaded.mjs"]),
-            "quality": quality_table(),
+            "quality": quality,
         },
     }
     response = render(request, "inference/demo.html", context)

@@ -75,7 +75,7 @@
     }
     const depth = Number(els.depth.value);
     const layout = {
-      margin: { l: 55, r: blimp.length ? 55 : 15, t: 10, b: 45 }, height: 260,
+      margin: { l: 55, r: blimp.length ? 55 : 15, t: 22, b: 45 }, height: 260,
       paper_bgcolor: "rgba(0,0,0,0)", plot_bgcolor: "rgba(0,0,0,0)", font: { color: fg },
       xaxis: { title: { text: "depth (iterations)" }, dtick: 1, gridcolor: grid },
       yaxis: { title: { text: "bits/byte" }, gridcolor: grid },
