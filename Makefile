@@ -112,3 +112,16 @@ bench-generate: setup ## Server generation speed: tokens/s at depths 4/8/12, col
 
 bench-browser: setup ## The depth dial's tokens/s at depths 4/8/12 in headless Chromium
 	$(BIN)/python bench/browser_generate.py
+
+.PHONY: evaluate-blimp bench-decode
+train-demo: setup ## Train the demo EqLM on the KJV (CPU, hours: run in the background; checkpoints in var/train/)
+	nice -n 10 $(BIN)/python manage.py train_demo_model --out var/train --d-model 96 --max-minutes $${MINUTES:-70}
+
+export-onnx: setup ## Export inference/demo/eqlm-demo.pt to static/models/eqlm-demo/ and re-measure metrics.json
+	$(BIN)/python manage.py export_onnx
+
+evaluate-blimp: migrate ## BLiMP of the demo model at depths 1,2,4,8,12 (first 50 pairs per paradigm) into result rows
+	$(BIN)/python manage.py evaluate_blimp --depths 1,2,4,8,12 --limit $${LIMIT:-50}
+
+bench-decode: setup ## Warm vs cold decoding on the demo model: iterations per token and greedy agreement
+	$(BIN)/python bench/decode.py
