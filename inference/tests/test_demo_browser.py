@@ -71,6 +71,7 @@ def test_the_dial_generates_at_depths_4_and_12_in_the_page_without_server_genera
         assert run["tokens"] == 24 and run["text"]
         assert run["meanIterations"] == depth
         assert not [url for url in run["requests"] if any(route in url for route in GENERATION_ROUTES)]
+        assert run["requests"] == []  # nothing at all: the model and runtime were fetched when the page loaded
         assert page.locator("#output .tok").count() > 0
         assert page.locator("#fig-tps").inner_text() not in ("", "—")
 
@@ -91,9 +92,18 @@ def serious_axe_violations(page) -> list[str]:
     return [f"{v['id']}: {v['help']}" for v in result["violations"] if v["impact"] in ("serious", "critical")]
 
 
-def test_adaptive_halting_in_the_page_reports_fewer_iterations_than_the_cap(page, dial_model):
+def without_isolation_headers(route):
+    response = route.fetch()
+    headers = {k: v for k, v in response.headers.items() if not k.lower().startswith("cross-origin-")}
+    route.fulfill(response=response, headers=headers)
+
+
+def test_without_cross_origin_isolation_the_dial_runs_on_one_thread_with_adaptive_halting(page, dial_model):
+    page.route("**/demo/", without_isolation_headers)
     page.goto("/demo/")
     page.wait_for_selector("body[data-dial-ready=true]", timeout=60_000)
+    assert page.evaluate("window.crossOriginIsolated") is False
+    assert page.locator("#fig-threads").inner_text().startswith("1")
     assert serious_axe_violations(page) == []
     page.check("input[name=mode][value=adaptive]")
     set_control(page, "#tol", -0.5)  # tolerance 10^-0.5: loose, so positions halt early
