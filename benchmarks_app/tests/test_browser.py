@@ -1,17 +1,31 @@
-"""The benchmark pages in a real browser: plots draw with no console errors and nothing leaves 127.0.0.1."""
+"""The benchmark pages in a real browser: plots draw, no serious accessibility violations, no console errors."""
 
 import pytest
 
 from benchmarks_app.seed import seed
 
 
+def serious_axe_violations(page) -> list[str]:
+    page.add_script_tag(url="/static/vendor/axe.min.js")
+    result = page.evaluate("axe.run(document, {resultTypes: ['violations']})")
+    return [
+        f"{v['id']}: {v['help']} at {[n['target'] for n in v['nodes']][:3]}"
+        for v in result["violations"]
+        if v["impact"] in ("serious", "critical")
+    ]
+
+
 @pytest.mark.browser
 @pytest.mark.django_db(transaction=True)
-def test_table_page_draws_its_plot_without_console_errors(page):
+def test_table_pages_draw_their_plots_accessibly_without_console_errors(page):
     seed()
     page.goto("/benchmarks/f24-budget-sweep/")
     page.wait_for_selector("#bench-plot .main-svg")
     assert page.locator("table.bench-table tbody tr").count() == 3
+    assert serious_axe_violations(page) == []
+    page.goto("/benchmarks/")
+    assert page.locator("section.bench-section").count() >= 9
+    assert serious_axe_violations(page) == []
     page.goto("/benchmarks/runs/exp13_seed42/")
     page.wait_for_selector("#bench-plot .main-svg")
     page.watch.assert_clean()
