@@ -125,3 +125,10 @@ evaluate-blimp: migrate ## BLiMP of the demo model at depths 1,2,4,8,12 (first 5
 
 bench-decode: setup ## Warm vs cold decoding on the demo model: iterations per token and greedy agreement
 	$(BIN)/python bench/decode.py
+
+.PHONY: bench-benchmarks results-fixture
+bench-benchmarks: setup ## Benchmark tables: ingest rows/s and compare/table latency at 10k, 100k, 1M rows (SQLite)
+	$(BIN)/python bench/benchmarks.py
+
+results-fixture: setup ## Rebuild fixtures/results.json from ../shared/anchor-results (the programme's result files)
+	$(BIN)/python scripts/build_results_fixture.py
