@@ -169,3 +169,33 @@ def test_a_real_worker_runs_a_small_blimp_evaluation_and_its_rows_reach_the_benc
     mine = body["results"] if isinstance(body, dict) else body
     assert sorted(r["condition"]["depth"] for r in mine) == [1, 3]
     assert all(r["n"] == 4 for r in mine)
+
+
+@pytest.mark.django_db
+def test_staff_can_register_a_checkpoint_through_the_admin(staff_client, tmp_path, django_capture_on_commit_callbacks):
+    data = checkpoint_bytes(tmp_path)
+    fh = io.BytesIO(data)
+    fh.name = "admin.pt"
+    with django_capture_on_commit_callbacks(execute=False) as callbacks:
+        response = staff_client.post(
+            "/admin/inference/registeredmodel/add/",
+            {"name": "via admin", "notes": "", "upload": fh, "depths": "2,4", "pair_limit": 3},
+        )
+    assert response.status_code == 302, response.content.decode()[:2000]
+    model = RegisteredModel.objects.get(name="via admin")
+    assert model.evaluations.get().depths == [2, 4]
+    assert len(callbacks) == 1
+    assert staff_client.get("/admin/inference/registeredmodel/").status_code == 200
+    assert staff_client.get("/admin/inference/evaluationrun/").status_code == 200
+
+
+@pytest.mark.django_db
+def test_admin_refuses_a_file_that_is_not_a_checkpoint(staff_client):
+    fh = io.BytesIO(b"plain text, not a checkpoint")
+    fh.name = "notes.pt"
+    response = staff_client.post(
+        "/admin/inference/registeredmodel/add/", {"name": "junk", "upload": fh, "depths": "1", "pair_limit": 1}
+    )
+    assert response.status_code == 200
+    assert "rejected checkpoint" in response.content.decode()
+    assert not RegisteredModel.objects.exists()
