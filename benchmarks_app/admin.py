@@ -6,7 +6,9 @@ from django.utils.html import format_html
 
 from portal.models import JobStatus
 
+from .ingest import IngestError
 from .models import Arm, Comparison, ResultRow, Run, SourceFile
+from .services import combined_sha, read_limited
 from .tasks import ingest_upload
 
 
@@ -18,6 +20,36 @@ class SourceFileAdmin(admin.ModelAdmin):
     readonly_fields = ["sha256", "size_bytes", "detected_format", "rows_created", "rows_seen", "errors", "summary",
                        "error", "status", "progress", "started_at", "finished_at", "duplicate_of"]  # fmt: skip
     actions = ["reingest"]
+    add_fields = ["file", "companion", "path_hint", "requested_format"]
+
+    def get_fields(self, request, obj=None):
+        return self.add_fields if obj is None else super().get_fields(request, obj)
+
+    def get_readonly_fields(self, request, obj=None):
+        return [] if obj is None else self.readonly_fields
+
+    def save_model(self, request, obj, form, change):
+        """Adding a file here is an upload: hash it, remember who sent it, and queue the same ingest task."""
+        if not change and obj.file:
+            try:
+                data = read_limited(obj.file)
+            except IngestError as exc:
+                self.message_user(request, exc.message, messages.ERROR)
+                return
+            companion = None
+            if obj.companion:
+                companion = read_limited(obj.companion)
+                obj.companion.seek(0)
+            obj.file.seek(0)
+            obj.sha256 = combined_sha(data, companion)
+            obj.size_bytes = len(data)
+            obj.original_name = obj.file.name.rsplit("/", 1)[-1][:255]
+            obj.path_hint = obj.path_hint or obj.original_name
+            obj.uploader = request.user
+        super().save_model(request, obj, form, change)
+        if not change and obj.file:
+            transaction.on_commit(lambda pk=obj.pk: ingest_upload.delay(pk))
+            self.message_user(request, f"Upload #{obj.pk} queued for ingest.", messages.SUCCESS)
 
     @admin.action(description="Re-ingest the selected uploads (idempotent: existing rows are kept)")
     def reingest(self, request, queryset):

@@ -164,3 +164,19 @@ def test_the_staff_upload_page_ingests_and_lists_uploads(staff_client):
 def test_the_upload_page_is_for_staff_only(client, member_client):
     assert client.get("/benchmarks/uploads/").status_code == 302
     assert member_client.get("/benchmarks/uploads/").status_code == 302
+
+
+def test_staff_can_upload_through_the_admin_and_the_file_is_ingested(staff_client):
+    with _capture(execute=True):
+        response = staff_client.post(
+            "/admin/benchmarks_app/sourcefile/add/",
+            {
+                "file": SimpleUploadedFile("seed43.json", harness_b_bytes(43)),
+                "path_hint": "scale/exp32/seed43.json",
+                "requested_format": "",
+            },  # fmt: skip
+        )
+    assert response.status_code == 302
+    source = SourceFile.objects.get()
+    assert source.status == "done" and source.rows_created > 0 and source.uploader.username == "staff"
+    assert ResultRow.objects.filter(seed=43, experiment="exp32").exists()
