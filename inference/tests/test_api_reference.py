@@ -6,6 +6,22 @@ from django.core.cache import cache
 pytestmark = pytest.mark.django_db
 
 
+@pytest.fixture(scope="module")
+def tiny_onnx_dir(tmp_path_factory):
+    from inference.testing import export_tiny_model
+
+    return export_tiny_model(tmp_path_factory.mktemp("reference-onnx"))
+
+
+@pytest.fixture
+def served_model(settings, tiny_onnx_dir, monkeypatch):
+    from inference import generation
+
+    settings.DEMO_MODEL_ONNX_DIR = tiny_onnx_dir
+    monkeypatch.setattr(generation, "_generator", None)
+    cache.clear()
+
+
 @pytest.fixture
 def schema(client):
     response = client.get("/api/schema/", HTTP_ACCEPT="application/json")
@@ -39,19 +55,13 @@ def test_the_reference_page_lists_every_v1_endpoint_and_parameter_of_the_schema(
     assert "curl -s http://testserver/v1/completions" in page and "from openai import OpenAI" in page
 
 
-def test_the_python_example_on_the_page_runs_against_the_server(client, live_server, settings, tmp_path, monkeypatch):
+def test_the_python_example_on_the_page_runs_against_the_server(client, live_server, served_model):
     """Execute the page's openai-client example verbatim (base URL swapped for the live server)."""
     import contextlib
     import html
     import io
     import re
 
-    from inference import generation
-    from inference.testing import export_tiny_model
-
-    settings.DEMO_MODEL_ONNX_DIR = export_tiny_model(tmp_path / "onnx")
-    monkeypatch.setattr(generation, "_generator", None)
-    cache.clear()
     page = client.get("/api/").content.decode()
     code = html.unescape(re.search(r'<code id="python-example">(.*?)</code>', page, re.S).group(1))
     code = code.replace("http://testserver/v1", f"{live_server.url}/v1")
@@ -60,3 +70,32 @@ def test_the_python_example_on_the_page_runs_against_the_server(client, live_ser
         exec(compile(code, "api-reference-example", "exec"), {})  # our own page's example
     lines = out.getvalue().splitlines()
     assert lines[0].startswith("4 4.0 ") and lines[1].startswith("12 12.0 ")
+
+
+def test_the_curl_examples_on_the_page_run_against_the_server(client, live_server, served_model):
+    import html
+    import json
+    import re
+    import shutil
+    import subprocess
+
+    if not shutil.which("curl"):
+        pytest.skip("curl is not installed")
+    page = client.get("/api/").content.decode()
+    commands = [html.unescape(c) for c in re.findall(r"<pre><code>(curl .*?)</code></pre>", page, re.S)]
+    assert len(commands) == 3
+    outputs = []
+    for command in commands:
+        command = command.replace("http://testserver/v1", f"{live_server.url}/v1")
+        run = subprocess.run(
+            ["bash", "-c", command],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env={"EQLM_API_KEY": "", "PATH": "/usr/bin:/bin"},
+        )
+        assert run.returncode == 0, run.stderr
+        outputs.append(run.stdout)
+    assert json.loads(outputs[0])["data"][0]["id"] == "eqlm-demo"
+    assert json.loads(outputs[1])["eqlm"]["depth_requested"] == 12
+    assert outputs[2].rstrip().endswith("data: [DONE]")
