@@ -7,6 +7,7 @@ import json
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.admin.views.decorators import staff_member_required
+from django.core.cache import cache
 from django.core.paginator import Paginator
 from django.db import transaction
 from django.http import HttpResponse, JsonResponse
@@ -15,7 +16,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from . import stats, tables
 from .ingest import FORMATS, IngestError
 from .models import Arm, Comparison, ResultRow, Run, SourceFile
-from .services import create_upload, pair_companions, read_limited
+from .services import create_upload, pair_companions, read_limited, tables_cache_version
 from .tasks import ingest_upload
 
 
@@ -89,7 +90,7 @@ def runs(request):
         "filters": filters,
         "experiments": Run.objects.order_by("experiment").values_list("experiment", flat=True).distinct(),
         "arms": Arm.objects.order_by("label").values_list("label", flat=True).distinct(),
-        "metrics": ResultRow.objects.order_by("metric").values_list("metric", flat=True).distinct(),
+        "metrics": choices()["metrics"],
         "query": "&".join(f"{k}={v}" for k, v in filters.items() if v),
     }
     return render(request, "benchmarks/runs.html", context)
@@ -122,17 +123,27 @@ def run_detail(request, run_id: str):
     return render(request, "benchmarks/run_detail.html", context)
 
 
+def choices() -> dict:
+    """Distinct experiment:arm pairs and metrics for the pickers: a scan of every row, so cached per ingest."""
+    key = f"benchmarks:choices:{tables_cache_version()}"
+    found = cache.get(key)
+    if found is None:
+        final = ResultRow.objects.filter(step__isnull=True)
+        sides = (
+            final.filter(seed__isnull=False).order_by("experiment", "arm_label").values_list("experiment", "arm_label")
+        )
+        found = {
+            "sides": [f"{e}:{a}" for e, a in sides.distinct()],
+            "final_metrics": list(final.order_by("metric").values_list("metric", flat=True).distinct()),
+            "metrics": list(ResultRow.objects.order_by("metric").values_list("metric", flat=True).distinct()),
+        }
+        cache.set(key, found, 600)
+    return found
+
+
 def compare_page(request):
-    sides = list(
-        ResultRow.objects.filter(step__isnull=True, seed__isnull=False)
-        .order_by("experiment", "arm_label")
-        .values_list("experiment", "arm_label")
-        .distinct()
-    )
-    options = [f"{e}:{a}" for e, a in sides]
-    metrics = list(
-        ResultRow.objects.filter(step__isnull=True).order_by("metric").values_list("metric", flat=True).distinct()
-    )
+    options = choices()["sides"]
+    metrics = choices()["final_metrics"]
     treatment = request.GET.get("treatment", "exp32:C1" if "exp32:C1" in options else (options[0] if options else ""))
     baseline = request.GET.get("baseline", "exp10_5090:A1" if "exp10_5090:A1" in options else treatment)
     metric = request.GET.get("metric", "blimp_accuracy")
