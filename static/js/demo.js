@@ -129,7 +129,7 @@
     resetOutput(request.prompt);
     setStatus("Generating in this tab…");
     const started = performance.now();
-    let count = 0, iterSum = 0, residual = null, text = "", firstTokenMs = null;
+    let count = 0, iterSum = 0, residual = null, text = "", firstTokenMs = null, lastPaint = performance.now();
     try {
       for await (const event of state.runtime.generate({ ...request, signal: state.abort.signal })) {
         if (firstTokenMs === null) firstTokenMs = performance.now() - started;
@@ -142,6 +142,11 @@
         els.tps.textContent = (count / seconds).toFixed(1);
         els.iters.textContent = (iterSum / count).toFixed(2);
         els.residual.textContent = residual.toExponential(2);
+        // onnxruntime resolves in microtasks: give the browser a chance to paint the stream every few frames.
+        if (performance.now() - lastPaint > 50) {
+          await new Promise((resolve) => setTimeout(resolve, 0));
+          lastPaint = performance.now();
+        }
       }
       const seconds = (performance.now() - started) / 1000;
       state.lastRun = { request, text, tokens: count, seconds, tokensPerSecond: count / seconds,
