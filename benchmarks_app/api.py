@@ -129,7 +129,7 @@ class TableListView(APIView):
 
     permission_classes = [permissions.AllowAny]
 
-    @extend_schema(responses=OpenApiTypes.OBJECT)
+    @extend_schema(responses=OpenApiTypes.OBJECT, operation_id="api_benchmarks_tables_list")
     def get(self, request):
         items = []
         for comparison in Comparison.objects.all():

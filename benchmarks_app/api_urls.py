@@ -11,6 +11,6 @@ urlpatterns = [
     path("benchmarks/tables/", api.TableListView.as_view(), name="tables"),
     path("benchmarks/tables/<slug:slug>/", api.TableDetailView.as_view(), name="table"),
     path("benchmarks/compare", api.CompareView.as_view(), name="compare"),
-    path("benchmarks/compare/", api.CompareView.as_view()),
+    path("benchmarks/compare/", api.CompareView.as_view(schema=None)),  # an alias: documented once, without /
     path("results/", api.ResultListView.as_view(), name="results"),
 ]

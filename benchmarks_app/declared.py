@@ -215,7 +215,7 @@ COMPARISONS = [
         "(experiment 'local', written by the demo model's evaluation). Beside the programme's budget sweep above.",
         "treatment_experiment": "local",
         "treatment_arm": "",
-        "spec": {"x_key": "depth"},
+        "spec": {"x_key": "depth", "series_by": "run"},
         "findings": [],
         "published": [],
     },

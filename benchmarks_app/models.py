@@ -82,13 +82,10 @@ class ResultRowQuerySet(models.QuerySet):
         rows = self.exclude(seed__isnull=True).values("seed").annotate(v=Avg("value")).order_by("seed")
         return {r["seed"]: r["v"] for r in rows}
 
-    def by_condition_and_seed(self) -> list[dict]:
-        """[(condition_key, arm_label, seed, mean value, n rows)] in SQL, for curve tables."""
-        return list(
-            self.values("condition_key", "arm_label", "seed")
-            .annotate(v=Avg("value"), k=Count("id"))
-            .order_by("arm_label", "condition_key", "seed")
-        )
+    def by_condition_and_seed(self, *, by_run: bool = False) -> list[dict]:
+        """[(condition_key, arm_label[, run], seed, mean value, n rows)] in SQL, for curve tables."""
+        keys = ["condition_key", "arm_label", "seed"] + (["arm__run__run_id"] if by_run else [])
+        return list(self.values(*keys).annotate(v=Avg("value"), k=Count("id")).order_by(*keys))
 
 
 class ResultRow(models.Model):

@@ -156,7 +156,8 @@ def _summary_cell(values: dict[int, float], scale: float = 1.0) -> dict:
 
 
 def _per_seed_text(values: dict, decimals: int = 4) -> str:
-    return " · ".join(f"s{seed}: {fmt(v, decimals)}" for seed, v in sorted(values.items())) or "–"
+    return " · ".join(f"{'no seed' if seed == -1 else f's{seed}'}: {fmt(v, decimals)}"
+                      for seed, v in sorted(values.items())) or "–"  # fmt: skip
 
 
 def _ratio_cell(ratio: dict) -> dict:
@@ -295,12 +296,14 @@ def build_curve(c: Comparison) -> dict:
     if c.treatment_arm:
         qs = qs.filter(arm_label=c.treatment_arm)
     groups: dict[tuple[str, float], dict[int, float]] = {}
-    for entry in qs.by_condition_and_seed():
+    by_run = spec.get("series_by") == "run"  # e.g. local evaluations on different BLiMP subsets stay apart
+    for entry in qs.by_condition_and_seed(by_run=by_run):
         try:
             x = _condition_value(entry["condition_key"], x_key)
         except (KeyError, ValueError):
             continue
-        groups.setdefault((entry["arm_label"], x), {})[entry["seed"] if entry["seed"] is not None else -1] = entry["v"]
+        series = f"{entry['arm_label']} · {entry['arm__run__run_id']}" if by_run else entry["arm_label"]
+        groups.setdefault((series, x), {})[entry["seed"] if entry["seed"] is not None else -1] = entry["v"]
     baseline = {}
     if c.baseline_experiment:
         baseline = per_seed(c.baseline_experiment, c.baseline_arm, c.metric)
