@@ -4,6 +4,7 @@ import csv
 import io
 
 from django.conf import settings
+from django.core.files.uploadhandler import SkipFile, TemporaryFileUploadHandler
 from django.db import transaction
 from django.http import HttpResponse
 from django.shortcuts import get_object_or_404
@@ -46,17 +47,40 @@ class UploadRequestSerializer(serializers.Serializer):
     format = serializers.ChoiceField(choices=list(FORMATS), required=False)
 
 
+class SizeLimitedUploadHandler(TemporaryFileUploadHandler):
+    """Stops storing a file as soon as it passes UPLOAD_MAX_BYTES (the rest of it is never kept) and remembers it."""
+
+    def new_file(self, *args, **kwargs):
+        super().new_file(*args, **kwargs)
+        self.received = 0
+
+    def receive_data_chunk(self, raw_data, start):
+        self.received += len(raw_data)
+        if self.received > settings.UPLOAD_MAX_BYTES:
+            oversize = getattr(self.request, "_benchmarks_oversize", [])
+            if self.file_name not in oversize:
+                oversize.append(self.file_name)
+            self.request._benchmarks_oversize = oversize
+            raise SkipFile()
+        return super().receive_data_chunk(raw_data, start)
+
+
 class UploadListView(APIView):
     """Staff upload result files (multipart: `file` repeated, optional `path` hint per file, optional `format`)."""
 
     permission_classes = [permissions.IsAdminUser]
+
+    def initialize_request(self, request, *args, **kwargs):
+        # Before anything reads the body: files over the limit are cut off while they stream in.
+        request.upload_handlers = [SizeLimitedUploadHandler(request)]
+        return super().initialize_request(request, *args, **kwargs)
 
     @extend_schema(
         request={"multipart/form-data": UploadRequestSerializer}, responses={202: UploadSerializer(many=True)}
     )
     def post(self, request):
         declared = int(request.META.get("CONTENT_LENGTH") or 0)
-        if declared > settings.UPLOAD_MAX_BYTES * 2 + 1024 * 1024:  # refuse before the body is read
+        if declared > settings.UPLOAD_MAX_BYTES * MAX_FILES + 1024 * 1024:  # refuse before the body is read
             raise ApiError(
                 f"Request body of {declared:,} bytes is over the upload limit ({settings.UPLOAD_MAX_BYTES:,} bytes "
                 "per file).",
@@ -65,6 +89,14 @@ class UploadListView(APIView):
                 code="too_large",
             )
         files = request.FILES.getlist("file") or request.FILES.getlist("files")
+        oversize = getattr(request._request, "_benchmarks_oversize", [])
+        if oversize:
+            raise ApiError(
+                f"{oversize[0]}: over the {settings.UPLOAD_MAX_BYTES:,}-byte limit; nothing was stored.",
+                status_code=413,
+                param="file",
+                code="too_large",
+            )
         if not files:
             raise ApiError("Attach one or more result files in the multipart field 'file'.", param="file")
         if len(files) > MAX_FILES:

@@ -120,8 +120,9 @@ def test_an_unknown_format_names_the_formats_understood(staff_client):
 
 def test_a_file_over_the_size_limit_is_refused_before_it_is_stored(staff_client, settings):
     settings.UPLOAD_MAX_BYTES = 1000
-    response = upload(staff_client, ("seed42.json", harness_b_bytes() + b" " * 2000))
+    response = upload(staff_client, ("seed42.json", harness_b_bytes() + b" " * 2000), ("ok.json", b"{}"))
     assert response.status_code == 413 and response.json()["error"]["code"] == "too_large"
+    assert response.json()["error"]["message"].startswith("seed42.json: over the 1,000-byte limit")
     assert not SourceFile.objects.exists()
 
 
