@@ -161,6 +161,17 @@ class StopField(serializers.Field):
         return list(value)
 
 
+@extend_schema_field({"type": "number", "minimum": 0, "exclusiveMinimum": True, "maximum": 1})
+class PositiveFractionField(serializers.FloatField):
+    """A float in (0, 1]."""
+
+    def to_internal_value(self, data):
+        value = super().to_internal_value(data)
+        if value <= 0:
+            raise serializers.ValidationError("Must be greater than 0.")
+        return value
+
+
 class StreamOptionsSerializer(serializers.Serializer):
     include_usage = serializers.BooleanField(
         required=False, default=False, help_text="Send a last chunk with `usage` (and empty `choices`)."
@@ -190,7 +201,7 @@ class GenerationParamsSerializer(serializers.Serializer):
         help_text=f"EqLM: iterations of the weight-tied block per token (default {DEFAULT_DEPTH}; "
         "with `tol`, the cap on iterations).",
     )  # fmt: skip
-    tol = serializers.FloatField(
+    tol = PositiveFractionField(
         required=False, allow_null=True, default=None, min_value=0.0, max_value=1.0,
         help_text="EqLM: adaptive halting. Each position stops iterating once its relative residual "
         "‖f(z)−z‖/‖z‖ falls below tol (> 0).",
@@ -217,11 +228,6 @@ class GenerationParamsSerializer(serializers.Serializer):
             help_text="Choices to generate.",
         )  # fmt: skip
         return fields
-
-    def validate_tol(self, value):
-        if value is not None and value <= 0:
-            raise serializers.ValidationError("tol must be greater than 0.")
-        return value
 
     NULL_MEANS_DEFAULT = {
         "temperature": 1.0,

@@ -42,6 +42,8 @@ def range_label(node: dict) -> str:
         return ""
     if high is not None and high >= 2**62:
         high = None
+    if node.get("exclusiveMinimum") is True and low is not None:
+        return f"> {low:g}" + (f" and ≤ {high:g}" if high is not None else "")
     if low is not None and high is not None:
         return f"{low:g} – {high:g}"
     return f"≥ {low:g}" if low is not None else f"≤ {high:g}"
@@ -73,6 +75,7 @@ def request_fields(schema: dict, ref: dict) -> list[dict]:
 def v1_operations() -> list[dict]:
     """Every /v1 operation in the schema: method, path, summary, request fields and documented statuses."""
     schema = openapi_schema()
+    order = ["/v1/models", "/v1/models/{model_id}", "/v1/completions", "/v1/chat/completions"]
     operations = []
     for path, methods in schema["paths"].items():
         if not path.startswith("/v1/"):
@@ -91,6 +94,7 @@ def v1_operations() -> list[dict]:
                     "statuses": sorted(operation.get("responses", {}).items()),
                 }
             )
+    operations.sort(key=lambda op: (order.index(op["path"]) if op["path"] in order else len(order), op["path"]))
     return operations
 
 
