@@ -11,6 +11,7 @@ import math
 import time
 
 import numpy as np
+from scipy.linalg import lu_factor, lu_solve
 
 from .core import nash_conv, softmax
 
@@ -49,13 +50,21 @@ class _System:
         return -np.concatenate((self.DA @ y, self.DBt @ x))
 
     def H_w(self, x: np.ndarray, y: np.ndarray, lam: float) -> np.ndarray:
-        k = self.m - 1
         J = self._J.copy()
+        self.fill_coupling(J, x, y, lam)
+        return J
+
+    def fill_coupling(self, J: np.ndarray, x: np.ndarray, y: np.ndarray, lam: float) -> None:
+        """Write the off-diagonal blocks of H_w into J (its diagonal blocks are identities)."""
+        k = self.m - 1
         if k and self.n > 1:
             # D_A · dy/dv with dy/dv = (diag(y) − y yᵀ)[:, 1:]
-            J[:k, k:] = -lam * ((self.DA[:, 1:] * y[1:]) - np.outer(self.DA @ y, y[1:]))
-            J[k:, :k] = -lam * ((self.DBt[:, 1:] * x[1:]) - np.outer(self.DBt @ x, x[1:]))
-        return J
+            block = self.DA[:, 1:] * y[1:]
+            block -= np.outer(self.DA @ y, y[1:])
+            np.multiply(block, -lam, out=J[:k, k : self.d])
+            block = self.DBt[:, 1:] * x[1:]
+            block -= np.outer(self.DBt @ x, x[1:])
+            np.multiply(block, -lam, out=J[k : self.d, :k])
 
     def residual(self, x: np.ndarray, y: np.ndarray, lam: float) -> float:
         """max |x − softmax(λAy)|, |y − softmax(λBᵀx)|: the fixed-point residual in probability space."""
@@ -113,7 +122,7 @@ def _natural_continuation(sys: _System, lam_target: float, tol: float) -> tuple:
         except np.linalg.LinAlgError:
             return None, its_total
         final = dl >= lam_target - lam
-        w_new, *_, ok, its = _newton(sys, lam + dl, w + dl * dw, tol if final else max(tol, 1e-6), max_iter=5)
+        w_new, *_, ok, its = _newton(sys, lam + dl, w + dl * dw, tol if final else max(tol, 1e-4), max_iter=4)
         its_total += its + 1
         if not ok:
             dl *= 0.5
@@ -206,6 +215,7 @@ def trace_path(
     det_sign = None
     status = "reached lambda_max"
     aug = np.zeros((d + 1, d + 1))
+    aug[:d, :d] = np.eye(d)  # H_w's diagonal blocks; fill_coupling writes the rest at each iterate
     while True:
         if len(points) >= max_points:
             status = "stopped at max_points"
@@ -222,7 +232,7 @@ def trace_path(
         ok, its = False, 0
         for its in range(1, 9):
             F, x, y = sys.H(zc[:d], zc[d])
-            aug[:d, :d] = sys.H_w(x, y, zc[d])
+            sys.fill_coupling(aug, x, y, zc[d])
             aug[:d, d] = sys.H_lambda(x, y)
             aug[d, :] = t
             G = np.concatenate((F, [t @ (zc - pred)]))
@@ -243,18 +253,19 @@ def trace_path(
             h *= 0.5
             continue
         # New tangent, oriented like the old one.
-        aug[:d, :d] = sys.H_w(x, y, zc[d])
+        sys.fill_coupling(aug, x, y, zc[d])
         aug[:d, d] = sys.H_lambda(x, y)
         aug[d, :] = t
         rhs = np.zeros(d + 1)
         rhs[d] = 1.0
-        t_new = np.linalg.solve(aug, rhs)
+        factors, piv = lu_factor(aug, check_finite=False)
+        t_new = lu_solve((factors, piv), rhs, check_finite=False)
         t_new /= np.linalg.norm(t_new)
         if (t @ t_new < 0.95 or zc[d] < 0) and h > 1e-9:
             h *= 0.5  # the tangent turned too far in one step (or λ < 0): a branch jump, not the path
             continue
-        aug[d, :] = t_new
-        sign, _ = np.linalg.slogdet(aug)
+        # det [[H_w, H_λ], [tᵀ]] has the sign of det [[H_w, H_λ], [t_newᵀ]] (t·t_new > 0), so one LU gives both.
+        sign = _lu_det_sign(factors, piv)
         lam_new = float(zc[d])
         if t_new[d] * t[d] < 0:
             turning.append(_event(sys, z, zc, t[d], t_new[d], "turning point"))
@@ -276,6 +287,14 @@ def trace_path(
     if stop_at is not None:
         return {"_w_at_stop": z[:d], "_corrector_iterations": corrector_total}
     return _path_result(sys, points, turning, bifurcations, status, z[:d], corrector_total)
+
+
+def _lu_det_sign(factors: np.ndarray, piv: np.ndarray) -> int:
+    signs = np.sign(np.diag(factors))
+    if np.any(signs == 0):
+        return 0
+    swaps = int(np.count_nonzero(piv != np.arange(piv.size)))
+    return int(np.prod(signs)) * (-1 if swaps % 2 else 1)
 
 
 def _event(sys, z0, z1, a0: float, a1: float, kind: str) -> dict:

@@ -511,7 +511,7 @@
       const dw = solveLinear(sys.Hw(x, y, lam), sys.Hlambda(x, y).map((v) => -v));
       if (!dw) return { w: null, its: itsTotal };
       const final = dl >= lamTarget - lam;
-      const r = newton(sys, lam + dl, w.map((v, i) => v + dl * dw[i]), final ? tol : Math.max(tol, 1e-6), 5);
+      const r = newton(sys, lam + dl, w.map((v, i) => v + dl * dw[i]), final ? tol : Math.max(tol, 1e-4), 4);
       itsTotal += r.its + 1;
       if (!r.ok) {
         dl *= 0.5;
