@@ -4,7 +4,6 @@ import csv
 import io
 
 from django.conf import settings
-from django.core.files.uploadhandler import SkipFile, TemporaryFileUploadHandler
 from django.db import transaction
 from django.http import HttpResponse
 from django.shortcuts import get_object_or_404
@@ -21,7 +20,7 @@ from portal.api import ApiError
 from . import stats, tables
 from .ingest import FORMATS, IngestError
 from .models import Comparison, ResultRow, SourceFile
-from .services import create_upload, pair_companions, read_limited
+from .services import SizeLimitedUploadHandler, create_upload, pair_companions, read_limited
 from .tasks import ingest_upload
 
 MAX_FILES = 50
@@ -45,24 +44,6 @@ class UploadRequestSerializer(serializers.Serializer):
     file = serializers.ListField(child=serializers.FileField(), help_text="one or more result files")
     path = serializers.ListField(child=serializers.CharField(), required=False, help_text="path hint per file")
     format = serializers.ChoiceField(choices=list(FORMATS), required=False)
-
-
-class SizeLimitedUploadHandler(TemporaryFileUploadHandler):
-    """Stops storing a file as soon as it passes UPLOAD_MAX_BYTES (the rest of it is never kept) and remembers it."""
-
-    def new_file(self, *args, **kwargs):
-        super().new_file(*args, **kwargs)
-        self.received = 0
-
-    def receive_data_chunk(self, raw_data, start):
-        self.received += len(raw_data)
-        if self.received > settings.UPLOAD_MAX_BYTES:
-            oversize = getattr(self.request, "_benchmarks_oversize", [])
-            if self.file_name not in oversize:
-                oversize.append(self.file_name)
-            self.request._benchmarks_oversize = oversize
-            raise SkipFile()
-        return super().receive_data_chunk(raw_data, start)
 
 
 class UploadListView(APIView):

@@ -14,6 +14,7 @@ from pathlib import PurePosixPath
 from django.conf import settings
 from django.core.cache import cache
 from django.core.files.base import ContentFile
+from django.core.files.uploadhandler import SkipFile, TemporaryFileUploadHandler
 from django.db import connection, transaction
 from django.utils import timezone
 
@@ -332,6 +333,24 @@ def read_limited(fileobj, limit: int | None = None) -> bytes:
     if len(data) > limit:
         raise IngestError(f"The file is over the {limit:,}-byte limit.")
     return data
+
+
+class SizeLimitedUploadHandler(TemporaryFileUploadHandler):
+    """Stops storing a file as soon as it passes UPLOAD_MAX_BYTES (the rest of it is never kept) and remembers it."""
+
+    def new_file(self, *args, **kwargs):
+        super().new_file(*args, **kwargs)
+        self.received = 0
+
+    def receive_data_chunk(self, raw_data, start):
+        self.received += len(raw_data)
+        if self.received > settings.UPLOAD_MAX_BYTES:
+            oversize = getattr(self.request, "_benchmarks_oversize", [])
+            if self.file_name not in oversize:
+                oversize.append(self.file_name)
+            self.request._benchmarks_oversize = oversize
+            raise SkipFile()
+        return super().receive_data_chunk(raw_data, start)
 
 
 def find_duplicate(sha: str, path_hint: str) -> SourceFile | None:

@@ -12,11 +12,12 @@ from django.core.paginator import Paginator
 from django.db import transaction
 from django.http import HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.csrf import csrf_exempt, csrf_protect
 
 from . import stats, tables
 from .ingest import FORMATS, IngestError
 from .models import Arm, Comparison, ResultRow, Run, SourceFile
-from .services import create_upload, pair_companions, read_limited, tables_cache_version
+from .services import SizeLimitedUploadHandler, create_upload, pair_companions, read_limited, tables_cache_version
 from .tasks import ingest_upload
 
 
@@ -197,15 +198,25 @@ def _seed_rows(result: dict) -> list[dict]:
     ]
 
 
+@csrf_exempt  # CSRF is checked below, after the size-limiting upload handler is in place
 @staff_member_required
 def uploads(request):
     """Staff upload page: the same service as the API; ingest runs on a worker and this page polls it."""
+    request.upload_handlers = [SizeLimitedUploadHandler(request)]
+    return _uploads(request)
+
+
+@csrf_protect
+def _uploads(request):
     if request.method == "POST":
         files = request.FILES.getlist("file")
+        oversize = getattr(request, "_benchmarks_oversize", [])
         hints = [h.strip() for h in request.POST.get("paths", "").splitlines() if h.strip()]
         fmt = request.POST.get("format", "")
         error = ""
-        if not files:
+        if oversize:
+            error = f"{oversize[0]}: over the {settings.UPLOAD_MAX_BYTES:,}-byte limit; nothing was stored."
+        elif not files:
             error = "Choose at least one result file."
         elif hints and len(hints) != len(files):
             error = f"Give one path hint per file ({len(files)} files, {len(hints)} hints), or none."

@@ -181,3 +181,16 @@ def test_staff_can_upload_through_the_admin_and_the_file_is_ingested(staff_clien
     source = SourceFile.objects.get()
     assert source.status == "done" and source.rows_created > 0 and source.uploader.username == "staff"
     assert ResultRow.objects.filter(seed=43, experiment="exp32").exists()
+
+
+def test_the_upload_page_refuses_a_file_over_the_limit_and_checks_csrf(staff_client, settings, staff_user):
+    settings.UPLOAD_MAX_BYTES = 1000
+    response = staff_client.post(
+        "/benchmarks/uploads/", {"file": [SimpleUploadedFile("big.json", b" " * 3000)]}, follow=True
+    )
+    assert "over the 1,000-byte limit" in response.content.decode() and not SourceFile.objects.exists()
+    from django.test import Client
+
+    strict = Client(enforce_csrf_checks=True)
+    strict.force_login(staff_user)
+    assert strict.post("/benchmarks/uploads/", {"file": [SimpleUploadedFile("a.json", b"{}")]}).status_code == 403
