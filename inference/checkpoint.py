@@ -33,6 +33,7 @@ def save_checkpoint(model, path: Path, provenance: dict) -> Path:
     os.close(fd)
     try:
         torch.save(payload, tmp)
+        os.chmod(tmp, 0o644)  # mkstemp makes it private; a checkpoint is meant to be shared
         os.replace(tmp, path)
     finally:
         if os.path.exists(tmp):
