@@ -202,7 +202,7 @@ class GenerationParamsSerializer(serializers.Serializer):
         "with `tol`, the cap on iterations).",
     )  # fmt: skip
     tol = PositiveFractionField(
-        required=False, allow_null=True, default=None, min_value=0.0, max_value=1.0,
+        required=False, allow_null=True, default=None, max_value=1.0,
         help_text="EqLM: adaptive halting. Each position stops iterating once its relative residual "
         "‖f(z)−z‖/‖z‖ falls below tol (> 0).",
     )  # fmt: skip
