@@ -187,13 +187,14 @@ def trace_path(
     *,
     lam_max: float = 100.0,
     max_points: int = 2000,
-    tol: float = 1e-10,
+    tol: float = 1e-7,
     stop_at: float | None = None,
     deadline: float | None = None,
 ) -> dict:
     """Principal-branch QRE path from λ = 0 by pseudo-arclength predictor–corrector continuation.
 
-    Turning points are where dλ/ds changes sign; bifurcation points are where the determinant of the
+    The corrector stops once a Newton step is below tol (relative): convergence is quadratic, so the point
+    is then accurate to about tol². Turning points are where dλ/ds changes sign; bifurcation points are where the determinant of the
     augmented Jacobian [[H_w, H_λ], [tᵀ, 0]] changes sign while the tangent keeps its orientation.
     """
     sys = _System(A, B)

@@ -565,7 +565,7 @@
   }
 
   /** Principal-branch QRE path by pseudo-arclength predictor–corrector continuation (see the Python twin). */
-  function tracePath(A, B, { lamMax = 100, maxPoints = 2000, tol = 1e-10, stopAt = null } = {}) {
+  function tracePath(A, B, { lamMax = 100, maxPoints = 2000, tol = 1e-7, stopAt = null } = {}) {
     const sys = qreSystem(A, B);
     const d = sys.d;
     let lam = 0;
