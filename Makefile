@@ -132,3 +132,7 @@ bench-benchmarks: setup ## Benchmark tables: ingest rows/s and compare/table lat
 
 results-fixture: setup ## Rebuild fixtures/results.json from ../shared/anchor-results (the programme's result files)
 	$(BIN)/python scripts/build_results_fixture.py
+
+.PHONY: bench-lab
+bench-lab: setup ## Lab solvers: times against the goals and ratios against nashpy (and pygambit when installed)
+	$(BIN)/python bench/lab.py
