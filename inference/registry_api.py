@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import extend_schema, extend_schema_serializer
 from rest_framework import permissions, serializers
 from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.response import Response
@@ -65,6 +65,7 @@ class RegisteredModelSerializer(serializers.ModelSerializer):
         return EvaluationSerializer(run).data if run else None
 
 
+@extend_schema_serializer(component_name="ModelUpload")  # benchmarks_app has an "Upload" component too
 class UploadSerializer(serializers.Serializer):
     checkpoint = serializers.FileField(help_text="a torch checkpoint dict; loaded with weights_only=True")
     name = serializers.CharField(max_length=120)

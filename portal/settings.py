@@ -217,6 +217,20 @@ SPECTACULAR_SETTINGS = {
     "DESCRIPTION": "Findings, live benchmark tables, equilibrium solvers and an OpenAI-compatible EqLM API.",
     "VERSION": VERSION,
     "SERVE_INCLUDE_SCHEMA": False,
+    # Two `status` fields with different choices: name their enums instead of hashing them.
+    "ENUM_NAME_OVERRIDES": {
+        "JobStatusEnum": "portal.models.JobStatus",
+        "FindingStatusEnum": [
+            ("VALIDATED", "Validated"),
+            ("MISSED", "Missed"),
+            ("PARTIAL", "Partial"),
+            ("NULL", "Null result"),
+            ("METHOD", "Method"),
+            ("CORRECTION", "Correction"),
+            ("RETRACTED", "Retracted"),
+            ("OTHER", "Other"),
+        ],
+    },
 }
 
 # A shared cache (rate limits, login throttling, table cache) must be Redis once there are several processes.
