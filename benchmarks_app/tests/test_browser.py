@@ -19,6 +19,7 @@ def serious_axe_violations(page) -> list[str]:
 @pytest.mark.django_db(transaction=True)
 def test_table_pages_draw_their_plots_accessibly_without_console_errors(page):
     seed()
+    page.set_default_timeout(45_000)  # plotly is ~4 MB from a single-threaded live server on a busy machine
     page.goto("/benchmarks/f24-budget-sweep/")
     page.wait_for_selector("#bench-plot .main-svg")
     assert page.locator("table.bench-table tbody tr").count() == 3
@@ -28,4 +29,9 @@ def test_table_pages_draw_their_plots_accessibly_without_console_errors(page):
     assert serious_axe_violations(page) == []
     page.goto("/benchmarks/runs/exp13_seed42/")
     page.wait_for_selector("#bench-plot .main-svg")
+    before = page.locator("#bench-plot .main-svg").first.evaluate("n => getComputedStyle(n).backgroundColor")
+    page.click("#theme-toggle")
+    page.wait_for_function(
+        "b => getComputedStyle(document.querySelector('#bench-plot .main-svg')).backgroundColor !== b", arg=before
+    )
     page.watch.assert_clean()

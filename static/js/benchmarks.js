@@ -90,6 +90,12 @@
     Plotly.newPlot(el, traces, layout({ xaxis: { title: "step" }, yaxis: { title: "training loss (nats)" } }), config);
   }
 
+  // Follow the theme toggle: recolour the plot's background and text when data-theme changes.
+  new MutationObserver(function () {
+    if (!el.data) { return; }
+    Plotly.relayout(el, { paper_bgcolor: css("--bg"), plot_bgcolor: css("--bg"), "font.color": css("--fg") });
+  }).observe(document.documentElement, { attributes: true, attributeFilter: ["data-theme"] });
+
   var curves = read("bench-curves-data");
   if (curves) { lossPlot(curves); return; }
   var data = read("bench-plot-data");
