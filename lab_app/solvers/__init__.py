@@ -143,11 +143,20 @@ def _run_mmd(game: Game, params: dict, limits: Limits, ctx: Ctx):
             "tol": tol, "record": record, "magnet_x": mx.tolist(), "magnet_y": my.tolist(), **starts}  # fmt: skip
     if ctx.dry:
         return None, used
+    target = None
+    if tau > 0 and not reset_every:
+        # MMD's fixed point: the logit QRE at λ = 1/τ of the game shifted by τ·log ρ.
+        shifted_A = game.A + tau * np.log(mx)[:, None]
+        shifted_B = game.B + tau * np.log(my)[None, :]
+        fixed = qre.qre(shifted_A, shifted_B, 1 / tau, zero_sum=game.zero_sum and rho_x is None and rho_y is None)
+        target = (np.array(fixed["x"]), np.array(fixed["y"]))
     body = dynamics.mmd(
         game.A, game.B, x0, y0, eta=eta, tau=tau, steps=steps, magnet_x=mx, magnet_y=my,
         alternating=alternating, reset_every=reset_every, tol=tol, record=record, zero_sum=game.zero_sum,
-        deadline=ctx.deadline,
+        deadline=ctx.deadline, target=target,
     )  # fmt: skip
+    if target is not None:
+        body["qre_target"] = {"lambda": 1 / tau, "x": fixed["x"], "y": fixed["y"], "residual": fixed["residual"]}
     return body, used
 
 

@@ -18,8 +18,10 @@ def record_stride(steps: int, record: int) -> int:
 
 
 class _Recorder:
-    def __init__(self, A, B, steps: int, record: int):
+    def __init__(self, A, B, steps: int, record: int, target=None):
         self.A, self.B = A, B
+        self.target = target  # (x, y) of the QRE an MMD run should converge to, when known
+        self.distance: list[float] = []
         self.stride = record_stride(steps, record)
         self.iteration: list[int] = []
         self.nc_last: list[float] = []
@@ -33,14 +35,19 @@ class _Recorder:
         self.nc_avg.append(nash_conv(self.A, self.B, ax, ay))
         self.xs.append(x.tolist())
         self.ys.append(y.tolist())
+        if self.target is not None:
+            self.distance.append(float(max(np.abs(x - self.target[0]).max(), np.abs(y - self.target[1]).max())))
 
     def result(self, x, y, ax, ay, zero_sum: bool, iterations: int, converged: bool) -> dict:
+        trace = {"iteration": self.iteration, "nashconv_last": self.nc_last, "nashconv_average": self.nc_avg}
+        if self.target is not None:
+            trace["distance_to_qre"] = self.distance
         return {
             "iterations": iterations,
             "converged": converged,
             "last": profile(self.A, self.B, x, y, zero_sum),
             "average": profile(self.A, self.B, ax, ay, zero_sum),
-            "trace": {"iteration": self.iteration, "nashconv_last": self.nc_last, "nashconv_average": self.nc_avg},
+            "trace": trace,
             "trajectory": {"x": self.xs, "y": self.ys},
         }
 
@@ -76,19 +83,21 @@ def mmd(
     record: int = 200,
     zero_sum: bool = False,
     deadline: float | None = None,
+    target: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> dict:
     """Magnetic mirror descent with the negative-entropy regulariser (Sokota et al. 2023), exact prox step.
 
     x⁺ ∝ (x · ρ^{ητ} · exp(η g))^{1/(1+ητ)}, computed on logits. Its fixed point is x = softmax(g/τ + log ρ):
     the logit QRE at λ = 1/τ of the game whose payoffs are shifted by τ·log ρ. With `reset_every = k` the
-    magnet is moved to the current iterate every k steps (regularised Nash dynamics).
+    magnet is moved to the current iterate every k steps (regularised Nash dynamics). With `target` (that
+    QRE), the trace also records the last iterate's max-norm distance to it.
     """
     c = 1.0 / (1.0 + eta * tau)
     zx, x = _normalized_logits(np.log(x0))
     zy, y = _normalized_logits(np.log(y0))
     lrx, lry = np.log(magnet_x), np.log(magnet_y)
     ax, ay = x.copy(), y.copy()
-    rec = _Recorder(A, B, steps, record)
+    rec = _Recorder(A, B, steps, record, target)
     rec.add(0, x, y, ax, ay)
     et, converged, t = eta * tau, False, 0
     Bt = B.T

@@ -194,8 +194,9 @@ def trace_path(
     """Principal-branch QRE path from λ = 0 by pseudo-arclength predictor–corrector continuation.
 
     The corrector stops once a Newton step is below tol (relative): convergence is quadratic, so the point
-    is then accurate to about tol². Turning points are where dλ/ds changes sign; bifurcation points are where the determinant of the
-    augmented Jacobian [[H_w, H_λ], [tᵀ, 0]] changes sign while the tangent keeps its orientation.
+    is then accurate to about tol². Turning points are where dλ/ds changes sign; bifurcation points are
+    where the determinant of the augmented Jacobian [[H_w, H_λ], [tᵀ, 0]] changes sign while the tangent
+    keeps its orientation.
     """
     sys = _System(A, B)
     d = sys.d

@@ -69,6 +69,9 @@ def test_mmd_run_to_convergence_equals_the_qre_at_inverse_tau(game, tau):
     assert target["residual"] <= 1e-10
     assert run["last"]["x"] == pytest.approx(target["x"], abs=1e-9)
     assert run["last"]["y"] == pytest.approx(target["y"], abs=1e-9)
+    # The run reports its own fixed point and how far the last iterate is from it.
+    assert run["qre_target"]["x"] == pytest.approx(target["x"], abs=1e-12)
+    assert run["trace"]["distance_to_qre"][-1] <= 1e-9 < run["trace"]["distance_to_qre"][0]
 
 
 def test_mmd_with_a_non_uniform_magnet_equals_the_qre_of_the_game_shifted_by_tau_log_rho():
@@ -89,6 +92,7 @@ def test_mmd_with_a_non_uniform_magnet_equals_the_qre_of_the_game_shifted_by_tau
     target = qre(shifted_A, shifted_B, 1 / tau)
     assert run["last"]["x"] == pytest.approx(target["x"], abs=1e-9)
     assert run["last"]["y"] == pytest.approx(target["y"], abs=1e-9)
+    assert run["qre_target"]["y"] == pytest.approx(target["y"], abs=1e-12)
     # ... and it is not the plain QRE, so the magnet mattered.
     plain = qre(A, -A, 1 / tau, zero_sum=True)
     assert max(abs(a - b) for a, b in zip(run["last"]["x"], plain["x"], strict=True)) > 1e-3

@@ -10,7 +10,9 @@
   const LABELS = { queued: "Queued", running: "Running", done: "Done", failed: "Failed" };
   const CLASSES = { queued: "badge-info", running: "badge-info", done: "badge-ok", failed: "badge-bad" };
 
+  let latest = initial;
   function show(job) {
+    latest = job;
     bar.value = job.progress;
     bar.textContent = `${Math.round(job.progress * 100)}%`;
     text.textContent = `${Math.round(job.progress * 100)}%${job.progress_message ? " — " + job.progress_message : ""}`;
@@ -40,6 +42,7 @@
     }
     setTimeout(() => poll(Math.min(delay * 1.5, 5000)), delay);
   }
+  document.addEventListener("eqlm:themechange", () => show(latest)); // plot colours follow the theme
   show(initial);
   if (initial.status !== "done" && initial.status !== "failed") setTimeout(() => poll(500), 300);
 })();

@@ -246,6 +246,11 @@
     }
   });
 
+  // Plot colours come from the theme's CSS variables: redraw when the reader switches theme.
+  document.addEventListener("eqlm:themechange", () => {
+    if (lastRun) R.render(resultsBody, lastRun.result, compare ? compare.result : null);
+  });
+
   readUrl();
   syncVisibility();
   updatePinned();

@@ -43,6 +43,8 @@
   }
   function baseLayout(title, extra) {
     const t = theme();
+    const axis = (more) => Object.assign({ gridcolor: t.grid, zerolinecolor: t.grid, linecolor: t.grid }, more || {});
+    const e = extra || {};
     return Object.assign(
       {
         title: { text: title, font: { size: 15 } },
@@ -51,10 +53,9 @@
         font: { color: t.fg },
         margin: { l: 60, r: 20, t: 40, b: 50 },
         legend: { orientation: "h", y: -0.2 },
-        xaxis: { gridcolor: t.grid, zerolinecolor: t.grid },
-        yaxis: { gridcolor: t.grid, zerolinecolor: t.grid },
       },
-      extra || {},
+      e,
+      { xaxis: axis(e.xaxis), yaxis: axis(e.yaxis) },
     );
   }
   function plot(container, id, label, traces, layout) {
@@ -117,12 +118,20 @@
         { name: `${r.solver}-final` },
       ),
     );
+    if (r.qre_target) {
+      const q = r.qre_target;
+      const d = r.trace.distance_to_qre[r.trace.distance_to_qre.length - 1];
+      box.append(el("p", {}, [`MMD's fixed point is the logit QRE at λ = 1/τ = ${fmt(q.lambda)} of the game shifted by τ·log ρ: x = ${vec(q.x)}, y = ${vec(q.y)} (residual ${fmt(q.residual)}). The last iterate is ${fmt(d)} away from it (max norm).`]));
+    }
     const tr = r.trace;
     const floor = (v) => Math.max(v, 1e-17); // log axis: exact zeros are drawn at 1e-17
     const traces = [
       { x: tr.iteration, y: tr.nashconv_last.map(floor), name: "last iterate", mode: "lines", line: { color: COLOURS[0], width: 2 } },
       { x: tr.iteration, y: tr.nashconv_average.map(floor), name: "average", mode: "lines", line: { color: COLOURS[1], width: 2, dash: "dot" } },
     ];
+    if (tr.distance_to_qre) {
+      traces.push({ x: tr.iteration, y: tr.distance_to_qre.map(floor), name: `distance to the QRE at λ = 1/τ = ${fmt(r.qre_target.lambda)}`, mode: "lines", line: { color: COLOURS[4], width: 2, dash: "longdash" } });
+    }
     if (cmp && cmp.trace) {
       traces.push(
         { x: cmp.trace.iteration, y: cmp.trace.nashconv_last.map(floor), name: "pinned: last", mode: "lines", line: { color: COLOURS[2], width: 2, dash: "dash" } },
@@ -134,17 +143,17 @@
       "plot-nashconv",
       "NashConv against iteration on a log axis, for the last iterate and the running average",
       traces,
-      baseLayout("NashConv against iteration (log axis)", {
-        xaxis: { title: { text: "iteration" }, gridcolor: theme().grid },
-        yaxis: { title: { text: "NashConv" }, type: "log", exponentformat: "power", gridcolor: theme().grid },
+      baseLayout(tr.distance_to_qre ? "NashConv, and the distance to MMD's fixed point (log axis)" : "NashConv against iteration (log axis)", {
+        xaxis: { title: { text: "iteration" } },
+        yaxis: { title: { text: tr.distance_to_qre ? "NashConv / max-norm distance" : "NashConv" }, type: "log", exponentformat: "power" },
       }),
     );
     box.append(
       table(
         "NashConv trace",
-        ["iteration", "NashConv (last)", "NashConv (average)"],
-        tr.iteration.map((t, i) => [String(t), tr.nashconv_last[i], tr.nashconv_average[i]]),
-        { collapsed: true, summary: "Data table: NashConv against iteration", name: `${r.solver}-nashconv`, raw: tr.iteration.map((t, i) => [t, tr.nashconv_last[i], tr.nashconv_average[i]]) },
+        ["iteration", "NashConv (last)", "NashConv (average)", ...(tr.distance_to_qre ? ["distance to the QRE"] : [])],
+        tr.iteration.map((t, i) => [String(t), tr.nashconv_last[i], tr.nashconv_average[i], ...(tr.distance_to_qre ? [tr.distance_to_qre[i]] : [])]),
+        { collapsed: true, summary: "Data table: NashConv against iteration", name: `${r.solver}-nashconv`, raw: tr.iteration.map((t, i) => [t, tr.nashconv_last[i], tr.nashconv_average[i], ...(tr.distance_to_qre ? [tr.distance_to_qre[i]] : [])]) },
       ),
     );
     renderTrajectory(box, r, cmp);
@@ -170,6 +179,7 @@
         const t = theme();
         plot(box, id, `${label}'s strategy trajectory on the simplex (ternary plot)`, traces,
           baseLayout(`${label}: trajectory on the simplex`, {
+            margin: { l: 60, r: 60, t: 80, b: 40 },
             ternary: { bgcolor: "rgba(0,0,0,0)", aaxis: { title: { text: "action 1" }, gridcolor: t.grid }, baxis: { title: { text: "action 2" }, gridcolor: t.grid }, caxis: { title: { text: "action 3" }, gridcolor: t.grid } },
           }));
       } else {
@@ -243,6 +253,7 @@
   function render(container, result, compare) {
     container.replaceChildren();
     const box = el("div", { class: "lab-result", "data-solver": result.solver });
+    container.append(box); // attached first, so plotly sizes each plot to the page's width
     box.append(el("p", { class: "muted lab-describe" }, [describe(result) + (compare ? ` — compared with the pinned run: ${describe(compare)}` : "")]));
     const cmp = compare && compare.solver === result.solver ? compare : null;
     if (result.solver === "mmd" || result.solver === "gda") renderDynamics(box, result, compare && compare.trace ? compare : null);
@@ -250,7 +261,6 @@
     else if (result.solver === "qre_path") renderPath(box, result, cmp);
     else renderNash(box, result, cmp);
     box.append(el("p", { class: "muted" }, [result.metric_note]));
-    container.append(box);
   }
 
   function renderSweep(container, result) {

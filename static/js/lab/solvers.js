@@ -287,23 +287,28 @@
   function recordStride(steps, record) {
     return Math.max(1, Math.ceil(steps / Math.max(1, record)));
   }
-  function makeRecorder(A, B, steps, record) {
-    const rec = { stride: recordStride(steps, record), iteration: [], last: [], avg: [], xs: [], ys: [] };
+  function makeRecorder(A, B, steps, record, target) {
+    const rec = { stride: recordStride(steps, record), iteration: [], last: [], avg: [], xs: [], ys: [], distance: [] };
     rec.add = (t, x, y, ax, ay) => {
       rec.iteration.push(t);
       rec.last.push(nashConv(A, B, x, y));
       rec.avg.push(nashConv(A, B, ax, ay));
       rec.xs.push(x.slice());
       rec.ys.push(y.slice());
+      if (target) rec.distance.push(Math.max(maxAbsDiff(x, target[0]), maxAbsDiff(y, target[1])));
     };
-    rec.result = (x, y, ax, ay, zeroSum, iterations, converged) => ({
-      iterations,
-      converged,
-      last: profile(A, B, x, y, zeroSum),
-      average: profile(A, B, ax, ay, zeroSum),
-      trace: { iteration: rec.iteration, nashconv_last: rec.last, nashconv_average: rec.avg },
-      trajectory: { x: rec.xs, y: rec.ys },
-    });
+    rec.result = (x, y, ax, ay, zeroSum, iterations, converged) => {
+      const trace = { iteration: rec.iteration, nashconv_last: rec.last, nashconv_average: rec.avg };
+      if (target) trace.distance_to_qre = rec.distance;
+      return {
+        iterations,
+        converged,
+        last: profile(A, B, x, y, zeroSum),
+        average: profile(A, B, ax, ay, zeroSum),
+        trace,
+        trajectory: { x: rec.xs, y: rec.ys },
+      };
+    };
     return rec;
   }
   function normalizedLogits(z) {
@@ -370,7 +375,7 @@
     const lrx = Float64Array.from(o.magnet_x, Math.log), lry = Float64Array.from(o.magnet_y, Math.log);
     const gx = new Float64Array(m), gy = new Float64Array(n);
     const ax = Float64Array.from(x), ay = Float64Array.from(y);
-    const rec = makeRecorder(A, B, o.steps, o.record);
+    const rec = makeRecorder(A, B, o.steps, o.record, o.target);
     rec.add(0, Array.from(x), Array.from(y), Array.from(ax), Array.from(ay));
     let converged = false, t = 0;
     for (t = 1; t <= o.steps; t++) {
@@ -911,7 +916,17 @@
       o.magnet_x = p.magnet_x == null ? zeros(game.m).map(() => 1 / game.m) : probabilityVector(p.magnet_x, game.m, "params.magnet_x", true);
       o.magnet_y = p.magnet_y == null ? zeros(game.n).map(() => 1 / game.n) : probabilityVector(p.magnet_y, game.n, "params.magnet_y", true);
       o.zero_sum = game.zero_sum;
+      let fixed = null;
+      if (o.tau > 0 && !o.reset_every) {
+        // MMD's fixed point: the logit QRE at λ = 1/τ of the game shifted by τ·log ρ.
+        const lx = o.magnet_x.map(Math.log), ly = o.magnet_y.map(Math.log);
+        const SA = game.A.map((row, i) => row.map((v) => v + o.tau * lx[i]));
+        const SB = game.B.map((row) => row.map((v, j) => v + o.tau * ly[j]));
+        fixed = qre(SA, SB, 1 / o.tau, 1e-12, game.zero_sum && p.magnet_x == null && p.magnet_y == null);
+        o.target = [fixed.x, fixed.y];
+      }
       const body = mmd(game.A, game.B, x0, y0, o);
+      if (fixed) body.qre_target = { lambda: 1 / o.tau, x: fixed.x, y: fixed.y, residual: fixed.residual };
       const used = { eta: o.eta, tau: o.tau, steps: o.steps, alternating: o.alternating, reset_every: o.reset_every, tol: o.tol, record: o.record, magnet_x: o.magnet_x, magnet_y: o.magnet_y, ...st };
       return [body, used];
     },
