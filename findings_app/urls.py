@@ -1,8 +1,12 @@
-"""Pages of the findings record."""
+"""Pages of the findings record: the timeline and one permalink per finding (/findings/F24/)."""
 
 from django.urls import path
 
-from portal.views import section_pending
+from . import views
 
 app_name = "findings"
-urlpatterns = [path("", section_pending, {"section": "findings", "title": "Findings"}, name="index")]
+urlpatterns = [
+    path("", views.index, name="index"),
+    path("<str:code>/", views.detail, name="detail"),
+    path("<str:code>/figures.csv", views.figures_csv, name="figures-csv"),
+]

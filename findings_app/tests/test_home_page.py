@@ -1,0 +1,73 @@
+"""The home page's numbers come from stored Figure rows, and its notes say where the record is rough."""
+
+import re
+from pathlib import Path
+
+import pytest
+from django.conf import settings
+
+from findings_app.models import Figure, Finding, RecordNote
+from findings_app.views import HEADLINES
+
+pytestmark = pytest.mark.django_db
+
+
+def test_every_headline_number_is_read_from_its_figure_row(client, record):
+    html = client.get("/").content.decode()
+    for _, code, name in HEADLINES:
+        figure = Figure.objects.get(finding__code=code, name=name)
+        assert f'href="{figure.get_absolute_url()}">{figure.value}</a>' in html.replace("&#x27;", "'"), (code, name)
+
+
+def test_changing_a_stored_figure_changes_the_home_page(client, record):
+    Figure.objects.filter(finding__code="F45", name="mean ratio").update(value="0.1234")
+    assert ">0.1234</a>" in client.get("/").content.decode()
+
+
+def test_a_missing_figure_reads_not_recorded_and_the_page_still_renders(client, record):
+    Figure.objects.filter(finding__code="F45", name="mean ratio").delete()
+    Finding.objects.filter(code="F55").delete()
+    response = client.get("/")
+    assert response.status_code == 200
+    assert response.content.decode().count("not recorded") >= 2
+
+
+def test_the_home_page_renders_with_an_empty_database(client):
+    response = client.get("/")
+    assert response.status_code == 200
+    assert "not recorded" in response.content.decode()
+
+
+def test_no_number_is_typed_into_the_home_template_or_the_headline_labels():
+    template = (Path(settings.BASE_DIR) / "templates" / "home.html").read_text()
+    assert re.search(r"\d", re.sub(r"</?h[1-6]\b", "", template)) is None
+    for label, _, _ in HEADLINES:
+        assert re.search(r"\d", label.replace("F44", "").replace("Qwen2.5-7B", "")) is None, label
+
+
+def test_the_notes_on_the_record_are_shown_with_their_quoted_figures(client, record):
+    html = client.get("/").content.decode()
+    for note in RecordNote.objects.all():
+        assert note.title.replace("'", "&#x27;") in html
+    f29 = Figure.objects.get(finding__code="F29", name="oracle / best single / best aggregation").value
+    f32 = Figure.objects.get(finding__code="F32", name="any-player oracle vs best single").value
+    assert f"<code>{f29}</code>" in html and f"<code>{f32}</code>" in html
+    assert "0.628 and 0.488" in html  # quoted on the programme's home page, found in no finding
+
+
+def test_the_anytime_figures_quoted_on_the_programme_home_page_are_in_no_finding(record):
+    quoted = re.compile(r"(?<![\d.])0\.(628|488)(?!\d)")
+    for finding in Finding.objects.prefetch_related("figures"):
+        texts = [finding.summary, finding.body] + [f"{fig.value} {fig.context}" for fig in finding.figures.all()]
+        assert not any(quoted.search(text) for text in texts), finding.code
+
+
+def test_reviewer_sign_off_is_counted_from_the_findings(client, record):
+    html = client.get("/").content.decode()
+    pending = Finding.objects.filter(review="pending").count()
+    assert re.search(rf'href="/findings/\?review=pending">[^<]+</a></td><td class="num">{pending}</td>', html)
+
+
+def test_the_seed_count_note_is_also_on_the_finding_page(client, record):
+    html = client.get("/findings/F45/").content.decode()
+    assert "On the record: F45&#x27;s seed count is stated two ways" in html
