@@ -35,7 +35,7 @@
         error_y: { type: "data", symmetric: false, array: [d.ci[1] - d.mean], arrayminus: [d.mean - d.ci[0]], color: PALETTE[1] }
       });
     }
-    Plotly.newPlot(el, traces, layout({ yaxis: { title: "treatment / baseline" }, shapes: [
+    Plotly.newPlot(el, traces, layout({ yaxis: { title: { text: "treatment / baseline" } }, shapes: [
       { type: "line", xref: "paper", x0: 0, x1: 1, y0: 1, y1: 1, line: { dash: "dot", color: css("--muted") || "#888" } }
     ] }), config);
   }
@@ -55,7 +55,7 @@
         marker: { color: PALETTE[i % PALETTE.length], symbol: "circle-open", size: 9 }
       });
     });
-    Plotly.newPlot(el, traces, layout({ xaxis: { title: d.x_key }, yaxis: { title: d.metric } }), config);
+    Plotly.newPlot(el, traces, layout({ xaxis: { title: { text: d.x_key } }, yaxis: { title: { text: d.metric } } }), config);
   }
 
   function depthPlot(d) {
@@ -69,7 +69,7 @@
         marker: { size: 10, color: PALETTE[i % PALETTE.length], symbol: symbols[i % symbols.length] }
       };
     });
-    Plotly.newPlot(el, traces, layout({ xaxis: { title: "mean depth (iterations)" }, yaxis: { title: "BLiMP accuracy" } }), config);
+    Plotly.newPlot(el, traces, layout({ xaxis: { title: { text: "mean depth (iterations)" } }, yaxis: { title: { text: "BLiMP accuracy" } } }), config);
   }
 
   function ladderPlot(d) {
@@ -80,14 +80,14 @@
         marker: { color: PALETTE[i % PALETTE.length] }
       };
     });
-    Plotly.newPlot(el, traces, layout({ barmode: "group", yaxis: { title: "accuracy" } }), config);
+    Plotly.newPlot(el, traces, layout({ barmode: "group", yaxis: { title: { text: "accuracy" } } }), config);
   }
 
   function lossPlot(curves) {
     var traces = Object.keys(curves).map(function (arm, i) {
       return { type: "scatter", mode: "lines", name: arm, x: curves[arm].step, y: curves[arm].loss, line: { color: PALETTE[i % PALETTE.length] } };
     });
-    Plotly.newPlot(el, traces, layout({ xaxis: { title: "step" }, yaxis: { title: "training loss (nats)" } }), config);
+    Plotly.newPlot(el, traces, layout({ xaxis: { title: { text: "step" } }, yaxis: { title: { text: "training loss (nats)" } } }), config);
   }
 
   // Follow the theme toggle: recolour the plot's background and text when data-theme changes.
