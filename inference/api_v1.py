@@ -285,8 +285,48 @@ class MessageSerializer(serializers.Serializer):
     content = MessageContentField(required=False, allow_null=True, default="")
 
 
+@extend_schema_field(
+    {
+        "type": "array",
+        "minItems": 1,
+        "items": {
+            "type": "object",
+            "required": ["role"],
+            "properties": {
+                "role": {"type": "string", "enum": ["system", "developer", "user", "assistant", "tool"]},
+                "content": {
+                    "nullable": True,
+                    "oneOf": [
+                        {"type": "string"},
+                        {"type": "array", "items": {"type": "object", "properties": {"type": {}, "text": {}}}},
+                    ],
+                },
+            },
+        },
+    }
+)
+class MessagesField(serializers.Field):
+    """A non-empty list of messages; a problem is reported with its position (e.g. messages[1].role)."""
+
+    def to_internal_value(self, data) -> list[dict]:
+        if not isinstance(data, list) or not data:
+            raise serializers.ValidationError("Expected a non-empty list of messages.")
+        messages = []
+        for index, item in enumerate(data):
+            message = MessageSerializer(data=item)
+            if not message.is_valid():
+                field, problems = next(iter(message.errors.items()))
+                where = f"messages[{index}]" + (f".{field}" if field != "non_field_errors" else "")
+                raise serializers.ValidationError(f"{where}: {problems[0]}")
+            messages.append(message.validated_data)
+        return messages
+
+    def to_representation(self, value):
+        return value
+
+
 class ChatCompletionRequestSerializer(GenerationParamsSerializer):
-    messages = MessageSerializer(many=True, allow_empty=False, help_text="The conversation so far.")
+    messages = MessagesField(help_text="The conversation so far.")
 
 
 def chat_prompt(messages: list[dict]) -> str:

@@ -312,3 +312,11 @@ def test_explicit_nulls_mean_the_defaults(live_server, served_model):
     response = httpx.post(f"{live_server.url}/v1/completions", json=body, timeout=60)
     assert response.status_code == 200, response.text
     assert response.json()["eqlm"]["depth_requested"] == 8 and response.json()["eqlm"]["solver"] == "picard"
+
+
+def test_a_bad_message_is_reported_with_its_position(api):
+    with pytest.raises(openai.BadRequestError) as caught:
+        api.chat.completions.create(
+            model="eqlm-demo", messages=[{"role": "user", "content": "hi"}, {"role": "robot", "content": "beep"}]
+        )
+    assert caught.value.param == "messages" and "messages[1].role" in caught.value.message
