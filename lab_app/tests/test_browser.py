@@ -8,26 +8,39 @@ from playwright.sync_api import expect
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 
+def serious_axe_violations(page) -> list[str]:
+    page.add_script_tag(url="/static/vendor/axe.min.js")
+    result = page.evaluate("axe.run(document, {resultTypes: ['violations']})")
+    return [
+        f"{v['id']}: {v['help']} at {[n['target'] for n in v['nodes']][:3]}"
+        for v in result["violations"]
+        if v["impact"] in ("serious", "critical")
+    ]
+
+
 def wait_for_results(page):
     page.wait_for_selector("#results-body[data-ready='1'] .lab-result")
 
 
-def test_lab_page_runs_solvers_draws_their_plots_and_keeps_its_state_in_the_url(page):
+def test_lab_page_runs_solvers_draws_their_plots_keeps_its_state_in_the_url_and_names_bad_fields(page):
     page.goto("/lab/?game=matching_pennies&solver=gda&eta=0.05&steps=2000")
     wait_for_results(page)
     page.wait_for_selector("#plot-nashconv .main-svg")
     assert page.locator("#plot-nashconv .scatterlayer .trace").count() == 2  # last iterate and average
     assert page.evaluate("() => document.querySelector('#plot-nashconv').layout.yaxis.type") == "log"
     assert "in this browser" in page.inner_text("#lab-status")
+    assert serious_axe_violations(page) == []
     # Pin GDA, switch to MMD on the biased RPS: both runs are drawn, and the pinned one is in the URL.
     page.click("#pin-button")
     page.select_option("#solver", "mmd")
     page.wait_for_selector(".lab-result[data-solver='mmd']")
-    expect(page.locator("#plot-nashconv .scatterlayer .trace")).to_have_count(4)
+    # MMD: last iterate, average, distance to its QRE fixed point; plus the pinned run's two curves.
+    expect(page.locator("#plot-nashconv .scatterlayer .trace")).to_have_count(5)
     assert "compare=" in page.url
     page.click("#unpin-button")
     page.select_option("#game-preset", "biased_rps")
-    expect(page.locator("#plot-nashconv .scatterlayer .trace")).to_have_count(2)
+    expect(page.locator("#plot-nashconv .scatterlayer .trace")).to_have_count(3)
+    expect(page.locator("#results-body")).to_contain_text("MMD's fixed point is the logit QRE at λ = 1/τ = 10")
     page.wait_for_selector("#plot-trajectory-x .ternary")  # 3 actions: a ternary plot
     # The QRE path with its plot, then the equilibria as fractions.
     page.select_option("#solver", "qre_path")
@@ -50,12 +63,7 @@ def test_lab_page_runs_solvers_draws_their_plots_and_keeps_its_state_in_the_url(
     )
     print(f"10,000 MMD steps on 3×3 in Chromium: {elapsed:.1f} ms")
     assert elapsed < 250  # goal 50 ms; slack for a loaded CI machine
-    page.watch.assert_clean()
-
-
-def test_custom_matrix_errors_name_the_field_and_a_fixed_matrix_solves(page):
-    page.goto("/lab/?solver=nash")
-    wait_for_results(page)
+    # A custom matrix: a bad entry is named, a fixed one solves (asymmetric matching pennies: y = (1/10, 9/10)).
     page.select_option("#game-preset", "custom")
     page.fill("#game-A", "9, 0\n0, oops")
     page.wait_for_selector("#lab-error:not([hidden])")
@@ -77,4 +85,5 @@ def test_server_job_from_the_page_shows_progress_then_results(page):
     assert page.evaluate("() => document.querySelector('#job-progress').value") == 1
     data = json.loads(page.inner_text("#job-data"))
     assert data["solver"] == "qre_path"
+    assert serious_axe_violations(page) == []
     page.watch.assert_clean()

@@ -59,8 +59,8 @@
     );
   }
   function plot(container, id, label, traces, layout) {
-    const div = el("div", { class: "plot", id, role: "img", "aria-label": label });
-    container.append(div);
+    const div = el("div", { class: "plot", id });
+    container.append(el("figure", { class: "lab-figure" }, [div, el("figcaption", { class: "visually-hidden", text: label })]));
     window.Plotly.newPlot(div, traces, layout, { responsive: true, displaylogo: false });
     return div;
   }
