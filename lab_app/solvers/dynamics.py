@@ -93,37 +93,38 @@ def mmd(
     QRE), the trace also records the last iterate's max-norm distance to it.
     """
     c = 1.0 / (1.0 + eta * tau)
+    ce = c * eta
     zx, x = _normalized_logits(np.log(x0))
     zy, y = _normalized_logits(np.log(y0))
-    lrx, lry = np.log(magnet_x), np.log(magnet_y)
-    ax, ay = x.copy(), y.copy()
+    # The magnet's pull c·ητ·log ρ is constant between resets.
+    kx, ky = (c * eta * tau) * np.log(magnet_x), (c * eta * tau) * np.log(magnet_y)
+    sx, sy = np.zeros_like(x), np.zeros_like(y)  # running sums of the iterates (averages = sums / t)
     rec = _Recorder(A, B, steps, record, target)
-    rec.add(0, x, y, ax, ay)
-    et, converged, t = eta * tau, False, 0
+    rec.add(0, x, y, x, y)
+    converged, t = False, 0
     Bt = B.T
     for t in range(1, steps + 1):
         if deadline is not None and t % 512 == 0 and time.monotonic() > deadline:
             raise_time_limit(t)
         gx = A @ y
-        if alternating:
-            zx_new, x_new = _normalized_logits(c * (zx + et * lrx + eta * gx))
-            gy = Bt @ x_new
-        else:
+        if not alternating:
             gy = Bt @ x
-            zx_new, x_new = _normalized_logits(c * (zx + et * lrx + eta * gx))
-        zy_new, y_new = _normalized_logits(c * (zy + et * lry + eta * gy))
-        diff = max(np.abs(x_new - x).max(), np.abs(y_new - y).max())
+        zx_new, x_new = _normalized_logits(c * zx + kx + ce * gx)
+        if alternating:
+            gy = Bt @ x_new
+        zy_new, y_new = _normalized_logits(c * zy + ky + ce * gy)
+        if tol > 0:
+            converged = max(np.abs(x_new - x).max(), np.abs(y_new - y).max()) < tol
         zx, x, zy, y = zx_new, x_new, zy_new, y_new
-        ax += (x - ax) / t
-        ay += (y - ay) / t
+        sx += x
+        sy += y
         if reset_every and t % reset_every == 0:
-            lrx, lry = zx.copy(), zy.copy()
-        converged = tol > 0 and diff < tol
+            kx, ky = (c * eta * tau) * zx, (c * eta * tau) * zy
         if t % rec.stride == 0 or t == steps or converged:
-            rec.add(t, x, y, ax, ay)
+            rec.add(t, x, y, sx / t, sy / t)
         if converged:
             break
-    return rec.result(x, y, ax, ay, zero_sum, t, converged)
+    return rec.result(x, y, sx / max(t, 1), sy / max(t, 1), zero_sum, t, converged)
 
 
 def gda(

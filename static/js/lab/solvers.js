@@ -366,45 +366,49 @@
     const m = A.length, n = A[0].length;
     const Af = flat(A), Bf = flat(B);
     const c = 1 / (1 + o.eta * o.tau);
-    const et = o.eta * o.tau, eta = o.eta;
+    const ce = c * o.eta, cet = c * o.eta * o.tau;
     let zx = Float64Array.from(x0, Math.log), x = new Float64Array(m);
     let zy = Float64Array.from(y0, Math.log), y = new Float64Array(n);
     normalizeInto(zx, x);
     normalizeInto(zy, y);
     let zx2 = new Float64Array(m), x2 = new Float64Array(m), zy2 = new Float64Array(n), y2 = new Float64Array(n);
-    const lrx = Float64Array.from(o.magnet_x, Math.log), lry = Float64Array.from(o.magnet_y, Math.log);
+    // The magnet's pull c·ητ·log ρ is constant between resets.
+    const kx = Float64Array.from(o.magnet_x, (v) => cet * Math.log(v)), ky = Float64Array.from(o.magnet_y, (v) => cet * Math.log(v));
     const gx = new Float64Array(m), gy = new Float64Array(n);
-    const ax = Float64Array.from(x), ay = Float64Array.from(y);
+    const sx = new Float64Array(m), sy = new Float64Array(n); // running sums (averages = sums / t)
+    const avg = (sums, t) => Array.from(sums, (v) => v / t);
     const rec = makeRecorder(A, B, o.steps, o.record, o.target);
-    rec.add(0, Array.from(x), Array.from(y), Array.from(ax), Array.from(ay));
+    rec.add(0, Array.from(x), Array.from(y), Array.from(x), Array.from(y));
     let converged = false, t = 0;
     for (t = 1; t <= o.steps; t++) {
       matvecFlat(Af, m, n, y, gx);
       if (!o.alternating) tmatvecFlat(Bf, m, n, x, gy);
-      for (let i = 0; i < m; i++) zx2[i] = c * (zx[i] + et * lrx[i] + eta * gx[i]);
+      for (let i = 0; i < m; i++) zx2[i] = c * zx[i] + kx[i] + ce * gx[i];
       normalizeInto(zx2, x2);
       if (o.alternating) tmatvecFlat(Bf, m, n, x2, gy);
-      for (let j = 0; j < n; j++) zy2[j] = c * (zy[j] + et * lry[j] + eta * gy[j]);
+      for (let j = 0; j < n; j++) zy2[j] = c * zy[j] + ky[j] + ce * gy[j];
       normalizeInto(zy2, y2);
-      let diff = 0;
-      for (let i = 0; i < m; i++) diff = Math.max(diff, Math.abs(x2[i] - x[i]));
-      for (let j = 0; j < n; j++) diff = Math.max(diff, Math.abs(y2[j] - y[j]));
+      if (o.tol > 0) {
+        let diff = 0;
+        for (let i = 0; i < m; i++) diff = Math.max(diff, Math.abs(x2[i] - x[i]));
+        for (let j = 0; j < n; j++) diff = Math.max(diff, Math.abs(y2[j] - y[j]));
+        converged = diff < o.tol;
+      }
       let tmp = zx; zx = zx2; zx2 = tmp;
       tmp = x; x = x2; x2 = tmp;
       tmp = zy; zy = zy2; zy2 = tmp;
       tmp = y; y = y2; y2 = tmp;
-      for (let i = 0; i < m; i++) ax[i] += (x[i] - ax[i]) / t;
-      for (let j = 0; j < n; j++) ay[j] += (y[j] - ay[j]) / t;
+      for (let i = 0; i < m; i++) sx[i] += x[i];
+      for (let j = 0; j < n; j++) sy[j] += y[j];
       if (o.reset_every && t % o.reset_every === 0) {
-        lrx.set(zx);
-        lry.set(zy);
+        for (let i = 0; i < m; i++) kx[i] = cet * zx[i];
+        for (let j = 0; j < n; j++) ky[j] = cet * zy[j];
       }
-      converged = o.tol > 0 && diff < o.tol;
-      if (t % rec.stride === 0 || t === o.steps || converged) rec.add(t, Array.from(x), Array.from(y), Array.from(ax), Array.from(ay));
+      if (t % rec.stride === 0 || t === o.steps || converged) rec.add(t, Array.from(x), Array.from(y), avg(sx, t), avg(sy, t));
       if (converged) break;
     }
     if (t > o.steps) t = o.steps;
-    return rec.result(Array.from(x), Array.from(y), Array.from(ax), Array.from(ay), o.zero_sum, t, converged);
+    return rec.result(Array.from(x), Array.from(y), avg(sx, Math.max(t, 1)), avg(sy, Math.max(t, 1)), o.zero_sum, t, converged);
   }
 
   /** Projected gradient descent–ascent: each player ascends its own payoff. */
