@@ -74,5 +74,7 @@ def api_exception_handler(exc, context):
     else:
         detail = exc.detail if isinstance(exc, exceptions.APIException) else str(exc)
         code = getattr(detail, "code", None)
-        body = error_body(str(detail), response.status_code, None, code)
+        # A bare Http404 (an unknown ?format=, get_object_or_404) has no text of its own: use DRF's ("Not found.").
+        message = str(detail) or str((response.data or {}).get("detail", "")) or "Request failed."
+        body = error_body(message, response.status_code, None, code)
     return Response(body, status=response.status_code, headers=dict(response.items()))

@@ -61,6 +61,10 @@ def section_pending(request, section: str, title: str):
 
 
 def not_found(request, exception=None):
+    if request.path.startswith("/api/"):  # API clients get the API's error shape, not an HTML page
+        from .api import error_body
+
+        return JsonResponse(error_body(f"No API endpoint at {request.path}.", 404, code="not_found"), status=404)
     return render(request, "404.html", {"path": request.path}, status=404)
 
 
