@@ -5,14 +5,7 @@ import io
 
 import pytest
 
-from benchmarks_app.seed import seed
-
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def seeded():
-    seed()
 
 
 def test_table_page_shows_plot_data_rows_and_downloads(client, seeded):

@@ -11,11 +11,6 @@ from benchmarks_app.seed import seed
 pytestmark = pytest.mark.django_db
 
 
-@pytest.fixture
-def seeded():
-    seed()
-
-
 def ratio(slug: str) -> dict:
     return tables.build_table(Comparison.objects.get(slug=slug), use_cache=False)["result"]["ratio"]
 
