@@ -220,16 +220,7 @@ SPECTACULAR_SETTINGS = {
     # Two `status` fields with different choices: name their enums instead of hashing them.
     "ENUM_NAME_OVERRIDES": {
         "JobStatusEnum": "portal.models.JobStatus",
-        "FindingStatusEnum": [
-            ("VALIDATED", "Validated"),
-            ("MISSED", "Missed"),
-            ("PARTIAL", "Partial"),
-            ("NULL", "Null result"),
-            ("METHOD", "Method"),
-            ("CORRECTION", "Correction"),
-            ("RETRACTED", "Retracted"),
-            ("OTHER", "Other"),
-        ],
+        "FindingStatusEnum": "findings_app.models.Status",
     },
 }
 
