@@ -93,6 +93,30 @@ def _table(slug: str, table: str) -> tuple[list[dict], list[str]]:
     if table == "bpb" and slug == DEMO_SLUG:
         rows = bpb_rows(read_demo_metrics())
         return rows, ["depth", "held_out_bits_per_byte", "ci_slice_bits_per_byte"]
+    if table == "warm" and slug == DEMO_SLUG:
+        warm = read_demo_metrics().get("warm_start_decoding")
+        if warm:
+            columns = [
+                "prompts",
+                "tokens_per_prompt",
+                "tol",
+                "cap",
+                "solver",
+                "cold_mean_iterations",
+                "warm_mean_iterations",
+                "iteration_change",
+                "greedy_token_agreement",
+                "exact_sequences",
+            ]
+            return [{k: warm.get(k) for k in columns}], columns
+    if table == "samples" and slug == DEMO_SLUG:
+        samples = read_demo_metrics().get("greedy_samples") or {}
+        rows = [
+            {"depth": int(d), "prompt": prompt, "real_word_share": s.get("real_word_share"), "text": text}
+            for d, s in sorted((samples.get("by_depth") or {}).items(), key=lambda kv: int(kv[0]))
+            for prompt, text in zip(samples.get("prompts", []), s.get("texts", []), strict=False)
+        ]
+        return rows, ["depth", "prompt", "real_word_share", "text"]
     if table == "blimp":
         model = RegisteredModel.objects.filter(slug=slug).first()
         if model is not None:

@@ -12,7 +12,7 @@ urlpatterns = [
     re_path(r"^demo/quality\.(?P<fmt>csv|json)$", demo_views.quality_download, name="demo-quality"),
     path("models/", registry_views.models_page, name="models"),
     re_path(
-        r"^models/(?P<slug>[a-z0-9-]+)/(?P<table>bpb|blimp)\.(?P<fmt>csv|json)$",
+        r"^models/(?P<slug>[a-z0-9-]+)/(?P<table>bpb|blimp|warm|samples)\.(?P<fmt>csv|json)$",
         registry_views.table_download,
         name="model-table",
     ),

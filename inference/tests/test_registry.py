@@ -110,6 +110,8 @@ def test_demo_metric_tables_download_as_csv_and_json(client):
     assert csv.status_code == 200 and csv.content.decode().startswith("depth,held_out_bits_per_byte")
     data = client.get("/models/eqlm-demo/bpb.json").json()
     assert [r["depth"] for r in data["rows"]] == list(range(1, 13))
+    samples = client.get("/models/eqlm-demo/samples.csv")
+    assert samples.status_code == 200 and samples.content.decode().startswith("depth,prompt,real_word_share,text")
     assert client.get("/models/nothing/blimp.json").status_code == 404
 
 
