@@ -12,7 +12,7 @@ from portal.api import ApiError
 
 from . import services
 from .models import LabRun
-from .solvers import SolverInputError
+from .solvers import SolverInputError, TimeLimitExceeded
 
 SOLVE_EXAMPLE = OpenApiExample(
     "QRE at λ = 100 on the biased RPS",
@@ -48,6 +48,12 @@ class SolveView(APIView):
             return Response(services.solve_now(request.data))
         except SolverInputError as exc:
             raise _input_error(exc)
+        except TimeLimitExceeded:
+            raise ApiError(
+                f"This problem takes longer than {services.SYNC_TIME_LIMIT:g} s to solve synchronously; "
+                "submit it as a job with POST /api/lab/jobs/.",
+                code="too_slow_for_sync",
+            )
         except (ArithmeticError, ValueError, RuntimeError) as exc:
             raise ApiError(f"The solver failed on this game: {exc}", param="game", code="solver_failed")
 

@@ -25,9 +25,15 @@ def job_time_limit() -> float:
     return min(soft, float(getattr(settings, "LAB_JOB_TIME_LIMIT", soft)))
 
 
+SYNC_TIME_LIMIT = 10.0
+
+
 def solve_now(spec: dict) -> dict:
-    """Answer a small problem synchronously (raises SolverInputError naming the bad field)."""
-    return solve(spec, SYNC_LIMITS)
+    """Answer a small problem synchronously (raises SolverInputError naming the bad field).
+
+    Long solvers stop at SYNC_TIME_LIMIT seconds with TimeLimitExceeded: such problems belong in a job.
+    """
+    return solve(spec, SYNC_LIMITS, deadline=time.monotonic() + SYNC_TIME_LIMIT)
 
 
 def _sweep_combinations(spec: dict) -> list[dict]:

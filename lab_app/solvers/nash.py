@@ -130,6 +130,8 @@ def lemke_howson(A: np.ndarray, B: np.ndarray, label: int = 0, max_pivots: int =
             break
         entering = leaving  # its complementary twin (same label) enters the other tableau
         in_p = not in_p
+    else:
+        raise ArithmeticError(f"Lemke–Howson did not finish within {max_pivots} pivots (a degenerate game cycles)")
     x = np.zeros(m)
     y = np.zeros(n)
     for r, b in enumerate(basis_p):

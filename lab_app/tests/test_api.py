@@ -78,6 +78,17 @@ def test_solve_refuses_enumeration_beyond_eight_actions_synchronously(client):
     assert response.json()["error"]["param"] == "params.method"
 
 
+def test_a_synchronous_solve_past_its_time_limit_points_to_jobs(client, monkeypatch):
+    from lab_app import services
+
+    monkeypatch.setattr(services, "SYNC_TIME_LIMIT", 0.05)
+    body = {"game": {"preset": "random", "m": 50, "n": 50}, "solver": "mmd", "params": {"steps": 20000}}
+    response = post(client, "/api/lab/solve", body)
+    assert response.status_code == 400
+    error = response.json()["error"]
+    assert error["code"] == "too_slow_for_sync" and "/api/lab/jobs/" in error["message"]
+
+
 def test_posting_a_job_creates_a_labrun_and_runs_it(client, post_job):
     response = post_job({"game": "biased_rps", "solver": "qre_path", "params": {"lambda_max": 500}})
     assert response.status_code == 201

@@ -209,6 +209,12 @@ def test_lemke_howson_finds_an_equilibrium_of_a_large_game():
     assert out["method"] == "lemke_howson" and out["equilibria"][0]["nashconv"] <= 1e-9
 
 
+def test_lemke_howson_that_cannot_finish_says_so():
+    game = random_game(6, 6, 3)
+    with pytest.raises(ArithmeticError):
+        lemke_howson(game.A, game.B, max_pivots=1)
+
+
 def test_random_games_are_reproducible_from_their_seed():
     assert np.array_equal(random_game(4, 5, 9).A, random_game(4, 5, 9).A)
     assert not np.array_equal(random_game(4, 5, 9).A, random_game(4, 5, 10).A)

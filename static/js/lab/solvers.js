@@ -780,7 +780,7 @@
     const tabQ = [...Array(m)].map((_, i) => [...zeros(m).map((_, c) => (c === i ? 1 : 0)), ...Ap[i], 1]);
     const basisP = [...Array(n).keys()].map((j) => m + j);
     const basisQ = [...Array(m).keys()];
-    let entering = label, inP = label < m, pivots = 0;
+    let entering = label, inP = label < m, pivots = 0, finished = false;
     const W = m + n + 1;
     while (pivots < maxPivots) {
       const tab = inP ? tabP : tabQ, basis = inP ? basisP : basisQ;
@@ -804,10 +804,14 @@
       const leaving = basis[row];
       basis[row] = entering;
       pivots++;
-      if (leaving === label) break;
+      if (leaving === label) {
+        finished = true;
+        break;
+      }
       entering = leaving;
       inP = !inP;
     }
+    if (!finished) throw new Error(`Lemke–Howson did not finish within ${maxPivots} pivots (a degenerate game cycles)`);
     let x = zeros(m), y = zeros(n);
     basisP.forEach((b, r) => { if (b < m) x[b] = tabP[r][W - 1]; });
     basisQ.forEach((b, r) => { if (b >= m) y[b - m] = tabQ[r][W - 1]; });
