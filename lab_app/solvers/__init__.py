@@ -17,6 +17,7 @@ from .core import METRIC_NOTE, nash_conv, probability_vector, start_point
 from .games import PRESETS, Game, SolverInputError, parse_game, random_game
 
 __all__ = [
+    "nash_conv",
     "PRESETS",
     "Game",
     "Limits",
@@ -233,6 +234,3 @@ def _run_nash(game: Game, params: dict, limits: Limits, ctx: Ctx):
 
 
 _RUNNERS = {"mmd": _run_mmd, "gda": _run_gda, "qre": _run_qre, "qre_path": _run_qre_path, "nash": _run_nash}
-
-# Re-exported for callers that want the pieces (bench, tests).
-nash_conv = nash_conv

@@ -91,4 +91,12 @@ def test_server_job_from_the_page_shows_progress_then_results(page):
     data = json.loads(page.inner_text("#job-data"))
     assert data["solver"] == "qre_path"
     assert serious_axe_violations(page) == []
+    # A sweep's page: a summary plot and table, and every run's NashConv trace.
+    from lab_app.services import create_job
+
+    sweep = create_job({"game": "biased_rps", "solver": "mmd", "params": {"steps": 1000}, "sweep": {"tau": [0.1, 1.0]}})
+    page.goto(f"/lab/jobs/{sweep.pk}/")
+    page.wait_for_selector("#plot-sweep-traces .main-svg")
+    assert page.locator("#results-body table caption", has_text="2 runs of Magnetic mirror descent").count() == 1
+    page.watch.assert_clean()
     page.watch.assert_clean()

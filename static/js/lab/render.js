@@ -281,6 +281,12 @@
       const tr = runs.filter((run) => run.trace).map((run, i) => ({ x: run.trace.iteration, y: run.trace.nashconv_last.map((v) => Math.max(v, 1e-17)), name: labels[i], mode: "lines", line: { color: COLOURS[i % COLOURS.length] } }));
       plot(container, "plot-sweep-traces", "NashConv of the last iterate against iteration for every run, log axis", tr,
         baseLayout("Every run: NashConv of the last iterate (log axis)", { xaxis: { title: { text: "iteration" } }, yaxis: { type: "log", title: { text: "NashConv" }, exponentformat: "power" } }));
+      const traced = runs.filter((run) => run.trace);
+      const iters = traced[0].trace.iteration;
+      if (traced.every((run) => run.trace.iteration.length === iters.length)) {
+        const raw = iters.map((t, i) => [t, ...traced.map((run) => run.trace.nashconv_last[i])]);
+        container.append(table("NashConv of the last iterate, every run", ["iteration", ...labels.filter((_, i) => runs[i].trace)], raw.map((r) => [String(r[0]), ...r.slice(1)]), { collapsed: true, summary: "Data table: every run's NashConv against iteration", name: "sweep-traces", raw }));
+      }
     }
   }
 
