@@ -12,6 +12,7 @@ import time
 
 import numpy as np
 from scipy.linalg import lu_factor, lu_solve
+from scipy.linalg.lapack import dgesv
 
 from .core import nash_conv, softmax
 
@@ -58,13 +59,9 @@ class _System:
         """Write the off-diagonal blocks of H_w into J (its diagonal blocks are identities)."""
         k = self.m - 1
         if k and self.n > 1:
-            # D_A · dy/dv with dy/dv = (diag(y) − y yᵀ)[:, 1:]
-            block = self.DA[:, 1:] * y[1:]
-            block -= np.outer(self.DA @ y, y[1:])
-            np.multiply(block, -lam, out=J[:k, k : self.d])
-            block = self.DBt[:, 1:] * x[1:]
-            block -= np.outer(self.DBt @ x, x[1:])
-            np.multiply(block, -lam, out=J[k : self.d, :k])
+            # −λ D_A · dy/dv with dy/dv = (diag(y) − y yᵀ)[:, 1:], i.e. λ (D_A y − D_A[:, j]) y_j
+            np.multiply((self.DA @ y)[:, None] - self.DA[:, 1:], lam * y[1:], out=J[:k, k : self.d])
+            np.multiply((self.DBt @ x)[:, None] - self.DBt[:, 1:], lam * x[1:], out=J[k : self.d, :k])
 
     def residual(self, x: np.ndarray, y: np.ndarray, lam: float) -> float:
         """max |x − softmax(λAy)|, |y − softmax(λBᵀx)|: the fixed-point residual in probability space."""
@@ -76,13 +73,19 @@ class _System:
         return np.concatenate((np.log(x[1:]) - math.log(x[0]), np.log(y[1:]) - math.log(y[0])))
 
 
+def _solve(M: np.ndarray, b: np.ndarray) -> np.ndarray | None:
+    """M⁻¹b by LAPACK's dgesv directly (numpy's wrapper costs more than the solve at these sizes)."""
+    _, _, sol, info = dgesv(M, b)
+    return sol if info == 0 else None
+
+
 def _newton(sys: _System, lam: float, w: np.ndarray, tol: float, max_iter: int = 60) -> tuple:
     """Damped Newton on H(·, λ) with a backtracking line search on ‖H‖₂. Returns (w, x, y, residual, ok, its).
 
     Iterates until the log-odds residual is tiny, then checks the probability-space residual against tol.
     """
     F, x, y = sys.H(w, lam)
-    norm = float(np.linalg.norm(F))
+    norm = math.sqrt(F @ F)
     for it in range(max_iter + 1):
         if float(np.abs(F).max()) <= tol:
             res = sys.residual(x, y, lam)
@@ -90,15 +93,14 @@ def _newton(sys: _System, lam: float, w: np.ndarray, tol: float, max_iter: int =
                 return w, x, y, res, True, it
         if it == max_iter:
             break
-        try:
-            dw = np.linalg.solve(sys.H_w(x, y, lam), -F)
-        except np.linalg.LinAlgError:
+        dw = _solve(sys.H_w(x, y, lam), -F)
+        if dw is None:
             break
         step = 1.0
         while True:
             w_try = w + step * dw
             F_try, x_try, y_try = sys.H(w_try, lam)
-            norm_try = float(np.linalg.norm(F_try))
+            norm_try = math.sqrt(F_try @ F_try)
             if norm_try <= (1 - 1e-4 * step) * norm or step < 1e-6:
                 break
             step *= 0.5
@@ -117,18 +119,17 @@ def _natural_continuation(sys: _System, lam_target: float, tol: float) -> tuple:
         if dl < 1e-9 * lam_target:
             return None, its_total
         x, y = sys.probs(w)
-        try:
-            dw = np.linalg.solve(sys.H_w(x, y, lam), -sys.H_lambda(x, y))
-        except np.linalg.LinAlgError:
+        dw = _solve(sys.H_w(x, y, lam), -sys.H_lambda(x, y))
+        if dw is None:
             return None, its_total
         final = dl >= lam_target - lam
-        w_new, *_, ok, its = _newton(sys, lam + dl, w + dl * dw, tol if final else max(tol, 1e-4), max_iter=4)
+        w_new, *_, ok, its = _newton(sys, lam + dl, w + dl * dw, tol if final else max(tol, 1e-4), max_iter=6)
         its_total += its + 1
         if not ok:
             dl *= 0.5
             continue
         w, lam = w_new, lam + dl
-        if its <= 2:
+        if its <= 3:
             dl *= 2.0
     return w, its_total
 
@@ -238,9 +239,8 @@ def trace_path(
             aug[:d, d] = sys.H_lambda(x, y)
             aug[d, :] = t
             G = np.concatenate((F, [t @ (zc - pred)]))
-            try:
-                dz = np.linalg.solve(aug, -G)
-            except np.linalg.LinAlgError:
+            dz = _solve(aug, -G)
+            if dz is None:
                 break
             zc = zc + dz
             step = float(np.abs(dz).max())
@@ -262,7 +262,7 @@ def trace_path(
         rhs[d] = 1.0
         factors, piv = lu_factor(aug, check_finite=False)
         t_new = lu_solve((factors, piv), rhs, check_finite=False)
-        t_new /= np.linalg.norm(t_new)
+        t_new /= math.sqrt(t_new @ t_new)
         if (t @ t_new < 0.95 or zc[d] < 0) and h > 1e-9:
             h *= 0.5  # the tangent turned too far in one step (or λ < 0): a branch jump, not the path
             continue

@@ -537,7 +537,7 @@
       const dw = solveLinear(sys.Hw(x, y, lam), sys.Hlambda(x, y).map((v) => -v));
       if (!dw) return { w: null, its: itsTotal };
       const final = dl >= lamTarget - lam;
-      const r = newton(sys, lam + dl, w.map((v, i) => v + dl * dw[i]), final ? tol : Math.max(tol, 1e-4), 4);
+      const r = newton(sys, lam + dl, w.map((v, i) => v + dl * dw[i]), final ? tol : Math.max(tol, 1e-4), 6);
       itsTotal += r.its + 1;
       if (!r.ok) {
         dl *= 0.5;
@@ -545,7 +545,7 @@
       }
       w = r.w;
       lam += dl;
-      if (r.its <= 2) dl *= 2;
+      if (r.its <= 3) dl *= 2;
     }
     return { w, its: itsTotal };
   }
