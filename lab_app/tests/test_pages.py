@@ -50,3 +50,20 @@ def test_running_a_finished_job_again_changes_nothing(django_capture_on_commit_c
     run_job(run.pk)
     run.refresh_from_db()
     assert run.finished_at == finished and run.status == "done"
+
+
+def test_staff_see_lab_runs_in_the_admin_and_can_queue_them_again(staff_client, django_capture_on_commit_callbacks):
+    run = LabRun.objects.create(solver="nash", game_name="rps", spec={"game": "rps", "solver": "nash"})
+    run.mark_failed("worker lost")
+    assert staff_client.get("/admin/lab_app/labrun/").status_code == 200
+    with django_capture_on_commit_callbacks(execute=True):
+        response = staff_client.post(
+            "/admin/lab_app/labrun/", {"action": "rerun", "_selected_action": [run.pk]}, follow=True
+        )
+    assert response.status_code == 200
+    run.refresh_from_db()
+    assert run.status == "done" and run.result["equilibria"]
+
+
+def test_anonymous_visitors_cannot_open_the_admin_list(client):
+    assert client.get("/admin/lab_app/labrun/").status_code == 302
