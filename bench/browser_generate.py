@@ -54,6 +54,7 @@ def main() -> None:
     parser.add_argument("--onnx-dir", default=str(ROOT / "static" / "models" / "eqlm-demo"))
     parser.add_argument("--tokens", type=int, default=64)
     parser.add_argument("--threads", type=int, choices=[1, 2], default=2, help="wasm threads in the page")
+    parser.add_argument("--repeats", type=int, default=2, help="measured runs per depth (the best is printed)")
     args = parser.parse_args()
 
     scratch = tempfile.mkdtemp(prefix="eqlm-browser-bench-")
@@ -86,12 +87,16 @@ def main() -> None:
         isolated = page.evaluate("window.crossOriginIsolated")
         print(f"headless Chromium, /demo/ {'cross-origin isolated' if isolated else 'NOT isolated'}")
         print(page.locator("#runtime-status").inner_text())
-        print(f"prompt {len(PROMPT.encode())} bytes, {args.tokens} greedy tokens per run (after a warm-up run)\n")
+        print(
+            f"prompt {len(PROMPT.encode())} bytes, {args.tokens} greedy tokens per run, best of {args.repeats} "
+            "after a warm-up run\n"
+        )
         print(f"{'depth':>5}  {'tokens/s (page)':>15}  {'decode tokens/s':>15}  {'first token ms':>14}")
         results = {}
         for depth in (4, 8, 12):
             run_dial(page, depth, 8)  # warm-up at this depth
-            run = run_dial(page, depth, args.tokens)
+            runs = [run_dial(page, depth, args.tokens) for _ in range(args.repeats)]
+            run = max(runs, key=lambda r: r["tokensPerSecond"])  # the machine is shared: best of the repeats
             decode = (run["tokens"] - 1) / max(1e-9, run["seconds"] - run["firstTokenMs"] / 1000)
             results[depth] = run["tokensPerSecond"]
             print(f"{depth:>5}  {run['tokensPerSecond']:>15.1f}  {decode:>15.1f}  {run['firstTokenMs']:>14.1f}")
