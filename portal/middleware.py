@@ -47,7 +47,7 @@ class SecurityHeadersMiddleware:
 
 
 class DatabaseUnavailableMiddleware:
-    """Turns a lost database into a plain 503 instead of a traceback."""
+    """A lost database becomes a plain 503, a full or read-only media disk a 507/503, instead of a traceback."""
 
     def __init__(self, get_response):
         self.get_response = get_response
@@ -56,6 +56,10 @@ class DatabaseUnavailableMiddleware:
         return self.get_response(request)
 
     def process_exception(self, request, exception):
+        from .storage import StorageUnavailable
+
+        if isinstance(exception, StorageUnavailable):
+            return storage_unavailable_response(request, exception)
         if not isinstance(exception, (OperationalError, InterfaceError)) and type(exception) is not DatabaseError:
             return None
         message = "The database is unavailable right now. Please try again in a minute."
@@ -67,3 +71,17 @@ class DatabaseUnavailableMiddleware:
             response = HttpResponse(message, status=503, content_type="text/plain; charset=utf-8")
         response["Retry-After"] = "30"
         return response
+
+
+def storage_unavailable_response(request, exception) -> HttpResponse:
+    """The upload could not be stored; the transaction around it rolled back and the partial file was removed."""
+    status = 507 if exception.full else 503
+    message = f"The upload could not be stored: {exception.reason}. Nothing was saved; please try again later."
+    if request.path.startswith(("/api/", "/v1/")):
+        from .api import error_body
+
+        response = JsonResponse(error_body(message, status, code="storage_unavailable"), status=status)
+    else:
+        response = HttpResponse(message, status=status, content_type="text/plain; charset=utf-8")
+    response["Retry-After"] = "300"
+    return response

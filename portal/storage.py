@@ -1,0 +1,31 @@
+"""Media storage that never leaves a half-written file: a failed write (disk full, read-only) is removed."""
+
+import errno
+import os
+from contextlib import suppress
+
+from django.core.files.storage import FileSystemStorage
+
+NO_SPACE = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG}
+
+
+class StorageUnavailable(OSError):
+    """The media directory cannot take this file right now (full, read-only or missing); nothing was kept."""
+
+    def __init__(self, cause: OSError):
+        super().__init__(cause.errno, cause.strerror)
+        self.full = cause.errno in NO_SPACE
+        self.reason = "no space left on the server's disk" if self.full else "the server's media folder is not writable"
+
+
+class SafeFileSystemStorage(FileSystemStorage):
+    def _save(self, name, content):
+        path = self.path(name)
+        existed = os.path.lexists(path)  # then Django writes under another name: never remove someone else's file
+        try:
+            return super()._save(name, content)
+        except OSError as exc:
+            if not existed:
+                with suppress(OSError):
+                    os.remove(path)
+            raise StorageUnavailable(exc) from exc
