@@ -16,7 +16,9 @@ def lab_job_url() -> str:
     from lab_app.tasks import run_lab_job
 
     run = services.create_job({"game": "biased_rps", "solver": "mmd", "params": {"steps": 50}})
-    run_lab_job(run.pk)  # inside a test transaction on_commit never fires: run it here, as a worker would
+    run.refresh_from_db()
+    if not run.is_finished:  # inside a test transaction on_commit never fires: run it here, as a worker would
+        run_lab_job(run.pk)
     return f"/lab/jobs/{run.pk}/"
 
 

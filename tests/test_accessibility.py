@@ -1,0 +1,105 @@
+"""Every page in headless Chromium: axe finds no serious or critical violation in light or dark mode, nothing
+leaves the machine, the console stays clean, a 375-px-wide phone needs no sideways scrolling, and the lab and the
+depth dial work from the keyboard alone.
+
+The suite checks one page of each kind; `RELIABILITY_FULL=1` (make reliability) checks every seeded page.
+"""
+
+import os
+import re
+import time
+
+import pytest
+
+from .axe import horizontal_overflow, serious_violations, settle
+from .portal_pages import public_page_urls, seed_portal
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+FULL = os.environ.get("RELIABILITY_FULL") == "1"
+
+
+def page_kinds(urls: list[str]) -> list[str]:
+    """One URL per kind of page (every benchmark table shares a template, so one stands for all in the suite)."""
+    if FULL:
+        return urls
+    kinds, seen = [], set()
+    for url in urls:
+        kind = re.sub(r"/(F\d+|[-a-z0-9_]+|\d+)/$", "/<x>/", url) if url.count("/") > 2 else url
+        if kind.startswith("/benchmarks/") and kind not in ("/benchmarks/runs/", "/benchmarks/compare/"):
+            kind = "/benchmarks/<x>/" if url != "/benchmarks/" else url
+        if kind not in seen:
+            seen.add(kind)
+            kinds.append(url)
+    return kinds
+
+
+def test_every_page_is_accessible_in_light_and_dark_mode_and_fits_a_phone(page):
+    seed_portal()
+    urls = page_kinds(public_page_urls())
+    problems = []
+    for scheme in ("light", "dark"):
+        page.emulate_media(color_scheme=scheme)
+        for url in urls:
+            response = page.goto(url)
+            assert response.status == 200, url
+            settle(page, thorough=FULL)
+            if not url.startswith("/admin/"):  # the admin has its own theme switch
+                assert page.evaluate("document.documentElement.dataset.theme") == scheme, url
+            problems += [f"{url} [{scheme}] {violation}" for violation in serious_violations(page)]
+    page.set_viewport_size({"width": 375, "height": 800})
+    for url in urls:
+        page.goto(url)
+        settle(page, thorough=True)
+        overflow = horizontal_overflow(page)
+        if overflow > 0:
+            problems.append(f"{url} [375 px] wider than the screen by {overflow} px")
+    assert problems == [], "\n".join(problems)
+    page.watch.assert_clean()
+
+
+def wait_until(page, expression: str, seconds: float = 15) -> None:
+    """Poll a condition from outside the page (the CSP forbids the eval that page.wait_for_function uses)."""
+    deadline = time.monotonic() + seconds
+    while not page.evaluate(expression):
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {expression}")
+        page.wait_for_timeout(100)
+
+
+def tab_to(page, element_id: str, limit: int = 80) -> None:
+    """Press Tab until the element has focus, as a keyboard user would."""
+    for _ in range(limit):
+        if page.evaluate("document.activeElement && document.activeElement.id") == element_id:
+            return
+        page.keyboard.press("Tab")
+    raise AssertionError(f"#{element_id} cannot be reached with Tab")
+
+
+def test_the_lab_can_be_driven_from_the_keyboard_alone(page):
+    page.goto("/lab/")
+    settle(page)
+    tab_to(page, "solver")
+    page.keyboard.press("End")  # the last solver in the list, chosen with the keyboard
+    chosen = page.evaluate("document.getElementById('solver').value")
+    tab_to(page, "run-button")
+    page.keyboard.press("Enter")
+    wait_until(page, "document.getElementById('results-body').textContent.trim().length > 0")
+    assert chosen in page.url or page.locator("#results-body table").count() > 0
+    page.watch.assert_clean()
+
+
+def test_the_depth_dial_can_be_driven_from_the_keyboard_alone(page):
+    page.goto("/demo/")
+    wait_until(page, "!document.getElementById('generate').disabled", 60)
+    tab_to(page, "depth")
+    for _ in range(4):
+        page.keyboard.press("ArrowLeft")
+    assert page.locator("#depth-value").inner_text() == "4"
+    tab_to(page, "max-tokens")
+    page.keyboard.press("Control+A")
+    page.keyboard.type("6")
+    tab_to(page, "generate")
+    page.keyboard.press("Enter")
+    wait_until(page, "document.getElementById('fig-tps').textContent.trim() !== '—'", 60)
+    assert "Generated text appears here" not in page.locator("#output").inner_text()
+    page.watch.assert_clean()
