@@ -136,3 +136,6 @@ results-fixture: setup ## Rebuild fixtures/results.json from ../shared/anchor-re
 .PHONY: bench-lab
 bench-lab: setup ## Lab solvers: times against the goals and ratios against nashpy (and pygambit when installed)
 	$(BIN)/python bench/lab.py
+
+reliability: setup services collectstatic ## Security, personas, schema fuzz, faults, axe on every page, load and streams; writes docs/RELIABILITY.md
+	env -u DATABASE_URL -u CELERY_BROKER_URL -u CELERY_RESULT_BACKEND $(BIN)/python scripts/reliability.py $(RELIABILITY_ARGS)

@@ -13,6 +13,7 @@ import pytest
 
 from .axe import horizontal_overflow, serious_violations, settle
 from .portal_pages import public_page_urls, seed_portal
+from .report import record
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 FULL = os.environ.get("RELIABILITY_FULL") == "1"
@@ -53,6 +54,18 @@ def test_every_page_is_accessible_in_light_and_dark_mode_and_fits_a_phone(page):
         overflow = horizontal_overflow(page)
         if overflow > 0:
             problems.append(f"{url} [375 px] wider than the screen by {overflow} px")
+    record(
+        "accessibility",
+        {
+            "pages": len(urls),
+            "axe_runs": 2 * len(urls),
+            "phone_checks": len(urls),
+            "problems": problems,
+            "console_errors": page.watch.console_errors,
+            "external_requests": page.watch.external_requests,
+            "requests_seen": len(page.watch.requests),
+        },
+    )
     assert problems == [], "\n".join(problems)
     page.watch.assert_clean()
 

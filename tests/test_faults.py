@@ -3,6 +3,7 @@
 Pages answer in plain words, the API in its error shape, nothing is half-written, and queued work is not lost.
 """
 
+import os
 import subprocess
 import uuid
 from pathlib import Path
@@ -14,6 +15,7 @@ from django.db import connection
 from benchmarks_app.models import SourceFile
 
 from . import faults
+from .report import record
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -124,8 +126,9 @@ def worker_env(redis_url, transactional_db):
 def test_a_worker_killed_in_the_middle_of_an_ingest_leaves_no_rows_and_the_redelivered_task_completes_once(
     worker_env, redis_url, tmp_path
 ):
-    result = faults.kill_worker_during_ingest(worker_env, redis_url, tmp_path / "worker.log", rows=60_000)
-    print(result.line())
+    rows = int(os.environ.get("FAULT_INGEST_ROWS", "60000"))
+    result = faults.kill_worker_during_ingest(worker_env, redis_url, tmp_path / "worker.log", rows=rows)
+    record(f"fault-{result.name}", vars(result))
     assert result.passed, result.line()
 
 
@@ -137,6 +140,7 @@ def test_a_worker_killed_in_the_middle_of_an_evaluation_is_redelivered_and_the_r
     result = faults.kill_worker_during_evaluation(
         worker_env, redis_url, tmp_path / "worker.log", Path(settings.MEDIA_ROOT), tmp_path
     )
+    record(f"fault-{result.name}", vars(result))
     assert result.passed, result.line()
 
 
@@ -144,4 +148,5 @@ def test_a_worker_killed_in_the_middle_of_an_evaluation_is_redelivered_and_the_r
 @pytest.mark.slow
 def test_jobs_queued_before_a_redis_restart_run_after_it_returns(worker_env, tmp_path):
     result = faults.redis_restart_with_queued_jobs(worker_env, tmp_path, tmp_path / "worker.log", jobs=4)
+    record(f"fault-{result.name}", vars(result))
     assert result.passed, result.line()

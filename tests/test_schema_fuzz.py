@@ -3,14 +3,17 @@
 The in-suite run draws a few examples per operation; `make reliability` draws many more (scripts/reliability.py).
 """
 
+import os
+
 import pytest
 from django.test import Client
 from drf_spectacular.generators import SchemaGenerator
 
 from .fuzzing import fuzz_operation, operations, portal_hints
+from .report import record
 
 pytestmark = pytest.mark.django_db
-EXAMPLES_PER_OPERATION = 12
+EXAMPLES_PER_OPERATION = int(os.environ.get("FUZZ_EXAMPLES", "10"))  # make reliability: 150
 
 
 @pytest.fixture
@@ -33,6 +36,19 @@ def test_every_api_operation_survives_generated_requests(seeded_pages, staff_use
         client = staff if op.method != "get" and not op.path.startswith("/v1/") else anonymous
         outcomes.append(fuzz_operation(op, client, hints, EXAMPLES_PER_OPERATION))
     failures = [failure for outcome in outcomes for failure in outcome.failures]
+    record(
+        "fuzz",
+        {
+            "operations": len(outcomes),
+            "examples_per_operation": EXAMPLES_PER_OPERATION,
+            "requests": sum(outcome.tried for outcome in outcomes),
+            "failures": failures,
+            "by_operation": [
+                {"operation": o.operation, "requests": o.tried, "statuses": o.statuses, "failures": len(o.failures)}
+                for o in outcomes
+            ],
+        },
+    )
     assert failures == []
     assert sum(outcome.tried for outcome in outcomes) >= EXAMPLES_PER_OPERATION * len(found) // 2
     # The drawn requests reach both sides: successes and refusals.
