@@ -2,12 +2,41 @@
 
 import os
 
-from celery import Celery
+from celery import Celery, Task
 from kombu import Queue
+from kombu.exceptions import OperationalError as BrokerError
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "portal.settings")
 
-app = Celery("portal")
+# The job row each task works on (its first argument is the row's id), so a job the broker refused ends failed.
+JOB_ROWS = {
+    "benchmarks_app.tasks.ingest_upload": "benchmarks_app.SourceFile",
+    "lab_app.tasks.run_lab_job": "lab_app.LabRun",
+    "inference.tasks.evaluate_blimp": "inference.EvaluationRun",
+}
+QUEUE_DOWN = "The job queue (Redis) was unavailable, so this job was never started. Please submit it again."
+
+
+class QueueUnavailable(Exception):
+    """The broker refused a message; the job row (if any) was marked failed. Answered as a 503."""
+
+
+class PortalTask(Task):
+    def apply_async(self, args=None, kwargs=None, **options):
+        try:
+            return super().apply_async(args, kwargs, **options)
+        except BrokerError as exc:
+            label = JOB_ROWS.get(self.name)
+            if label and args:
+                from django.apps import apps
+
+                row = apps.get_model(label).objects.filter(pk=args[0]).first()
+                if row is not None and row.status == "queued":
+                    row.mark_failed(QUEUE_DOWN)
+            raise QueueUnavailable(QUEUE_DOWN) from exc
+
+
+app = Celery("portal", task_cls=PortalTask)
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.conf.update(
     task_serializer="json",

@@ -56,10 +56,13 @@ class DatabaseUnavailableMiddleware:
         return self.get_response(request)
 
     def process_exception(self, request, exception):
+        from .celery import QueueUnavailable
         from .storage import StorageUnavailable
 
         if isinstance(exception, StorageUnavailable):
             return storage_unavailable_response(request, exception)
+        if isinstance(exception, QueueUnavailable):
+            return plain_503(request, str(exception), "queue_unavailable")
         if not isinstance(exception, (OperationalError, InterfaceError)) and type(exception) is not DatabaseError:
             return None
         message = "The database is unavailable right now. Please try again in a minute."
@@ -71,6 +74,17 @@ class DatabaseUnavailableMiddleware:
             response = HttpResponse(message, status=503, content_type="text/plain; charset=utf-8")
         response["Retry-After"] = "30"
         return response
+
+
+def plain_503(request, message: str, code: str) -> HttpResponse:
+    if request.path.startswith(("/api/", "/v1/")):
+        from .api import error_body
+
+        response = JsonResponse(error_body(message, 503, code=code), status=503)
+    else:
+        response = HttpResponse(message, status=503, content_type="text/plain; charset=utf-8")
+    response["Retry-After"] = "60"
+    return response
 
 
 def storage_unavailable_response(request, exception) -> HttpResponse:

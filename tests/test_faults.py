@@ -150,3 +150,21 @@ def test_jobs_queued_before_a_redis_restart_run_after_it_returns(worker_env, tmp
     result = faults.redis_restart_with_queued_jobs(worker_env, tmp_path, tmp_path / "worker.log", jobs=4)
     record(f"fault-{result.name}", vars(result))
     assert result.passed, result.line()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_job_submitted_while_redis_is_down_ends_failed_with_a_clear_message(client):
+    from lab_app.models import LabRun
+
+    closed = f"redis://127.0.0.1:{faults.free_port()}/0"  # nothing listens there: Redis is down
+    with faults.celery_on(closed):
+        response = client.post(
+            "/api/lab/jobs/",
+            {"game": "biased_rps", "solver": "mmd", "params": {"steps": 50}},
+            content_type="application/json",
+        )
+    assert response.status_code == 503 and response["Retry-After"]
+    error = response.json()["error"]
+    assert error["code"] == "queue_unavailable" and "submit it again" in error["message"]
+    run = LabRun.objects.get()
+    assert run.status == "failed" and "job queue (Redis) was unavailable" in run.error
