@@ -89,6 +89,7 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "rest_framework",
     "drf_spectacular",
+    "drf_spectacular_sidecar",  # Swagger UI's files for /api/docs/, served locally (never a CDN)
     "portal",
     "findings_app",
     "benchmarks_app",
@@ -225,6 +226,10 @@ SPECTACULAR_SETTINGS = {
     "DESCRIPTION": "Findings, live benchmark tables, equilibrium solvers and an OpenAI-compatible EqLM API.",
     "VERSION": VERSION,
     "SERVE_INCLUDE_SCHEMA": False,
+    # /api/docs/: Swagger UI from the portal's own static files; its start-up script is a separate file (CSP).
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "SWAGGER_UI_SETTINGS": {"deepLinking": False, "validatorUrl": None},
     # Two `status` fields with different choices: name their enums instead of hashing them.
     "ENUM_NAME_OVERRIDES": {
         "JobStatusEnum": "portal.models.JobStatus",

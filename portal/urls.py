@@ -2,7 +2,7 @@
 
 from django.contrib import admin
 from django.urls import include, path
-from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
 from findings_app.views import home
 
@@ -14,7 +14,11 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("api/health", views.health_view, name="health"),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
-    path("api/docs/", SpectacularRedocView.as_view(url_name="api-schema"), name="api-docs"),
+    path(
+        "api/docs/",
+        SpectacularSwaggerSplitView.as_view(url_name="api-schema", template_name="api/swagger.html"),
+        name="api-docs",
+    ),
     path("api/", views.api_reference, name="api-reference"),
     path("findings/", include("findings_app.urls")),
     path("benchmarks/", include("benchmarks_app.urls")),

@@ -39,6 +39,7 @@ def public_page_urls(with_lab_job: bool = True) -> list[str]:
         "/demo/",
         "/models/",
         "/api/",
+        "/api/docs/",
         "/admin/login/",
     ]
     finding = Finding.objects.order_by("pk").first()
