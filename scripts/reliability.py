@@ -225,7 +225,11 @@ def main() -> int:
         ),
         "fuzz": run_pytest("fuzz", ["tests/test_schema_fuzz.py"], out, FUZZ_EXAMPLES=str(args.fuzz_examples)),
         "faults": run_pytest(
-            "faults", ["tests/test_faults.py", "portal/tests/test_health.py"], out, FAULT_INGEST_ROWS="120000"
+            "faults",
+            ["tests/test_faults.py", "portal/tests/test_health.py"],
+            out,
+            FAULT_INGEST_ROWS="120000",
+            RELIABILITY_FULL="1",
         ),
         "accessibility": run_pytest("accessibility", ["tests/test_accessibility.py"], out, RELIABILITY_FULL="1"),
     }

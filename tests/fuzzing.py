@@ -298,6 +298,10 @@ def portal_hints() -> dict:
     from lab_app.models import LabRun
 
     comparisons = list(Comparison.objects.values_list("slug", flat=True)[:10])
+    sides = [
+        (f"{c.treatment_experiment}:{c.treatment_arm}", f"{c.baseline_experiment}:{c.baseline_arm}", c.metric)
+        for c in Comparison.objects.filter(kind="ratio").exclude(treatment_arm="").exclude(baseline_arm="")[:5]
+    ]
     metrics = list(ResultRow.objects.values_list("metric", flat=True).distinct()[:5])
     return {
         "slug": comparisons or ["ratio"],
@@ -311,9 +315,11 @@ def portal_hints() -> dict:
         ]
         or ["1"],  # fmt: skip
         "model_id": ["eqlm-demo"],
-        "metric": metrics or ["blimp_accuracy"],
-        "treatment": ["exp13_contraction_at_width:C1"],
-        "baseline": ["exp13_contraction_at_width:C0"],
+        "metric": [s[2] for s in sides] + metrics or ["blimp_accuracy"],
+        "treatment": [s[0] for s in sides] or ["exp13_contraction_at_width:C1"],
+        "baseline": [s[1] for s in sides] or ["exp13_contraction_at_width:C0"],
+        "resamples": ["200", "1000"],
+        "interval": ["bootstrap", "t"],
         "upload samples": [json.dumps({"experiment": "exp13_contraction_at_width", "seed": 1, "arms": {}}).encode()],
         "POST /v1/completions body": [{"model": "eqlm-demo", "prompt": "In the beginning", "max_tokens": 4}],
         "POST /v1/chat/completions body": [

@@ -22,7 +22,7 @@ def lab_job_url() -> str:
     return f"/lab/jobs/{run.pk}/"
 
 
-def public_page_urls(with_lab_job: bool = True) -> list[str]:
+def public_page_urls(with_lab_job: bool = True, tables: int | None = None) -> list[str]:
     """Every public page kind, with real rows behind it (call after seed_portal)."""
     from benchmarks_app.models import Comparison, Run
     from findings_app.models import Finding
@@ -48,7 +48,8 @@ def public_page_urls(with_lab_job: bool = True) -> list[str]:
     run = Run.objects.order_by("pk").first()
     if run is not None:
         urls.append(f"/benchmarks/runs/{run.run_id}/")
-    urls += [f"/benchmarks/{slug}/" for slug in Comparison.objects.order_by("pk").values_list("slug", flat=True)]
+    slugs = list(Comparison.objects.order_by("pk").values_list("slug", flat=True))
+    urls += [f"/benchmarks/{slug}/" for slug in slugs[:tables]]
     if with_lab_job:
         urls.append(lab_job_url())
     return urls
