@@ -199,6 +199,24 @@ def write_report(results: dict, out: Path, args) -> str:
         lines += ["", "## Accessibility problems", ""] + [f"- {p}" for p in a11y["problems"]]
     lines += [
         "",
+        "## What these checks found (and what changed)",
+        "",
+        "- An upload onto a full disk answered 500 and left a half-written file in the media folder: the media "
+        "storage now removes the partial file and the request answers 507 (read-only folder: 503) in plain words or "
+        "the API's error shape (`portal/storage.py`, `portal/middleware.py`).",
+        "- A job submitted while Redis was down answered 500 after about 20 s and its row stayed `queued` forever: it "
+        "now answers 503 within about 2 s and the row ends `failed` with a clear message (`portal/celery.py`).",
+        "- `?format=<unknown>` on any API endpoint answered 404 with an empty message, and unmatched `/api/` paths "
+        "answered an HTML page: both now use the error shape (`portal/api.py`, `portal/views.py`).",
+        "- `/api/docs/` loaded Redoc from a CDN, which the CSP blocked (a blank page): it now serves Swagger UI from "
+        "the portal's own static files with a separate start-up script, passing axe.",
+        "- The lab and council pages scrolled sideways on a 375-px phone (a fieldset's minimum width; visually hidden "
+        "sort labels escaping their scrolling table): fixed in CSS.",
+        "- `check --deploy` warned that the model-upload schema component shared its name with the benchmark upload "
+        "(so `/api/schema/` documented the wrong fields), plus enum and operationId collisions: fixed.",
+        "- A worker killed with `kill -9` leaves its task to Redis's visibility timeout, one hour by default: "
+        "`CELERY_VISIBILITY_TIMEOUT` now sets it (shorter means faster redelivery, but must exceed the longest task).",
+        "",
         "`make test` runs the fast subset of the same tests (tests/: personas, security, a smaller fuzz, the "
         "faults, one page of each kind through axe).",
         "",
