@@ -226,7 +226,7 @@ def write_report(results: dict, out: Path, args) -> str:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--fuzz-examples", type=int, default=150)
+    parser.add_argument("--fuzz-examples", type=int, default=100)
     parser.add_argument("--load-seconds", type=float, default=60)
     parser.add_argument("--users", type=int, default=50)
     parser.add_argument("--skip-load", action="store_true", help="skip bench/load.py and bench/streams.py")

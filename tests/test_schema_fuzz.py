@@ -13,7 +13,7 @@ from .fuzzing import fuzz_operation, operations, portal_hints
 from .report import record
 
 pytestmark = pytest.mark.django_db
-EXAMPLES_PER_OPERATION = int(os.environ.get("FUZZ_EXAMPLES", "6"))  # make reliability: 150
+EXAMPLES_PER_OPERATION = int(os.environ.get("FUZZ_EXAMPLES", "6"))  # make reliability: 100
 
 
 @pytest.fixture
