@@ -1,6 +1,6 @@
 """`make reliability`: run every hardening check, then write docs/RELIABILITY.md with what was tried and what held.
 
-    .venv/bin/python scripts/reliability.py [--skip-load] [--fuzz-examples 150] [--load-seconds 60]
+    .venv/bin/python scripts/reliability.py [--skip-load] [--fuzz-examples 100] [--load-seconds 60]
 
 Sections: persona and CSRF tests, security headers and secrets, the schema fuzz (many examples per operation),
 faults (database down, full and read-only disk, kill -9 of a worker mid-ingest and mid-evaluation, a Redis
