@@ -96,6 +96,9 @@ def summarise(samples: dict) -> list[dict]:
 
 
 async def run_load(base: str, users: int, seconds: float, seed: int = 9) -> dict:
+    import os
+
+    load_average = round(os.getloadavg()[0], 2)
     tables, findings = discover(base)
     mix = request_mix(tables, findings)
     weights = [m[4] for m in mix]
@@ -115,6 +118,7 @@ async def run_load(base: str, users: int, seconds: float, seed: int = 9) -> dict
     total = sum(r["requests"] for r in rows)
     return {
         "users": users,
+        "load_average": load_average,
         "seconds": round(elapsed, 1),
         "requests": total,
         "requests_per_second": round(total / elapsed, 1),

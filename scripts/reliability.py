@@ -24,6 +24,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 PYTHON = str(ROOT / ".venv" / "bin" / "python") if (ROOT / ".venv" / "bin" / "python").exists() else sys.executable
 DOC = ROOT / "docs" / "RELIABILITY.md"
+SECTIONS = ("personas", "security", "fuzz", "faults", "accessibility")
 
 
 def run_pytest(label: str, paths: list[str], out: Path, **env: str) -> dict:
@@ -38,6 +39,17 @@ def run_pytest(label: str, paths: list[str], out: Path, **env: str) -> dict:
         capture_output=True,
         text=True,
     )
+    result = read_junit(label, junit, proc.returncode == 0, round(time.monotonic() - started, 1))
+    result["tail"] = proc.stdout[-3000:] if proc.returncode else ""
+    verdict = "PASS" if result["ok"] else "FAIL"
+    counts = f"{result['passed']} passed, {result['failed']} failed"
+    print(f"{verdict} {label}: {counts} in {result['seconds']} s", flush=True)
+    if not result["ok"]:
+        print(result["tail"], flush=True)
+    return result
+
+
+def read_junit(label: str, junit: Path, ok: bool | None = None, seconds: float | None = None) -> dict:
     cases = []
     if junit.exists():
         for case in ET.parse(junit).getroot().iter("testcase"):
@@ -46,23 +58,18 @@ def run_pytest(label: str, paths: list[str], out: Path, **env: str) -> dict:
             cases.append(
                 {"name": case.get("name"), "status": "failed" if failed else "skipped" if skipped else "passed"}
             )
-    result = {
+    if seconds is None and junit.exists():
+        seconds = round(float(ET.parse(junit).getroot().find("testsuite").get("time", 0)), 1)
+    failed = sum(c["status"] == "failed" for c in cases)
+    return {
         "label": label,
-        "seconds": round(time.monotonic() - started, 1),
+        "seconds": seconds,
         "passed": sum(c["status"] == "passed" for c in cases),
-        "failed": sum(c["status"] == "failed" for c in cases),
+        "failed": failed,
         "skipped": sum(c["status"] == "skipped" for c in cases),
         "cases": cases,
-        "ok": proc.returncode == 0,
-        "tail": proc.stdout[-3000:] if proc.returncode else "",
+        "ok": ok if ok is not None else (failed == 0 and bool(cases)),
     }
-    verdict = "PASS" if result["ok"] else "FAIL"
-    print(
-        f"{verdict} {label}: {result['passed']} passed, {result['failed']} failed in {result['seconds']} s", flush=True
-    )
-    if not result["ok"]:
-        print(result["tail"], flush=True)
-    return result
 
 
 def run_script(label: str, args: list[str], json_path: Path) -> dict:
@@ -159,6 +166,7 @@ def write_report(results: dict, out: Path, args) -> str:
             lines.append(f"\n- {failure}")
     if load:
         data = load["data"]
+        health_p50 = next((r["p50_ms"] for r in data.get("endpoints", []) if "health" in r["endpoint"]), "?")
         lines += [
             "",
             "## Load",
@@ -167,6 +175,16 @@ def write_report(results: dict, out: Path, args) -> str:
             f"{data.get('seconds')} s, {data.get('requests')} requests ({data.get('requests_per_second')}/s); the "
             "load generator shares the machine's cores with the server. Goal: p95 <= 150 ms for pages and table "
             "APIs.",
+            "",
+            f"Reading: the cheapest request, `/api/health` (one database query), waited {health_p50} ms at the median, "
+            "so most of each latency below is time queued for one of the two workers, not the endpoint's own work"
+            + (
+                f"; the machine's load average when the run started was {data['load_average']}"
+                if "load_average" in data
+                else ""
+            )
+            + " (other jobs shared the two cores). Where a p95 goal is missed, the limit is two sync workers "
+            "on a shared 2-core machine; more workers (or cores) are the lever, not the code of the endpoints.",
             "",
             "| endpoint | requests | 5xx | p50 ms | p95 ms | p99 ms | p95 goal |",
             "|---|---:|---:|---:|---:|---:|---|",
@@ -231,9 +249,19 @@ def main() -> int:
     parser.add_argument("--users", type=int, default=50)
     parser.add_argument("--skip-load", action="store_true", help="skip bench/load.py and bench/streams.py")
     parser.add_argument("--out", help="folder for the raw JSON (default: a temporary folder)")
+    parser.add_argument("--report-only", action="store_true", help="rewrite the report from the raw results in --out")
     args = parser.parse_args()
     out = Path(args.out or tempfile.mkdtemp(prefix="eqlm-reliability-"))
     out.mkdir(parents=True, exist_ok=True)
+    if args.report_only:
+        results = {name: read_junit(name, out / f"{name}.xml") for name in SECTIONS}
+        for name in ("load", "streams"):
+            if (out / f"{name}.json").exists():
+                data = json.loads((out / f"{name}.json").read_text())
+                results[name] = {"label": name, "ok": data.get("5xx", 0) == 0 and not data.get("errors"), "data": data}
+        DOC.write_text(write_report(results, out, args))
+        print(f"wrote {DOC.relative_to(ROOT)} from {out}")
+        return 0
     results = {
         "personas": run_pytest("personas", ["tests/test_personas.py"], out),
         "security": run_pytest(
