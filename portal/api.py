@@ -43,18 +43,29 @@ def error_body(message: str, status_code: int, param: str | None = None, code: s
 
 
 def _first_message(detail) -> tuple[str | None, str]:
-    """(field, message) for the first problem inside a DRF ValidationError detail."""
+    """(field path, message) for the first problem inside a DRF ValidationError detail.
+
+    Nested errors keep their path (`messages[1].role`); empty entries for valid list items are skipped.
+    """
     if isinstance(detail, dict):
         for field, value in detail.items():
+            if not value:
+                continue
             inner_field, message = _first_message(value)
             name = field if field != "non_field_errors" else None
             if inner_field and name:
-                name = f"{name}.{inner_field}"
+                name = f"{name}{inner_field}" if inner_field.startswith("[") else f"{name}.{inner_field}"
             return (name or inner_field), message
         return None, "Invalid request."
     if isinstance(detail, list):
-        for item in detail:
-            return _first_message(item)
+        for index, item in enumerate(detail):
+            if not item:
+                continue
+            if isinstance(item, dict | list):
+                inner_field, message = _first_message(item)
+                path = f"[{index}]" + (f".{inner_field}" if inner_field and not inner_field.startswith("[") else "")
+                return path, message
+            return None, str(item)
         return None, "Invalid request."
     return None, str(detail)
 
