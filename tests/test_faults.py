@@ -115,19 +115,32 @@ def test_an_upload_into_a_read_only_media_folder_is_a_clear_error_and_leaves_not
 
 
 @pytest.fixture
-def worker_env(redis_url, transactional_db):
+def fault_broker(redis_url):
+    """A Redis database of these tests' own: the suite's long-lived worker (if one was started earlier in the
+    session) listens on `redis_url` and would otherwise take the task away from the worker these tests kill."""
+    import redis
+
+    base, number = redis_url.rsplit("/", 1)
+    url = f"{base}/{(int(number) + 1) % 16}"
+    redis.Redis.from_url(url).flushdb()
+    yield url
+    redis.Redis.from_url(url).flushdb()
+
+
+@pytest.fixture
+def worker_env(fault_broker, transactional_db):
     import conftest
 
-    return conftest.worker_environment(redis_url)
+    return conftest.worker_environment(fault_broker)
 
 
 @pytest.mark.worker
 @pytest.mark.slow
 def test_a_worker_killed_in_the_middle_of_an_ingest_leaves_no_rows_and_the_redelivered_task_completes_once(
-    worker_env, redis_url, tmp_path
+    worker_env, fault_broker, tmp_path
 ):
     rows = int(os.environ.get("FAULT_INGEST_ROWS", "60000"))
-    result = faults.kill_worker_during_ingest(worker_env, redis_url, tmp_path / "worker.log", rows=rows)
+    result = faults.kill_worker_during_ingest(worker_env, fault_broker, tmp_path / "worker.log", rows=rows)
     record(f"fault-{result.name}", vars(result))
     assert result.passed, result.line()
 
@@ -138,10 +151,10 @@ def test_a_worker_killed_in_the_middle_of_an_ingest_leaves_no_rows_and_the_redel
     os.environ.get("RELIABILITY_FULL") != "1", reason="loads torch in two workers (~45 s): runs in make reliability"
 )
 def test_a_worker_killed_in_the_middle_of_an_evaluation_is_redelivered_and_the_run_ends_done_once(
-    worker_env, redis_url, tmp_path, settings
+    worker_env, fault_broker, tmp_path, settings
 ):
     result = faults.kill_worker_during_evaluation(
-        worker_env, redis_url, tmp_path / "worker.log", Path(settings.MEDIA_ROOT), tmp_path
+        worker_env, fault_broker, tmp_path / "worker.log", Path(settings.MEDIA_ROOT), tmp_path
     )
     record(f"fault-{result.name}", vars(result))
     assert result.passed, result.line()
