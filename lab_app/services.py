@@ -43,7 +43,7 @@ def _sweep_combinations(spec: dict) -> list[dict]:
         return [spec]
     if not isinstance(sweep, dict) or not sweep:
         raise SolverInputError("sweep", "must be an object mapping a parameter name to a list of values")
-    keys = list(sweep)
+    keys = sorted(sweep)  # a fixed order: PostgreSQL's jsonb does not keep the order the keys were sent in
     for key in keys:
         values = sweep[key]
         if not isinstance(values, list) or not values:
