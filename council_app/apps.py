@@ -5,3 +5,8 @@ from django.apps import AppConfig
 
 class CouncilConfig(AppConfig):
     name = "council_app"
+
+    def ready(self):
+        from . import signals
+
+        signals.connect()

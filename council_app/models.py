@@ -22,6 +22,12 @@ class CouncilRecord(models.Model):
     baselines_note = models.TextField(blank=True, help_text="The fair-baseline arena's own note.")
     baselines_n = models.PositiveIntegerField(help_text="Questions in the fair-baseline arena.")
     findings = models.JSONField(default=list, help_text="Finding ids the record backs (e.g. F41, F54).")
+    revision = models.CharField(
+        max_length=32,
+        blank=True,
+        editable=False,
+        help_text="Changes whenever any part of the record changes; keys the cached summary in every process.",
+    )
 
     def __str__(self) -> str:
         return self.title

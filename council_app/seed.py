@@ -19,6 +19,7 @@ from .models import (
     SampleQuestion,
     Seed,
 )
+from .services import bump_revision
 
 FIXTURE = Path(settings.BASE_DIR) / "fixtures" / "council.json"
 FORMAT = "eqlm-portal/council-record@1"
@@ -65,6 +66,8 @@ def load(data: dict) -> Counter:
             _complete_seed(count, seed, block, rules, players)
     for row in data["baselines"]:
         count.add(FairBaseline.objects.get_or_create(key=row["key"], defaults=row))
+    if count.created:
+        bump_revision()  # bulk inserts send no signals
     return count
 
 

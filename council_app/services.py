@@ -6,7 +6,10 @@ sign-test z); derived figures are labelled as such wherever they are shown.
 
 from __future__ import annotations
 
+import uuid
 from dataclasses import dataclass, field
+
+from django.core.cache import cache
 
 from . import stats
 from .models import (
@@ -298,10 +301,12 @@ def ladder_notes() -> list[dict]:
     return notes
 
 
-def sorted_players(sort: str | None, direction: str | None) -> tuple[list[Player], str, str]:
+def sorted_players(
+    sort: str | None, direction: str | None, players: list[Player] | None = None
+) -> tuple[list[Player], str, str]:
     """The ladder rows sorted by one column (unknown columns fall back to the record's order)."""
     keys = {k for k, _ in PLAYER_COLUMNS}
-    players = list(Player.objects.all())
+    players = list(Player.objects.all()) if players is None else list(players)
     if sort not in keys:
         return players, "", ""
     direction = "desc" if direction == "desc" else "asc"
@@ -311,8 +316,33 @@ def sorted_players(sort: str | None, direction: str | None) -> tuple[list[Player
     return present + missing, sort, direction
 
 
+SUMMARY_CACHE_SECONDS = 3600
+
+
+def bump_revision() -> None:
+    """Mark the record changed (every process's cached summary goes stale); called on every save and delete."""
+    CouncilRecord.objects.update(revision=uuid.uuid4().hex)
+
+
 def summary() -> dict:
-    """Everything the council page and `GET /api/council/` show."""
+    """Everything the council page and `GET /api/council/` show, cached under the record's current revision.
+
+    The revision lives in the database, so an edit in any process (the admin, `seed`) is seen by every other
+    process on its next request; without a record there is nothing worth caching.
+    """
+    revision = CouncilRecord.objects.values_list("revision", flat=True).first()
+    if revision is None:
+        return compute_summary()
+    key = f"council:summary:{revision}"
+    found = cache.get(key)
+    if found is None:
+        found = compute_summary()
+        cache.set(key, found, SUMMARY_CACHE_SECONDS)
+    return found
+
+
+def compute_summary() -> dict:
+    """The summary computed from the stored rows (about 45 queries)."""
     head = headline()
     single = designated_single(head["baseline"])
     margins = seed_margins(single)

@@ -35,8 +35,10 @@ FINDINGS = [
 
 @require_safe
 def index(request):
-    context = services.summary()
-    players, sort, direction = services.sorted_players(request.GET.get("sort"), request.GET.get("dir"))
+    context = dict(services.summary())
+    players, sort, direction = services.sorted_players(
+        request.GET.get("sort"), request.GET.get("dir"), context["players"]
+    )
     context.update(
         section="council",
         findings=FINDINGS,
