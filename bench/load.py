@@ -2,9 +2,10 @@
 
     .venv/bin/python bench/load.py [--users 50] [--seconds 60] [--url http://127.0.0.1:8000] [--json out.json]
 
-Each user loops: pick a request from the mix (pages, table APIs, the findings API, lab solves, /v1/models),
-send it, wait a think time of 0.5-1.5 s. Without --url the script starts its own portal (scratch SQLite,
-seeded; bench/server.py). Prints p50/p95/p99 per endpoint and exits 1 on any 5xx or failed connection.
+Users arrive spread over the first 1.5 s (a ramp, not one burst of 50 at t=0). Each user loops: pick a request
+from the mix (pages, table APIs, the findings API, lab solves, /v1/models), send it, wait a think time of 0.5-1.5 s.
+Without --url the script starts its own portal (scratch SQLite, seeded; bench/server.py).
+Prints p50/p95/p99 per endpoint and exits 1 on any 5xx or failed connection.
 Goal (issue 9): zero 5xx; p95 <= 150 ms for pages and table APIs.
 """
 
@@ -56,6 +57,7 @@ def discover(base: str) -> tuple[list[str], list[str]]:
 
 
 async def user(client, mix, weights, tables, findings, stop_at, samples, rng):
+    await asyncio.sleep(rng.uniform(0, 1.5))  # users arrive spread over one think time, not as one burst at t=0
     while time.monotonic() < stop_at:
         name, method, path, body, _ = rng.choices(mix, weights=weights)[0]
         path = path.format(table=rng.choice(tables or ["exp13"]), finding=rng.choice(findings or ["F1"]))
