@@ -4,7 +4,6 @@ import csv
 import io
 
 from django.conf import settings
-from django.db import transaction
 from django.http import HttpResponse
 from django.shortcuts import get_object_or_404
 from drf_spectacular.types import OpenApiTypes
@@ -20,8 +19,7 @@ from portal.api import ApiError
 from . import stats, tables
 from .ingest import FORMATS, IngestError
 from .models import Comparison, ResultRow, SourceFile
-from .services import SizeLimitedUploadHandler, create_upload, pair_companions, read_limited
-from .tasks import ingest_upload
+from .services import SizeLimitedUploadHandler, pair_companions, queue_uploads, read_limited
 
 MAX_FILES = 50
 
@@ -105,25 +103,20 @@ class UploadListView(APIView):
         paired, problems = pair_companions(loaded)
         if problems:
             raise ApiError(f"{problems[0]['file']}: {problems[0]['message']}", param="file", code="lone_config")
+        try:
+            stored = queue_uploads(paired, fmt=fmt, uploader=request.user)
+        except IngestError as exc:
+            raise ApiError(exc.message, param="format")
         results = []
-        with transaction.atomic():
-            for hint, data, companion in paired:
-                try:
-                    source, duplicate = create_upload(
-                        data, name=hint, path_hint=hint, fmt=fmt, companion=companion, uploader=request.user
-                    )
-                except IngestError as exc:
-                    raise ApiError(exc.message, param="format")
-                if not duplicate:
-                    transaction.on_commit(lambda pk=source.pk: ingest_upload.delay(pk))
-                body = UploadSerializer(source).data
-                body["duplicate"] = duplicate
-                body["message"] = (
-                    f"Identical bytes were already uploaded as #{source.pk} ({source.status}); nothing new to ingest."
-                    if duplicate
-                    else "Queued for ingest."
-                )
-                results.append(body)
+        for _hint, source, duplicate in stored:
+            body = UploadSerializer(source).data
+            body["duplicate"] = duplicate
+            body["message"] = (
+                f"Identical bytes were already uploaded as #{source.pk} ({source.status}); nothing new to ingest."
+                if duplicate
+                else "Queued for ingest."
+            )
+            results.append(body)
         return Response({"uploads": results}, status=status.HTTP_202_ACCEPTED)
 
 

@@ -425,6 +425,27 @@ def create_upload(
     return source, False
 
 
+def queue_uploads(
+    paired: list[tuple[str, bytes, bytes | None]], *, fmt: str = "", uploader=None
+) -> list[tuple[str, SourceFile, bool]]:
+    """Store each (hint, data, companion) in one transaction and queue every new upload's ingest on commit.
+
+    Returns (hint, source_file, duplicate) per file; an `IngestError` stores none of them.
+    """
+    from .tasks import ingest_upload  # the tasks module imports this one
+
+    stored = []
+    with transaction.atomic():
+        for hint, data, companion in paired:
+            source, duplicate = create_upload(
+                data, name=hint, path_hint=hint, fmt=fmt, companion=companion, uploader=uploader
+            )
+            if not duplicate:
+                transaction.on_commit(lambda pk=source.pk: ingest_upload.delay(pk))
+            stored.append((hint, source, duplicate))
+    return stored
+
+
 def ingest_source_file(source_id: int) -> SourceFile:
     """Ingest a stored upload (the Celery task calls this). Safe to run twice: a finished file is left alone."""
     source = SourceFile.objects.get(pk=source_id)

@@ -222,14 +222,6 @@ def build_ratio(c: Comparison) -> dict:
         notes.append(f"Seeds {unpaired['missing_in_treatment']} have baseline rows but no treatment rows (unpaired).")
     if unpaired["missing_in_baseline"]:
         notes.append(f"Seeds {unpaired['missing_in_baseline']} have treatment rows but no baseline rows (unpaired).")
-    plot = {
-        "type": "ratio",
-        "per_seed": result["ratio"]["per_seed"],
-        "mean": result["ratio"]["mean"],
-        "ci": [result["ratio"]["ci_low"], result["ratio"]["ci_high"]],
-        "treatment": result["treatment"]["per_seed"],
-        "baseline": result["baseline"]["per_seed"],
-    }
     return {
         "columns": ["Row", "Experiment:arm", f"{c.metric} (mean ± SD)", "n seeds", "Per seed"],
         "rows": rows,
@@ -238,8 +230,20 @@ def build_ratio(c: Comparison) -> dict:
         "interval_note": result["ratio"]["description"],
         "empty": not (result["treatment"]["n"] or result["baseline"]["n"]),
         "provenance": result["provenance"],
-        "plot": plot,
+        "plot": ratio_plot(result),
         "result": {k: v for k, v in result.items() if k != "provenance"},
+    }
+
+
+def ratio_plot(result: dict) -> dict:
+    """The ratio plot's data (per-seed ratios, mean, CI and both sides) from a `compare` result."""
+    return {
+        "type": "ratio",
+        "per_seed": result["ratio"]["per_seed"],
+        "mean": result["ratio"]["mean"],
+        "ci": [result["ratio"]["ci_low"], result["ratio"]["ci_high"]],
+        "treatment": result["treatment"]["per_seed"],
+        "baseline": result["baseline"]["per_seed"],
     }
 
 

@@ -9,7 +9,6 @@ from django.contrib import messages
 from django.contrib.admin.views.decorators import staff_member_required
 from django.core.cache import cache
 from django.core.paginator import Paginator
-from django.db import transaction
 from django.http import HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.csrf import csrf_exempt, csrf_protect
@@ -17,8 +16,7 @@ from django.views.decorators.csrf import csrf_exempt, csrf_protect
 from . import stats, tables
 from .ingest import FORMATS, IngestError
 from .models import Arm, Comparison, ResultRow, Run, SourceFile
-from .services import SizeLimitedUploadHandler, create_upload, pair_companions, read_limited, tables_cache_version
-from .tasks import ingest_upload
+from .services import SizeLimitedUploadHandler, pair_companions, queue_uploads, read_limited, tables_cache_version
 
 
 def index(request):
@@ -174,14 +172,7 @@ def compare_page(request):
     }
     if result:
         context["seed_rows"] = _seed_rows(result)
-        context["plot"] = {
-            "type": "ratio",
-            "per_seed": result["ratio"]["per_seed"],
-            "mean": result["ratio"]["mean"],
-            "ci": [result["ratio"]["ci_low"], result["ratio"]["ci_high"]],
-            "treatment": result["treatment"]["per_seed"],
-            "baseline": result["baseline"]["per_seed"],
-        }
+        context["plot"] = tables.ratio_plot(result)
     return render(request, "benchmarks/compare.html", context)
 
 
@@ -236,20 +227,16 @@ def _uploads(request):
         if error:
             messages.error(request, error)
             return redirect("benchmarks:uploads")
-        with transaction.atomic():
-            for hint, data, companion in paired:
-                try:
-                    source, duplicate = create_upload(
-                        data, name=hint, path_hint=hint, fmt=fmt, companion=companion, uploader=request.user
-                    )
-                except IngestError as exc:
-                    messages.error(request, exc.message)
-                    continue
-                if duplicate:
-                    messages.info(request, f"{hint}: identical bytes already uploaded as #{source.pk}; nothing new.")
-                else:
-                    transaction.on_commit(lambda pk=source.pk: ingest_upload.delay(pk))
-                    messages.success(request, f"{hint}: queued as upload #{source.pk}.")
+        try:
+            stored = queue_uploads(paired, fmt=fmt, uploader=request.user)
+        except IngestError as exc:
+            messages.error(request, exc.message)
+            stored = []
+        for hint, source, duplicate in stored:
+            if duplicate:
+                messages.info(request, f"{hint}: identical bytes already uploaded as #{source.pk}; nothing new.")
+            else:
+                messages.success(request, f"{hint}: queued as upload #{source.pk}.")
         return redirect("benchmarks:uploads")
     recent = SourceFile.objects.select_related("uploader").order_by("-pk")[:50]
     context = {

@@ -2,6 +2,7 @@
 
 from django.contrib import admin
 
+from .fields import ANCHORED_MARGINS, BASELINE_FIGURES, PLAYER_SCORES
 from .models import (
     Accuracy,
     AnchoredSeed,
@@ -24,17 +25,7 @@ class CouncilRecordAdmin(admin.ModelAdmin):
 
 @admin.register(Player)
 class PlayerAdmin(admin.ModelAdmin):
-    list_display = [
-        "name",
-        "size_b",
-        "mmlu_acc",
-        "arc_challenge_acc",
-        "hellaswag_acc",
-        "gsm8k_flexible",
-        "mixed_arena",
-        "config_sha",
-        "machine",
-    ]
+    list_display = ["name", "size_b", *PLAYER_SCORES, "config_sha", "machine"]
     search_fields = ["name", "config_sha", "git_commit"]
     list_filter = ["machine"]
 
@@ -63,31 +54,12 @@ class AccuracyAdmin(admin.ModelAdmin):
 
 @admin.register(FairBaseline)
 class FairBaselineAdmin(admin.ModelAdmin):
-    list_display = [
-        "label",
-        "key",
-        "accuracy",
-        "generations_per_request",
-        "council_wins",
-        "council_losses",
-        "z",
-        "is_council",
-    ]
+    list_display = ["label", "key", *BASELINE_FIGURES, "is_council"]
 
 
 @admin.register(AnchoredSeed)
 class AnchoredSeedAdmin(admin.ModelAdmin):
-    list_display = [
-        "seed",
-        "mechanism",
-        "router",
-        "fallback_router",
-        "margin_vs_plain",
-        "margin_vs_fallback",
-        "paired_wins",
-        "paired_losses",
-        "paired_z",
-    ]
+    list_display = ["seed", *ANCHORED_MARGINS, "paired_wins", "paired_losses", "paired_z"]
 
 
 @admin.register(RouterChoice)

@@ -2,6 +2,7 @@
 
 from rest_framework import serializers
 
+from .fields import BASELINE_FIGURES, PLAYER_LADDER
 from .models import FairBaseline, Player, SampleQuestion
 
 
@@ -10,36 +11,14 @@ class PlayerSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = Player
-        fields = [
-            "name",
-            "short_name",
-            "size_b",
-            "source",
-            "mmlu_acc",
-            "arc_challenge_acc",
-            "hellaswag_acc",
-            "gsm8k_flexible",
-            "mixed_arena",
-            "config_sha",
-            "git_commit",
-            "machine",
-        ]
+        fields = ["name", "short_name", *PLAYER_LADDER]
         read_only_fields = fields
 
 
 class BaselineSerializer(serializers.ModelSerializer):
     class Meta:
         model = FairBaseline
-        fields = [
-            "key",
-            "label",
-            "is_council",
-            "accuracy",
-            "generations_per_request",
-            "council_wins",
-            "council_losses",
-            "z",
-        ]
+        fields = ["key", "label", "is_council", *BASELINE_FIGURES]
         read_only_fields = fields
 
 

@@ -17,6 +17,11 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:  # run as a script: the portal's own field names, read without Django
+    sys.path.insert(0, str(ROOT))
+
+from council_app.fields import ANCHORED_MARGINS, PLAYER_LADDER  # noqa: E402
+
 FORMAT = "eqlm-portal/council-record@1"
 
 # The portal's own words for each rule; keys are the record's.
@@ -60,19 +65,6 @@ BASELINES = {
     "capacity_matched_7b_greedy": "Single 7B model, greedy (capacity-matched)",
 }
 
-LEADERBOARD_FIELDS = [
-    "size_b",
-    "source",
-    "mmlu_acc",
-    "arc_challenge_acc",
-    "hellaswag_acc",
-    "gsm8k_flexible",
-    "mixed_arena",
-    "config_sha",
-    "git_commit",
-    "machine",
-]
-
 
 def short(name: str) -> str:
     return name.rsplit("/", 1)[-1]
@@ -103,7 +95,7 @@ def build(council: dict, leaderboard: list[dict]) -> dict:
     out_players = []
     for order, name in enumerate(players):
         row = {"name": name, "order": order}
-        row.update({field: ladder.get(short(name), {}).get(field) for field in LEADERBOARD_FIELDS})
+        row.update({field: ladder.get(short(name), {}).get(field) for field in PLAYER_LADDER})
         out_players.append(row)
 
     out_seeds = []
@@ -121,11 +113,7 @@ def build(council: dict, leaderboard: list[dict]) -> dict:
         out_anchored = None
         if anchored:
             out_anchored = {
-                "mechanism": anchored["mechanism"],
-                "router": anchored["router"],
-                "fallback_router": anchored["fallback_router"],
-                "margin_vs_plain": anchored["margin_vs_plain"],
-                "margin_vs_fallback": anchored["margin_vs_fallback"],
+                **{name: anchored[name] for name in ANCHORED_MARGINS},
                 "paired_wins": anchored["paired_vs_plain"]["wins"],
                 "paired_losses": anchored["paired_vs_plain"]["losses"],
                 "paired_z": anchored["paired_vs_plain"]["z"],
