@@ -280,53 +280,21 @@ class MessageContentField(serializers.Field):
         return value
 
 
+NOT_MESSAGES = "Expected a non-empty list of messages."
+
+
 class MessageSerializer(serializers.Serializer):
     role = serializers.ChoiceField(choices=["system", "developer", "user", "assistant", "tool"])
     content = MessageContentField(required=False, allow_null=True, default="")
 
 
-@extend_schema_field(
-    {
-        "type": "array",
-        "minItems": 1,
-        "items": {
-            "type": "object",
-            "required": ["role"],
-            "properties": {
-                "role": {"type": "string", "enum": ["system", "developer", "user", "assistant", "tool"]},
-                "content": {
-                    "nullable": True,
-                    "oneOf": [
-                        {"type": "string"},
-                        {"type": "array", "items": {"type": "object", "properties": {"type": {}, "text": {}}}},
-                    ],
-                },
-            },
-        },
-    }
-)
-class MessagesField(serializers.Field):
-    """A non-empty list of messages; a problem is reported with its position (e.g. messages[1].role)."""
-
-    def to_internal_value(self, data) -> list[dict]:
-        if not isinstance(data, list) or not data:
-            raise serializers.ValidationError("Expected a non-empty list of messages.")
-        messages = []
-        for index, item in enumerate(data):
-            message = MessageSerializer(data=item)
-            if not message.is_valid():
-                field, problems = next(iter(message.errors.items()))
-                where = f"messages[{index}]" + (f".{field}" if field != "non_field_errors" else "")
-                raise serializers.ValidationError(f"{where}: {problems[0]}")
-            messages.append(message.validated_data)
-        return messages
-
-    def to_representation(self, value):
-        return value
-
-
 class ChatCompletionRequestSerializer(GenerationParamsSerializer):
-    messages = MessagesField(help_text="The conversation so far.")
+    messages = MessageSerializer(
+        many=True,
+        allow_empty=False,
+        help_text="The conversation so far.",
+        error_messages={"not_a_list": NOT_MESSAGES, "empty": NOT_MESSAGES},
+    )
 
 
 def chat_prompt(messages: list[dict]) -> str:
@@ -538,8 +506,6 @@ class GenerationView(V1View):
         return sse(body)
 
     def stream_events(self, generator, plan: Plan, slot, ident: str, created: int):
-        from . import generation
-
         prompt_tokens = completion_tokens = 0
         all_iterations: list[int] = []
         try:
@@ -550,15 +516,15 @@ class GenerationView(V1View):
                     yield self.chunk(ident, created, generator.model_id, plan, index, text=prompt)
                 prompt_tokens += prompt_token_count(prompt)
                 iterations, residual = [], None
-                stats = generation._Stats()  # the service records why a stream ended (stop string, length)
-                for event in generator._stream(req, stats):
+                stream = generator.stream(req)
+                for event in stream:
                     iterations.append(event.iterations)
                     residual = event.residual
                     if event.text:
                         yield self.chunk(ident, created, generator.model_id, plan, index, text=event.text)
                 completion_tokens += len(iterations)
                 all_iterations += iterations
-                reason = stats.finish_reason
+                reason = stream.finish_reason
                 own = eqlm_summary(plan, iterations, residual)
                 yield self.chunk(ident, created, generator.model_id, plan, index, reason=reason, eqlm=own)
             if plan.include_usage:

@@ -72,11 +72,31 @@ class GenerationResult:
 
 
 @dataclass
-class _Stats:
+class StreamStats:
+    """What a stream did: why it ended ("stop" | "length"), and each token's iterations and residual."""
+
     finish_reason: str = "length"
     completion_tokens: int = 0
     iterations: list[int] = field(default_factory=list)
     residuals: list[float] = field(default_factory=list)
+
+
+class TokenStream:
+    """The token events of one request; `finish_reason` and `stats` are final once it is exhausted."""
+
+    def __init__(self, events: Iterator[TokenEvent], stats: StreamStats):
+        self._events = events
+        self.stats = stats
+
+    def __iter__(self) -> TokenStream:
+        return self
+
+    def __next__(self) -> TokenEvent:
+        return next(self._events)
+
+    @property
+    def finish_reason(self) -> str:
+        return self.stats.finish_reason
 
 
 class _Anderson:
@@ -254,7 +274,7 @@ class Generator:
         self.max_positions = self.model.max_positions
         self.default_depth = int(self.manifest.get("default_depth", DEFAULT_DEPTH))
 
-    def _tokens(self, request: GenerationRequest, stats: _Stats) -> Iterator[TokenEvent]:
+    def _tokens(self, request: GenerationRequest, stats: StreamStats) -> Iterator[TokenEvent]:
         """Every generated token (before stop-string handling)."""
         request.validate()
         if request.tol is not None:
@@ -285,7 +305,7 @@ class Generator:
             last_z, last_iter, last_res = z, int(iterations[0]), float(residual[0])
         stats.finish_reason = "length"
 
-    def _stream(self, request: GenerationRequest, stats: _Stats) -> Iterator[TokenEvent]:
+    def _stream(self, request: GenerationRequest, stats: StreamStats) -> Iterator[TokenEvent]:
         stops = tuple(s for s in request.stop if s)
         if not stops:
             yield from self._tokens(request, stats)
@@ -315,13 +335,19 @@ class Generator:
                 yield ev
         yield from pending
 
-    def stream(self, request: GenerationRequest) -> Iterator[TokenEvent]:
-        """Token events as they are produced; text that may begin a stop string is held back until resolved."""
-        yield from self._stream(request, _Stats())
+    def stream(self, request: GenerationRequest) -> TokenStream:
+        """Token events as they are produced; text that may begin a stop string is held back until resolved.
+
+        Nothing runs until the first event is asked for; once the stream is exhausted its `finish_reason`
+        says whether a stop string or the length limit ended it.
+        """
+        stats = StreamStats()
+        return TokenStream(self._stream(request, stats), stats)
 
     def generate(self, request: GenerationRequest) -> GenerationResult:
-        stats = _Stats()
-        events = list(self._stream(request, stats))
+        stream = self.stream(request)
+        events = list(stream)
+        stats = stream.stats
         return GenerationResult(
             text="".join(e.text for e in events),
             tokens=events,

@@ -319,4 +319,4 @@ def test_a_bad_message_is_reported_with_its_position(api):
         api.chat.completions.create(
             model="eqlm-demo", messages=[{"role": "user", "content": "hi"}, {"role": "robot", "content": "beep"}]
         )
-    assert caught.value.param == "messages" and "messages[1].role" in caught.value.message
+    assert caught.value.param == "messages[1].role" and "messages[1].role" in caught.value.message

@@ -82,6 +82,17 @@ def test_stop_string_ends_generation_before_it(generator):
     assert streamed == result.text
 
 
+def test_a_stream_says_why_it_ended_once_it_is_exhausted(generator):
+    free = generator.generate(GenerationRequest(prompt="Amen", max_tokens=24, temperature=1.0, seed=3)).text
+    stop = free[5:7]
+    stopped = generator.stream(GenerationRequest(prompt="Amen", max_tokens=24, temperature=1.0, seed=3, stop=(stop,)))
+    assert "".join(e.text for e in stopped) == free[: free.find(stop)]
+    assert stopped.finish_reason == "stop"
+    full = generator.stream(GenerationRequest(prompt="Amen", max_tokens=3))
+    assert len(list(full)) == 3 and full.finish_reason == "length"
+    assert full.stats.completion_tokens == 3 and len(full.stats.iterations) == 3
+
+
 def test_adaptive_halting_reports_iterations_below_cap_and_residuals_below_tol(generator):
     tol, cap = 0.05, 32
     result = generator.generate(GenerationRequest(prompt="The grace of our Lord", max_tokens=10, tol=tol))
