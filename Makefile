@@ -54,15 +54,18 @@ collectstatic: setup
 run: seed collectstatic ## Serve the portal at http://127.0.0.1:$(PORT) (starts a worker when a broker is set)
 	@set -e; worker_pid=""; \
 	if [ -n "$${CELERY_BROKER_URL:-}" ]; then \
-	  $(BIN)/celery -A portal worker -Q default,gpu -c 2 --loglevel INFO & worker_pid=$$!; \
+	  mkdir -p "$${VAR_DIR:-var}"; \
+	  $(BIN)/celery -A portal worker -B -s "$${VAR_DIR:-var}/celerybeat-schedule" -Q default,gpu -c 2 --loglevel INFO & worker_pid=$$!; \
 	  trap 'kill $$worker_pid 2>/dev/null; wait $$worker_pid 2>/dev/null' EXIT INT TERM; \
 	fi; \
 	echo "Serving the EqLM Portal at http://127.0.0.1:$(PORT)/"; \
 	$(BIN)/python manage.py runserver 127.0.0.1:$(PORT) --noreload
 
-worker: setup ## Start a Celery worker on the default and gpu queues (needs CELERY_BROKER_URL)
+# -B runs beat inside the worker (start one such worker only): it queues portal.sweep_lost_jobs every JOB_SWEEP_SECONDS.
+worker: setup ## Start a Celery worker on the default and gpu queues, with the lost-job sweeper (needs CELERY_BROKER_URL)
 	@test -n "$${CELERY_BROKER_URL:-}" || { echo "Set CELERY_BROKER_URL (e.g. redis://127.0.0.1:6379/0) first."; exit 2; }
-	$(BIN)/celery -A portal worker -Q default,gpu --loglevel INFO
+	@mkdir -p "$${VAR_DIR:-var}"
+	$(BIN)/celery -A portal worker -B -s "$${VAR_DIR:-var}/celerybeat-schedule" -Q default,gpu --loglevel INFO
 
 system-deps: ## Install missing system packages (redis-server, chromium) with apt when run as root
 	@missing=""; \

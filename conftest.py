@@ -6,6 +6,7 @@ rows) and the `live_celery` fixture; browser tests use the `page` fixture and ar
 
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -170,50 +171,61 @@ def worker_environment(redis: str) -> dict:
     return env
 
 
-def start_worker(redis: str, log_path: Path, name: str | None = None) -> subprocess.Popen:
-    """Start `celery worker` as a real child process on both queues; returns once it answers a ping."""
+def start_worker(
+    redis: str,
+    log_path: Path,
+    name: str | None = None,
+    *,
+    queues: str = "default,gpu",
+    new_session: bool = False,
+    beat: bool = False,
+    env: dict | None = None,
+) -> subprocess.Popen:
+    """Start `celery worker` as a real child process; returns once it answers a ping on `redis`.
+
+    new_session: in a process group of its own, so the fault tests can kill -9 it with its pool children.
+    beat: with the embedded beat (`-B`, as `make worker`), its schedule file beside the log.
+    env: variables over worker_environment(redis) (e.g. a short CELERY_VISIBILITY_TIMEOUT); the broker stays `redis`.
+    """
     from portal.celery import app, override_conf
 
     name = name or f"test-{uuid.uuid4().hex[:8]}@%h"
+    command = [sys.executable, "-m", "celery", "-A", "portal", "worker", "-Q", queues, "-c", "1", "--loglevel", "INFO"]
+    command += ["-n", name, "--without-gossip", "--without-mingle", "--without-heartbeat"]
+    if beat:
+        command += ["-B", "-s", str(log_path.with_suffix(".beat-schedule"))]
     log = open(log_path, "ab")  # noqa: SIM115 - the worker writes to it until it stops
     proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "celery",
-            "-A",
-            "portal",
-            "worker",
-            "-Q",
-            "default,gpu",
-            "-c",
-            "1",
-            "--loglevel",
-            "INFO",
-            "-n",
-            name,
-            "--without-gossip",
-            "--without-mingle",
-        ],
+        command,
         cwd=ROOT,
-        env=worker_environment(redis),
+        env={**worker_environment(redis), **(env or {}), "CELERY_BROKER_URL": redis, "CELERY_RESULT_BACKEND": redis},
         stdout=log,
         stderr=subprocess.STDOUT,
+        start_new_session=new_session,
     )
-    override_conf(broker_url=redis)
+    destination = [name.replace("%h", socket.gethostname())]
+    # The ping goes out through this process's app, so point it at `redis` while waiting, then put it back.
+    saved = override_conf(broker_url=redis)
     _reset_celery_connections(app)
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            pytest.fail(f"Celery worker exited early; see {log_path}")
-        try:
-            if app.control.ping(timeout=0.5, destination=[name.replace("%h", socket.gethostname())]):
-                return proc
-        except Exception:
-            pass
-        time.sleep(0.3)
-    proc.kill()
-    pytest.fail(f"Celery worker did not answer within 60 s; see {log_path}")
+    try:
+        deadline = time.monotonic() + 90
+        while time.monotonic() < deadline:
+            if proc.poll() is not None:
+                pytest.fail(f"Celery worker exited early; see {log_path}")
+            try:
+                if app.control.ping(timeout=0.5, destination=destination):
+                    return proc
+            except Exception:
+                pass
+            time.sleep(0.3)
+    finally:
+        override_conf(**saved)
+        _reset_celery_connections(app)
+    if new_session:
+        os.killpg(proc.pid, signal.SIGKILL)  # the pool children too
+    else:
+        proc.kill()
+    pytest.fail(f"Celery worker did not answer within 90 s; see {log_path}")
 
 
 def stop_worker(proc: subprocess.Popen) -> None:

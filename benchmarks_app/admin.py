@@ -18,7 +18,8 @@ class SourceFileAdmin(admin.ModelAdmin):
     list_filter = ["status", "detected_format", "requested_format"]
     search_fields = ["path_hint", "original_name", "sha256"]
     readonly_fields = ["sha256", "size_bytes", "detected_format", "rows_created", "rows_seen", "errors", "summary",
-                       "error", "status", "progress", "started_at", "finished_at", "duplicate_of"]  # fmt: skip
+                       "error", "status", "progress", "started_at", "finished_at", "duplicate_of",
+                       "requeue_count", "requeued_at"]  # fmt: skip
     actions = ["reingest"]
     add_fields = ["file", "companion", "path_hint", "requested_format"]
 
@@ -27,6 +28,12 @@ class SourceFileAdmin(admin.ModelAdmin):
 
     def get_readonly_fields(self, request, obj=None):
         return [] if obj is None else self.readonly_fields
+
+    def get_form(self, request, obj=None, change=False, **kwargs):
+        form = super().get_form(request, obj, change=change, **kwargs)
+        if obj is None:
+            form.base_fields["file"].required = True  # an upload row with no file would have nothing to ingest
+        return form
 
     def save_model(self, request, obj, form, change):
         """Adding a file here is an upload: hash it, remember who sent it, and queue the same ingest task."""
@@ -55,7 +62,9 @@ class SourceFileAdmin(admin.ModelAdmin):
     def reingest(self, request, queryset):
         count = 0
         for source in queryset.exclude(file=""):
-            SourceFile.objects.filter(pk=source.pk).update(status=JobStatus.QUEUED, error="", errors=[])
+            SourceFile.objects.filter(pk=source.pk).update(
+                status=JobStatus.QUEUED, error="", errors=[], requeue_count=0, requeued_at=None
+            )
             transaction.on_commit(lambda pk=source.pk: ingest_upload.delay(pk))
             count += 1
         self.message_user(request, f"{count} upload(s) queued for ingest.", messages.SUCCESS)

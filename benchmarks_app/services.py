@@ -451,6 +451,9 @@ def ingest_source_file(source_id: int) -> SourceFile:
     source = SourceFile.objects.get(pk=source_id)
     if source.status == JobStatus.DONE:
         return source
+    if not source.file:
+        source.mark_failed("This upload has no file to ingest; upload the file again.")
+        return source
     source.mark_running()
     try:
         with source.file.open("rb") as fh:

@@ -97,6 +97,8 @@ class EvaluationRunAdmin(admin.ModelAdmin):
         "results",
         "rows_written",
         "requested_by",
+        "requeue_count",
+        "requeued_at",
     ]
     actions = ["rerun"]
 

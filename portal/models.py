@@ -1,6 +1,7 @@
 """Shared model pieces: every long job (ingest, evaluation, solver job) is a row with a status."""
 
 from django.db import models
+from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 
@@ -9,6 +10,16 @@ class JobStatus(models.TextChoices):
     RUNNING = "running", "Running"
     DONE = "done", "Done"
     FAILED = "failed", "Failed"
+
+
+class JobQuerySet(models.QuerySet):
+    def queued_before(self, cutoff):
+        """Rows still queued since before `cutoff`, counting from their last re-send (else their creation)."""
+        return (
+            self.filter(status=JobStatus.QUEUED)
+            .alias(queued_at=Coalesce("requeued_at", "created_at"))
+            .filter(queued_at__lt=cutoff)
+        )
 
 
 class Job(models.Model):
@@ -21,6 +32,11 @@ class Job(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
+    # How often the sweeper (portal/jobs.py) re-sent this job's message because the broker had lost it.
+    requeue_count = models.PositiveSmallIntegerField(default=0, editable=False)
+    requeued_at = models.DateTimeField(null=True, blank=True, editable=False)
+
+    objects = JobQuerySet.as_manager()
 
     class Meta:
         abstract = True

@@ -179,6 +179,7 @@ BLIMP_DIR = Path(env("BLIMP_DIR", str(BASE_DIR.parent / "shared" / "blimp")))
 SHARED_DIR = Path(env("SHARED_DIR", str(BASE_DIR.parent / "shared")))
 DEMO_MODEL_CHECKPOINT = Path(env("DEMO_MODEL_CHECKPOINT", str(BASE_DIR / "inference" / "demo" / "eqlm-demo.pt")))
 DEMO_MODEL_ONNX_DIR = Path(env("DEMO_MODEL_ONNX_DIR", str(BASE_DIR / "static" / "models" / "eqlm-demo")))
+WARM_UP_MODEL = env_bool("WARM_UP_MODEL", True)  # each WSGI worker loads the ONNX model before its first request
 UPLOAD_MAX_BYTES = env_int("UPLOAD_MAX_BYTES", 25 * 1024 * 1024)
 DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("DATA_UPLOAD_MAX_MEMORY_SIZE", 5 * 1024 * 1024)
 FILE_UPLOAD_MAX_MEMORY_SIZE = 2 * 1024 * 1024
@@ -206,6 +207,11 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": env_int("CELERY_VISIBIL
 CELERY_RESULT_BACKEND_TRANSPORT_OPTIONS = {
     "retry_policy": {"max_retries": 2, "interval_start": 0, "interval_step": 0.5}
 }
+# A Redis that keeps nothing on disk forgets queued messages when it restarts, leaving their rows `queued`.
+# The worker's embedded beat (`make worker`) sweeps every JOB_SWEEP_SECONDS and re-sends the task of a row
+# queued for over JOB_STALE_SECONDS whose message is no longer in Redis (portal/jobs.py).
+JOB_SWEEP_SECONDS = env_int("JOB_SWEEP_SECONDS", 60)
+JOB_STALE_SECONDS = env_int("JOB_STALE_SECONDS", 300)
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": ["rest_framework.authentication.SessionAuthentication"],

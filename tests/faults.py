@@ -1,5 +1,8 @@
 """Fault injection against real processes: kill -9 a Celery worker mid-task, restart Redis with jobs queued.
 
+Redis restarts twice: once keeping its queue on disk (append-only file), once keeping nothing, where the
+worker's sweeper (portal/jobs.py) has to re-send the lost jobs.
+
 Each fault returns a FaultResult with a pass/fail line. tests/test_faults.py runs them inside the suite;
 scripts/reliability.py runs them against a scratch database for docs/RELIABILITY.md.
 """
@@ -12,7 +15,6 @@ import shutil
 import signal
 import socket
 import subprocess
-import sys
 import time
 import uuid
 from contextlib import contextmanager, suppress
@@ -50,10 +52,12 @@ def redis_answers(port: int) -> bool:
 
 
 class PrivateRedis:
-    """A redis-server of our own on a free port (never the shared one), with an append-only file."""
+    """A redis-server of our own on a free port (never the shared one): with an append-only file, or, when not
+    `persistent`, keeping nothing on disk (as the machine's Redis does), so a restart loses every queued message."""
 
-    def __init__(self, folder: Path):
+    def __init__(self, folder: Path, persistent: bool = True):
         self.folder = folder
+        self.persistent = persistent
         self.port = free_port()  # kept across restarts, so clients reconnect to the same address
         self.proc: subprocess.Popen | None = None
 
@@ -65,24 +69,12 @@ class PrivateRedis:
         if not shutil.which("redis-server"):
             raise RuntimeError("redis-server is not installed")
         self.folder.mkdir(parents=True, exist_ok=True)
-        self.proc = subprocess.Popen(
-            [
-                "redis-server",
-                "--port",
-                str(self.port),
-                "--bind",
-                "127.0.0.1",
-                "--dir",
-                str(self.folder),
-                "--appendonly",
-                "yes",
-                "--appendfsync",
-                "always",
-                "--save",
-                "",
-            ],  # fmt: skip
-            stdout=subprocess.DEVNULL,
-        )
+        command = ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--dir", str(self.folder)]
+        if self.persistent:
+            command += ["--appendonly", "yes", "--appendfsync", "always", "--save", ""]
+        else:
+            command += ["--appendonly", "no", "--save", ""]
+        self.proc = subprocess.Popen(command, stdout=subprocess.DEVNULL)
         deadline = time.monotonic() + 10
         while not redis_answers(self.port):
             if time.monotonic() > deadline:
@@ -91,53 +83,16 @@ class PrivateRedis:
 
     def stop(self) -> None:
         if self.proc and self.proc.poll() is None:
-            self.proc.terminate()  # SIGTERM: Redis flushes its append-only file and exits
+            self.proc.terminate()  # SIGTERM: Redis flushes its append-only file (if any) and exits
             self.proc.wait(10)
         self.proc = None
 
 
-def start_worker(env: dict, log_path: Path, queues: str = "default,gpu") -> subprocess.Popen:
-    """A real `celery worker` in its own process group (so kill -9 takes the pool children too)."""
-    name = f"fault-{uuid.uuid4().hex[:8]}@%h"
-    log = open(log_path, "ab")  # noqa: SIM115 - the worker writes to it until it stops
-    start = log_path.stat().st_size
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "celery",
-            "-A",
-            "portal",
-            "worker",
-            "-Q",
-            queues,
-            "-c",
-            "1",
-            "--loglevel",
-            "INFO",
-            "-n",
-            name,
-            "--without-gossip",
-            "--without-mingle",
-            "--without-heartbeat",
-        ],  # fmt: skip
-        cwd=ROOT,
-        env=env,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-    )
-    deadline = time.monotonic() + 90
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"the Celery worker exited early; see {log_path}")
-        with open(log_path, "rb") as fh:
-            fh.seek(start)
-            if b" ready." in fh.read():
-                return proc
-        time.sleep(0.3)
-    kill_worker(proc)
-    raise RuntimeError(f"the Celery worker did not start within 90 s; see {log_path}")
+def start_worker(broker_url: str, env: dict, log_path: Path, **options) -> subprocess.Popen:
+    """A real `celery worker` (conftest.start_worker) in its own process group, so kill -9 takes the pool too."""
+    import conftest
+
+    return conftest.start_worker(broker_url, log_path, new_session=True, env=env, **options)
 
 
 def kill_worker(proc: subprocess.Popen) -> None:
@@ -202,7 +157,7 @@ def kill_worker_during_ingest(worker_env: dict, broker_url: str, log_path: Path,
     source, _ = create_upload(long_result_file(rows, experiment), name=f"{experiment}.csv", fmt="generic_csv")
     env = {**worker_env, "CELERY_VISIBILITY_TIMEOUT": str(VISIBILITY_TIMEOUT)}
     clock = time.monotonic()
-    first = start_worker(env, log_path)
+    first = start_worker(broker_url, env, log_path)
     timings = {"start": time.monotonic() - clock}
     try:
         with celery_on(broker_url):
@@ -221,7 +176,7 @@ def kill_worker_during_ingest(worker_env: dict, broker_url: str, log_path: Path,
         return FaultResult(name, False, f"could not catch the ingest mid-way (status {source.status})")
     rows_after_kill = ResultRow.objects.filter(source_file=source).count()
     timings["killed"] = time.monotonic() - clock
-    second = start_worker(env, log_path)
+    second = start_worker(broker_url, env, log_path)
     timings["restarted"] = time.monotonic() - clock
     try:
         finished = wait_for(lambda: _status(source) in ("done", "failed"), 120)
@@ -278,7 +233,7 @@ def kill_worker_during_evaluation(
     )  # fmt: skip
     depths = [1, 2, 4, 8, 12, 16]
     env = {**worker_env, "CELERY_VISIBILITY_TIMEOUT": str(VISIBILITY_TIMEOUT)}
-    first = start_worker(env, log_path)
+    first = start_worker(broker_url, env, log_path)
     try:
         with celery_on(broker_url):
             run = queue_evaluation(model, depths, [], 1000, None, blimp_dir=str(scratch_blimp(scratch / slug)))
@@ -292,7 +247,7 @@ def kill_worker_during_evaluation(
     if not running or run.status == "done":
         return FaultResult(name, False, f"could not catch the evaluation mid-way (status {run.status})")
     killed_at = f"{run.progress:.0%} ({run.progress_message or 'starting'})"
-    second = start_worker(env, log_path)
+    second = start_worker(broker_url, env, log_path)
     try:
         finished = wait_for(lambda: _status(run) in ("done", "failed"), 180)
     finally:
@@ -325,8 +280,7 @@ def redis_restart_with_queued_jobs(worker_env: dict, folder: Path, log_path: Pat
         redis.stop()
         queued_while_down = LabRun.objects.filter(pk__in=[r.pk for r in runs], status="queued").count()
         redis.start()  # the same port and folder: it reloads its append-only file
-        env = {**worker_env, "CELERY_BROKER_URL": redis.url, "CELERY_RESULT_BACKEND": redis.url}
-        worker = start_worker(env, log_path, queues="default")
+        worker = start_worker(redis.url, worker_env, log_path, queues="default")
         pks = [run.pk for run in runs]
         finished = wait_for(
             lambda: LabRun.objects.filter(pk__in=pks, status__in=("done", "failed")).count() == len(pks), 120
@@ -339,6 +293,55 @@ def redis_restart_with_queued_jobs(worker_env: dict, folder: Path, log_path: Pat
         shutil.rmtree(redis.folder, ignore_errors=True)
     passed = finished and done == jobs and queued_while_down == jobs
     return FaultResult(name, passed, f"{queued_while_down} jobs queued, Redis restarted, {done}/{jobs} done after")
+
+
+def redis_restart_without_persistence(
+    worker_env: dict, folder: Path, log_path: Path, jobs: int = 4, sweep_s: int = 1, stale_s: int = 2
+) -> FaultResult:
+    """Queue lab jobs with no worker, restart a Redis that keeps nothing on disk (the messages are gone), then start
+    a worker with the embedded beat: its sweeper re-sends the lost jobs and every one ends done."""
+    import redis as redis_client
+
+    from lab_app import services
+    from lab_app.models import LabRun
+
+    name = "restart a Redis that keeps nothing on disk while jobs are queued"
+    redis = PrivateRedis(folder / f"redis-{uuid.uuid4().hex[:6]}", persistent=False)
+    redis.start()
+    worker = None
+    clock = time.monotonic()
+    try:
+        with celery_on(redis.url):
+            runs = [
+                services.create_job({"game": "biased_rps", "solver": "mmd", "params": {"steps": 200 + i}})
+                for i in range(jobs)
+            ]
+        pks = [run.pk for run in runs]
+        sent = redis_client.Redis.from_url(redis.url).llen("default")
+        redis.stop()
+        redis.start()  # the same port, an empty server: the queued messages are lost
+        left = redis_client.Redis.from_url(redis.url).llen("default")
+        queued = LabRun.objects.filter(pk__in=pks, status="queued").count()
+        env = {**worker_env, "JOB_SWEEP_SECONDS": str(sweep_s), "JOB_STALE_SECONDS": str(stale_s)}
+        worker = start_worker(redis.url, env, log_path, queues="default", beat=True)
+        finished = wait_for(
+            lambda: LabRun.objects.filter(pk__in=pks, status__in=("done", "failed")).count() == len(pks), 60
+        )
+        seconds = time.monotonic() - clock
+        done = LabRun.objects.filter(pk__in=pks, status="done").count()
+        resent = LabRun.objects.filter(pk__in=pks, requeue_count__gte=1).count()
+    finally:
+        if worker is not None:
+            stop_worker(worker)
+        redis.stop()
+        shutil.rmtree(redis.folder, ignore_errors=True)
+    passed = finished and sent == jobs and left == 0 and queued == jobs and done == jobs == resent
+    return FaultResult(
+        name,
+        passed,
+        f"{sent} messages queued, {left} left after the restart, {queued} rows still queued; the sweeper "
+        f"re-sent {resent}; {done}/{jobs} done after {seconds:.0f}s",
+    )
 
 
 def _status(row) -> str:

@@ -1,6 +1,7 @@
 """Faults: the database goes away, the media disk fills up or turns read-only, a worker is killed, Redis restarts.
 
-Pages answer in plain words, the API in its error shape, nothing is half-written, and queued work is not lost.
+Pages answer in plain words, the API in its error shape, nothing is half-written, and queued work is not lost
+(a Redis that kept nothing on disk loses the messages; the worker's sweeper sends them again).
 """
 
 import os
@@ -164,6 +165,14 @@ def test_a_worker_killed_in_the_middle_of_an_evaluation_is_redelivered_and_the_r
 @pytest.mark.slow
 def test_jobs_queued_before_a_redis_restart_run_after_it_returns(worker_env, tmp_path):
     result = faults.redis_restart_with_queued_jobs(worker_env, tmp_path, tmp_path / "worker.log", jobs=4)
+    record(f"fault-{result.name}", vars(result))
+    assert result.passed, result.line()
+
+
+@pytest.mark.worker
+@pytest.mark.slow
+def test_jobs_lost_by_a_redis_restart_without_persistence_are_resent_by_the_sweeper_and_end_done(worker_env, tmp_path):
+    result = faults.redis_restart_without_persistence(worker_env, tmp_path, tmp_path / "worker.log", jobs=4)
     record(f"fault-{result.name}", vars(result))
     assert result.passed, result.line()
 

@@ -194,3 +194,36 @@ def test_the_upload_page_refuses_a_file_over_the_limit_and_checks_csrf(staff_cli
     strict = Client(enforce_csrf_checks=True)
     strict.force_login(staff_user)
     assert strict.post("/benchmarks/uploads/", {"file": [SimpleUploadedFile("a.json", b"{}")]}).status_code == 403
+
+
+def test_an_admin_upload_without_a_file_is_a_form_error_and_stores_nothing(staff_client):
+    response = staff_client.post(
+        "/admin/benchmarks_app/sourcefile/add/", {"path_hint": "scale/exp32/seed43.json", "requested_format": ""}
+    )
+    assert response.status_code == 200
+    assert "This field is required." in response.content.decode()
+    assert not SourceFile.objects.exists()
+
+
+def test_an_upload_row_without_a_file_ends_failed_with_a_message():
+    from benchmarks_app.services import ingest_source_file
+
+    source = SourceFile.objects.create(path_hint="orphan.json")
+    source = ingest_source_file(source.pk)
+    assert source.status == "failed"
+    assert "no file" in source.error
+    assert not ResultRow.objects.exists()
+
+
+def test_an_ingest_that_crashes_ends_failed_instead_of_running_forever(settings, tmp_path):
+    from benchmarks_app.tasks import ingest_upload
+
+    settings.MEDIA_ROOT = str(tmp_path)
+    source = SourceFile.objects.create(path_hint="gone.json", file="benchmarks/uploads/gone.json")  # not on disk
+    result = ingest_upload.apply(args=[source.pk], throw=False)
+    assert isinstance(result.result, FileNotFoundError)  # the worker logs the traceback
+    source.refresh_from_db()
+    assert source.status == "failed"
+    assert "unexpected error (FileNotFoundError)" in source.error
+    assert str(tmp_path) not in source.error  # no server paths in what users read
+    assert not ResultRow.objects.exists()
