@@ -29,30 +29,10 @@ print("torch" in sys.modules)
 """
 
 
-def test_importing_every_urlconf_and_view_leaves_torch_out():
+def run_probe(code: str, **env: str) -> str:
+    """Run `code` in a fresh interpreter with the portal's settings; returns its last line of output."""
     result = subprocess.run(
-        [sys.executable, "-c", PROBE],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env={"DJANGO_SETTINGS_MODULE": "portal.settings", "PATH": "/usr/bin:/bin"},
-    )
-    assert result.returncode == 0, result.stderr
-    assert result.stdout.strip().splitlines()[-1] == "False"
-
-
-WARM_PROBE = """
-import sys
-import portal.wsgi
-from inference import generation
-print(generation._generator is not None, "torch" in sys.modules)
-"""
-
-
-def run_wsgi_probe(**env: str) -> str:
-    result = subprocess.run(
-        [sys.executable, "-c", WARM_PROBE],
+        [sys.executable, "-c", code],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -63,13 +43,25 @@ def run_wsgi_probe(**env: str) -> str:
     return result.stdout.strip().splitlines()[-1]
 
 
+def test_importing_every_urlconf_and_view_leaves_torch_out():
+    assert run_probe(PROBE) == "False"
+
+
+WARM_PROBE = """
+import sys
+import portal.wsgi
+from inference import generation
+print(generation._generator is not None, "torch" in sys.modules)
+"""
+
+
 def test_a_wsgi_worker_loads_the_demo_model_before_its_first_request_without_torch():
-    assert run_wsgi_probe() == "True False"
+    assert run_probe(WARM_PROBE) == "True False"
 
 
 def test_warm_up_can_be_turned_off():
-    assert run_wsgi_probe(WARM_UP_MODEL="0") == "False False"
+    assert run_probe(WARM_PROBE, WARM_UP_MODEL="0") == "False False"
 
 
 def test_a_missing_model_does_not_stop_the_worker_from_starting(tmp_path):
-    assert run_wsgi_probe(DEMO_MODEL_ONNX_DIR=str(tmp_path / "nowhere")) == "False False"
+    assert run_probe(WARM_PROBE, DEMO_MODEL_ONNX_DIR=str(tmp_path / "nowhere")) == "False False"
