@@ -110,8 +110,35 @@ def _newton(sys: _System, lam: float, w: np.ndarray, tol: float, max_iter: int =
     return w, x, y, sys.residual(x, y, lam), False, it
 
 
+def _corrector(sys: _System, lam: float, w: np.ndarray, tol: float, max_iter: int = 5) -> tuple:
+    """Plain Newton for a continuation step: gives up as soon as ‖H‖ stops shrinking (the step was too long).
+
+    Cheaper than damped Newton here: a failing step costs one extra evaluation, not a line search, and
+    the caller shortens the step. Returns (w, ok, iterations)."""
+    F, x, y = sys.H(w, lam)
+    norm = math.sqrt(F @ F)
+    for it in range(max_iter + 1):
+        if float(np.abs(F).max()) <= tol and sys.residual(x, y, lam) <= tol:
+            return w, True, it
+        if it == max_iter:
+            break
+        dw = _solve(sys.H_w(x, y, lam), -F)
+        if dw is None:
+            break
+        w_try = w + dw
+        F, x, y = sys.H(w_try, lam)
+        norm_try = math.sqrt(F @ F)
+        if not norm_try < norm:
+            return w, False, it + 1
+        w, norm = w_try, norm_try
+    return w, False, max_iter
+
+
 def _natural_continuation(sys: _System, lam_target: float, tol: float) -> tuple:
-    """Follow the branch in λ from 0 with an Euler predictor and Newton corrector; fails at a turning point."""
+    """Follow the branch in λ from 0 with an Euler predictor and Newton corrector; fails at a turning point.
+
+    Steps are solved to 1e-4 only: the caller's Newton polishes the end point to `tol`.
+    """
     spread = float(np.ptp(sys.A) + np.ptp(sys.B)) or 1.0
     w, lam, dl, its_total = np.zeros(sys.d), 0.0, 1.0 / spread, 0
     while lam < lam_target:
@@ -122,8 +149,7 @@ def _natural_continuation(sys: _System, lam_target: float, tol: float) -> tuple:
         dw = _solve(sys.H_w(x, y, lam), -sys.H_lambda(x, y))
         if dw is None:
             return None, its_total
-        final = dl >= lam_target - lam
-        w_new, *_, ok, its = _newton(sys, lam + dl, w + dl * dw, tol if final else max(tol, 1e-4), max_iter=6)
+        w_new, ok, its = _corrector(sys, lam + dl, w + dl * dw, max(tol, 1e-4))
         its_total += its + 1
         if not ok:
             dl *= 0.5

@@ -158,6 +158,25 @@ def test_qre_satisfies_its_fixed_point_equations_to_1e_10_on_random_games():
             assert np.abs(y - softmax(lam * game.B.T @ x)).max() <= 1e-10
 
 
+@pytest.mark.parametrize("size,lam,seed", [(10, 10.0, 19), (50, 100.0, 5), (10, 10.0, 2), (3, 100.0, 76)])
+def test_qre_at_one_lambda_is_the_point_of_the_principal_branch_the_path_tracer_reaches(size, lam, seed):
+    """Natural continuation must not jump to another branch (a damped corrector once did on the first two)."""
+    game = random_game(size, size, seed)
+    out = qre(game.A, game.B, lam)
+    path = trace_path(game.A, game.B, lam_max=lam, tol=1e-10, stop_at=lam)
+    exact = qre_from(game, lam, path["_w_at_stop"])
+    assert out["converged"]
+    assert np.abs(np.array(out["x"] + out["y"]) - exact).max() <= 1e-9
+
+
+def qre_from(game, lam: float, w: np.ndarray) -> np.ndarray:
+    from lab_app.solvers.qre import _newton, _System
+
+    _, x, y, _, ok, _ = _newton(_System(game.A, game.B), lam, w, 1e-12)
+    assert ok
+    return np.concatenate([x, y])
+
+
 def test_qre_at_lambda_100_on_the_biased_rps_is_solved_to_1e_10():
     out = solve({"game": "biased_rps", "solver": "qre", "params": {"lambda": 100}})
     assert out["converged"] and out["residual"] <= 1e-10

@@ -527,6 +527,25 @@
     return hi - lo;
   }
 
+  // Plain Newton for a continuation step: gives up as soon as ||H|| stops shrinking (the step was too long).
+  function corrector(sys, lam, w, tol, maxIter = 5) {
+    let [F, x, y] = sys.H(w, lam);
+    let nrm = norm2(F);
+    for (let it = 0; it <= maxIter; it++) {
+      if (absMax(F) <= tol && sys.residual(x, y, lam) <= tol) return { w, ok: true, its: it };
+      if (it === maxIter) break;
+      const dw = solveLinear(sys.Hw(x, y, lam), F.map((v) => -v));
+      if (!dw) break;
+      const wTry = w.map((v, i) => v + dw[i]);
+      [F, x, y] = sys.H(wTry, lam);
+      const nTry = norm2(F);
+      if (!(nTry < nrm)) return { w, ok: false, its: it + 1 };
+      w = wTry; nrm = nTry;
+    }
+    return { w, ok: false, its: maxIter };
+  }
+
+  // Steps are solved to 1e-4 only: qre's Newton polishes the end point to tol.
   function naturalContinuation(sys, lamTarget, tol) {
     const spread = ptp(sys.A) + ptp(sys.B) || 1;
     let w = zeros(sys.d), lam = 0, dl = 1 / spread, itsTotal = 0;
@@ -536,8 +555,7 @@
       const [x, y] = sys.probs(w);
       const dw = solveLinear(sys.Hw(x, y, lam), sys.Hlambda(x, y).map((v) => -v));
       if (!dw) return { w: null, its: itsTotal };
-      const final = dl >= lamTarget - lam;
-      const r = newton(sys, lam + dl, w.map((v, i) => v + dl * dw[i]), final ? tol : Math.max(tol, 1e-4), 6);
+      const r = corrector(sys, lam + dl, w.map((v, i) => v + dl * dw[i]), Math.max(tol, 1e-4));
       itsTotal += r.its + 1;
       if (!r.ok) {
         dl *= 0.5;
