@@ -8,6 +8,7 @@ from .services import invalidate_tables
 
 
 @receiver(post_delete, sender=ResultRow)
+@receiver(post_save, sender=ResultRow)  # an edit in the admin (ingest inserts rows in bulk and bumps once)
 @receiver(post_delete, sender=Comparison)
 @receiver(post_save, sender=Comparison)
 def _rows_changed(sender, **kwargs):

@@ -76,6 +76,20 @@ def test_ingest_invalidates_cached_tables():
     assert table["empty"] is False and table["result"]["ratio"]["mean"] == 0.5
 
 
+def test_a_row_edited_or_deleted_in_the_admin_changes_the_cached_table():
+    Comparison.objects.create(slug="t", title="T", treatment_experiment="exp99", treatment_arm="T",
+                              baseline_experiment="exp99", baseline_arm="B")  # fmt: skip
+    comparison = Comparison.objects.get(slug="t")
+    paired_rows({1: 0.5, 2: 0.6}, {1: 1.0, 2: 1.0})
+    assert tables.build_table(comparison)["result"]["ratio"]["mean"] == pytest.approx(0.55)
+    row = ResultRow.objects.get(arm_label="T", seed=1)
+    row.value = 0.7
+    row.save()  # what the admin's change form does
+    assert tables.build_table(comparison)["result"]["ratio"]["mean"] == pytest.approx(0.65)
+    ResultRow.objects.get(arm_label="T", seed=2).delete()
+    assert tables.build_table(comparison)["result"]["ratio"]["n"] == 1
+
+
 def test_import_results_command_ingests_a_folder_file_with_its_config(shared_dir, capsys):
     path = shared_dir / "anchor-results/exp05_full_v4_s43/results.json"
     call_command("import_results", str(path))
