@@ -301,12 +301,10 @@ def ladder_notes() -> list[dict]:
     return notes
 
 
-def sorted_players(
-    sort: str | None, direction: str | None, players: list[Player] | None = None
-) -> tuple[list[Player], str, str]:
-    """The ladder rows sorted by one column (unknown columns fall back to the record's order)."""
+def sorted_players(sort: str | None, direction: str | None, players: list[Player]) -> tuple[list[Player], str, str]:
+    """The summary's ladder rows sorted by one column (unknown columns keep the record's order)."""
     keys = {k for k, _ in PLAYER_COLUMNS}
-    players = list(Player.objects.all()) if players is None else list(players)
+    players = list(players)
     if sort not in keys:
         return players, "", ""
     direction = "desc" if direction == "desc" else "asc"

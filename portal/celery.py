@@ -30,30 +30,29 @@ CRASHED = (
 
 
 class PortalTask(Task):
-    def on_failure(self, exc, task_id, args, kwargs, einfo):
-        """A task that raised must not leave its row `running` (or `queued`) forever: the row ends failed."""
-        from billiard.exceptions import WorkerLostError
-
+    def fail_job_row(self, args, message: str, statuses: tuple[str, ...]) -> None:
+        """End this task's job row (its id is the first argument) failed, if it is still in one of `statuses`."""
         label = JOB_ROWS.get(self.name)
-        if not label or not args or isinstance(exc, WorkerLostError):  # a lost worker's message is redelivered
+        if not label or not args:
             return
         from django.apps import apps
 
         row = apps.get_model(label).objects.filter(pk=args[0]).first()
-        if row is not None and row.status in ("queued", "running"):
-            row.mark_failed(CRASHED.format(name=type(exc).__name__))
+        if row is not None and row.status in statuses:
+            row.mark_failed(message)
+
+    def on_failure(self, exc, task_id, args, kwargs, einfo):
+        """A task that raised must not leave its row `running` (or `queued`) forever: the row ends failed."""
+        from billiard.exceptions import WorkerLostError
+
+        if not isinstance(exc, WorkerLostError):  # a lost worker's message is redelivered
+            self.fail_job_row(args, CRASHED.format(name=type(exc).__name__), ("queued", "running"))
 
     def apply_async(self, args=None, kwargs=None, **options):
         try:
             return super().apply_async(args, kwargs, **options)
         except BrokerError as exc:
-            label = JOB_ROWS.get(self.name)
-            if label and args:
-                from django.apps import apps
-
-                row = apps.get_model(label).objects.filter(pk=args[0]).first()
-                if row is not None and row.status == "queued":
-                    row.mark_failed(QUEUE_DOWN)
+            self.fail_job_row(args, QUEUE_DOWN, ("queued",))
             raise QueueUnavailable(QUEUE_DOWN) from exc
 
 
