@@ -15,7 +15,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from inference.generation import GenerationRequest, Generator  # noqa: E402
+from eqlm.runtime import GenerationRequest, Generator  # noqa: E402
 
 
 def prompts_from_slice(path: Path, count: int, length: int = 24) -> list[str]:

@@ -24,7 +24,7 @@ PROMPT = "And it came to pass, when"
 
 
 def tokens_per_second(generator, depth: int, tokens: int, repeats: int) -> float:
-    from inference.generation import GenerationRequest
+    from eqlm.runtime import GenerationRequest
 
     best = 0.0
     for _ in range(repeats):
@@ -35,7 +35,7 @@ def tokens_per_second(generator, depth: int, tokens: int, repeats: int) -> float
 
 
 def cold_vs_warm(generator, tol: float, cap: int, tokens: int) -> tuple[float, float, float]:
-    from inference.generation import GenerationRequest
+    from eqlm.runtime import GenerationRequest
 
     runs = {}
     for warm in (False, True):
@@ -109,7 +109,7 @@ def main() -> None:
 
     django.setup()
     logging.getLogger("httpx").setLevel(logging.WARNING)
-    from inference.generation import get_generator
+    from inference.serving import get_generator
 
     generator = get_generator()
     manifest = generator.manifest

@@ -2,7 +2,7 @@
 
 Requests follow OpenAI's wire format; `depth`, `tol`, `warm_start` and `solver` are extra top-level fields (the
 official client sends them through `extra_body`) and every response carries an `eqlm` object. Generation runs on
-the ONNX generation service (inference.generation: onnxruntime + numpy, never torch).
+the ONNX generation service (eqlm.runtime: onnxruntime + numpy, never torch).
 """
 
 import json
@@ -76,7 +76,7 @@ class V1View(APIView):
 
 def get_generator_or_503():
     try:
-        from .generation import get_generator
+        from .serving import get_generator
 
         return get_generator()
     except Exception as exc:
@@ -320,7 +320,7 @@ class Plan:
 
     def requests(self):
         """(choice index, GenerationRequest) for every prompt × n, with per-choice seeds when sampling."""
-        from .generation import GenerationRequest
+        from eqlm.runtime import GenerationRequest
 
         index = 0
         for prompt in self.prompts:

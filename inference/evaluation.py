@@ -7,7 +7,8 @@ from pathlib import Path
 
 from django.conf import settings
 
-from .blimp import evaluate, load_pairs
+from eqlm.blimp import evaluate, load_pairs
+
 from .models import EvaluationRun
 
 log = logging.getLogger(__name__)
@@ -60,8 +61,7 @@ def run_evaluation(run_id: int) -> EvaluationRun:
     import torch
 
     from benchmarks_app.services import ingest_records
-
-    from .checkpoint import load_checkpoint
+    from eqlm.checkpoint import load_checkpoint
 
     run = EvaluationRun.objects.select_related("model").get(pk=run_id)
     if run.is_finished:

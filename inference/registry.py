@@ -1,6 +1,6 @@
 """Registry services: register uploaded checkpoints (validated out of process), the demo model, evaluations.
 
-Nothing here imports torch: checkpoint validation runs `inference.checkpoint_probe` in a child process.
+Nothing here imports torch: checkpoint validation runs `eqlm.checkpoint_probe` in a child process.
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ def probe_checkpoint(path: Path) -> dict:
     """Validate a checkpoint with weights_only=True in a child process; returns the probe's JSON."""
     try:
         result = subprocess.run(
-            [sys.executable, "-m", "inference.checkpoint_probe", str(path)],
+            [sys.executable, "-m", "eqlm.checkpoint_probe", str(path)],
             cwd=settings.BASE_DIR,
             capture_output=True,
             text=True,

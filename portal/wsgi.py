@@ -15,7 +15,7 @@ def warm_up() -> None:
 
     if not settings.WARM_UP_MODEL:
         return
-    from inference.generation import get_generator
+    from inference.serving import get_generator
 
     try:
         get_generator()

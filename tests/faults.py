@@ -216,10 +216,10 @@ def kill_worker_during_evaluation(
 ) -> FaultResult:
     """Kill -9 the worker during a BLiMP evaluation: redelivered, the run ends done, one result row per depth."""
     from benchmarks_app.models import ResultRow
-    from inference.checkpoint import save_checkpoint
+    from eqlm.checkpoint import save_checkpoint
+    from eqlm.testing import tiny_model
     from inference.models import RegisteredModel
     from inference.registry import queue_evaluation
-    from inference.testing import tiny_model
 
     name = "kill -9 a worker in the middle of an evaluation"
     slug = f"faults-{uuid.uuid4().hex[:6]}"

@@ -21,7 +21,7 @@ PROMPT = "In the beginning"
 
 @pytest.fixture(scope="module")
 def tiny_onnx_dir(tmp_path_factory):
-    from inference.testing import export_tiny_model
+    from eqlm.testing import export_tiny_model
 
     return export_tiny_model(tmp_path_factory.mktemp("api-tiny-onnx"))
 
@@ -29,10 +29,10 @@ def tiny_onnx_dir(tmp_path_factory):
 @pytest.fixture
 def served_model(settings, tiny_onnx_dir, monkeypatch):
     """Point the generation service at the tiny model for this test (fresh generator, fresh rate counters)."""
-    from inference import generation
+    from inference import serving
 
     settings.DEMO_MODEL_ONNX_DIR = tiny_onnx_dir
-    monkeypatch.setattr(generation, "_generator", None)
+    monkeypatch.setattr(serving, "_generator", None)
     cache.clear()
     yield tiny_onnx_dir
     cache.clear()
@@ -96,7 +96,7 @@ def test_chat_completion_runs_at_the_requested_depth_and_reports_it(api, depth):
 
 
 def test_greedy_completion_is_what_the_generation_service_produces(api, served_model):
-    from inference.generation import GenerationRequest, Generator
+    from eqlm.runtime import GenerationRequest, Generator
 
     expected = Generator(served_model).generate(GenerationRequest(prompt=PROMPT, max_tokens=12, depth=8)).text
     completion = api.completions.create(model="eqlm-demo", prompt=PROMPT, max_tokens=12, temperature=0)
@@ -273,16 +273,16 @@ def test_a_saturated_server_answers_503_with_retry_after(live_server, served_mod
 
 def test_an_error_after_streaming_began_arrives_as_an_error_event(live_server, served_model, monkeypatch):
     """Fault injection: the generator fails after its first real token."""
-    from inference import generation
+    from eqlm import runtime
 
-    real_stream = generation.Generator._stream
+    real_stream = runtime.Generator._stream
 
     def failing_stream(self, request, stats):
         for event in real_stream(self, request, stats):
             yield event
             raise RuntimeError("the solver diverged")
 
-    monkeypatch.setattr(generation.Generator, "_stream", failing_stream)
+    monkeypatch.setattr(runtime.Generator, "_stream", failing_stream)
     body = {"model": "eqlm-demo", "prompt": PROMPT, "max_tokens": 5, "temperature": 0, "stream": True}
     events = sse_events(live_server, "/v1/completions", body)
     error = json.loads(events[-2])["error"]

@@ -8,17 +8,17 @@ pytestmark = pytest.mark.django_db
 
 @pytest.fixture(scope="module")
 def tiny_onnx_dir(tmp_path_factory):
-    from inference.testing import export_tiny_model
+    from eqlm.testing import export_tiny_model
 
     return export_tiny_model(tmp_path_factory.mktemp("reference-onnx"))
 
 
 @pytest.fixture
 def served_model(settings, tiny_onnx_dir, monkeypatch):
-    from inference import generation
+    from inference import serving
 
     settings.DEMO_MODEL_ONNX_DIR = tiny_onnx_dir
-    monkeypatch.setattr(generation, "_generator", None)
+    monkeypatch.setattr(serving, "_generator", None)
     cache.clear()
 
 

@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 from django.core.management import call_command
 
-from inference.blimp import Pair, compare, load_pairs, summarize
+from eqlm.blimp import Pair, compare, load_pairs, summarize
 
 FIXTURE = Path(__file__).parent / "fixtures" / "blimp"
 
@@ -55,8 +55,8 @@ def test_pairs_load_by_paradigm_with_a_limit_and_unknown_names_are_refused():
 def test_anytime_scores_come_from_one_pass_at_several_depths():
     import torch
 
-    from inference.blimp import sentence_logprobs
-    from inference.testing import tiny_model
+    from eqlm.blimp import sentence_logprobs
+    from eqlm.testing import tiny_model
 
     model = tiny_model()
     scores = sentence_logprobs(model, ["The men saw themselves.", "Amen."], [1, 4])
@@ -72,9 +72,9 @@ def test_anytime_scores_come_from_one_pass_at_several_depths():
 @pytest.mark.django_db
 def test_evaluate_blimp_command_records_a_run_and_result_rows(tmp_path, settings):
     from benchmarks_app.models import ResultRow
-    from inference.checkpoint import save_checkpoint
+    from eqlm.checkpoint import save_checkpoint
+    from eqlm.testing import tiny_model
     from inference.models import EvaluationRun
-    from inference.testing import tiny_model
 
     path = save_checkpoint(tiny_model(), tmp_path / "tiny.pt", {"seed": 0, "config_hash": "t", "git_commit": "c"})
     call_command("evaluate_blimp", checkpoint=str(path), depths="1,2", blimp_dir=str(FIXTURE), limit=2)

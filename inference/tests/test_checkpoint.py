@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from inference.checkpoint import CheckpointError, load_checkpoint, read_checkpoint, save_checkpoint
-from inference.testing import tiny_config, tiny_model
+from eqlm.checkpoint import CheckpointError, load_checkpoint, read_checkpoint, save_checkpoint
+from eqlm.testing import tiny_config, tiny_model
 
 PROVENANCE = {
     "config_hash": "x",

@@ -23,17 +23,17 @@ def dial_model_dir(tmp_path_factory):
     committed = Path(django_settings.DEMO_MODEL_ONNX_DIR)
     if (committed / "manifest.json").exists():
         return committed
-    from inference.testing import export_tiny_model
+    from eqlm.testing import export_tiny_model
 
     return export_tiny_model(tmp_path_factory.mktemp("dial-tiny-onnx"))
 
 
 @pytest.fixture
 def dial_model(settings, dial_model_dir, monkeypatch):
-    from inference import generation
+    from inference import serving
 
     settings.DEMO_MODEL_ONNX_DIR = dial_model_dir
-    monkeypatch.setattr(generation, "_generator", None)
+    monkeypatch.setattr(serving, "_generator", None)
     cache.clear()
     return dial_model_dir
 

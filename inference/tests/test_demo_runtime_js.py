@@ -2,7 +2,7 @@
 
 Runs the JS runtime under node with onnxruntime-web's wasm backend (the same package the page uses) on a tiny
 random model exported by the project's own code, and compares tokens and iterations per token with
-inference.generation for fixed depth, adaptive halting, warm start and Anderson acceleration.
+eqlm.runtime for fixed depth, adaptive halting, warm start and Anderson acceleration.
 """
 
 import json
@@ -53,7 +53,7 @@ const { EqlmRuntime } = require(runtimePath);
 
 @pytest.fixture(scope="module")
 def tiny_onnx_dir(tmp_path_factory):
-    from inference.testing import export_tiny_model
+    from eqlm.testing import export_tiny_model
 
     return export_tiny_model(tmp_path_factory.mktemp("runtime-js-onnx"))
 
@@ -84,7 +84,7 @@ def js_events(tiny_onnx_dir):
 
 @pytest.mark.parametrize("case", list(CASES))
 def test_the_browser_runtime_generates_what_the_server_generates(js_events, tiny_onnx_dir, case):
-    from inference.generation import GenerationRequest, Generator
+    from eqlm.runtime import GenerationRequest, Generator
 
     result = Generator(tiny_onnx_dir).generate(GenerationRequest(prompt=PROMPT, max_tokens=24, **CASES[case]))
     server = [[e.token_id, e.iterations, e.text] for e in result.tokens]

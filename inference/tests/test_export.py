@@ -7,9 +7,9 @@ import onnx
 import pytest
 import torch
 
-from inference.export import export_onnx
-from inference.generation import OnnxEqLM
-from inference.testing import tiny_model
+from eqlm.export import export_onnx
+from eqlm.runtime import OnnxEqLM
+from eqlm.testing import tiny_model
 
 
 @pytest.fixture(scope="module")

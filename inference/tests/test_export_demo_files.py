@@ -8,8 +8,8 @@ import pytest
 import torch
 from django.conf import settings
 
-from inference.checkpoint import load_checkpoint
-from inference.generation import GenerationRequest, Generator, OnnxEqLM, bits_per_byte
+from eqlm.checkpoint import load_checkpoint
+from eqlm.runtime import GenerationRequest, Generator, OnnxEqLM, bits_per_byte
 
 DEMO_DIR = Path(settings.DEMO_MODEL_CHECKPOINT).parent
 ONNX_DIR = Path(settings.DEMO_MODEL_ONNX_DIR)

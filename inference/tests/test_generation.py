@@ -7,8 +7,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from inference.generation import DecodeCache, GenerationRequest, Generator, OnnxEqLM, process
-from inference.testing import export_tiny_model, tiny_model
+from eqlm.runtime import DecodeCache, GenerationRequest, Generator, OnnxEqLM, process
+from eqlm.testing import export_tiny_model, tiny_model
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -140,7 +140,7 @@ def test_bad_requests_are_refused(generator, bad):
 
 def test_generation_module_never_imports_torch(onnx_dir):
     probe = (
-        "import sys; from pathlib import Path; from inference.generation import Generator, GenerationRequest; "
+        "import sys; from pathlib import Path; from eqlm.runtime import Generator, GenerationRequest; "
         f"g = Generator(Path({str(onnx_dir)!r})); g.generate(GenerationRequest(prompt='a', max_tokens=2)); "
         "print('torch' in sys.modules)"
     )

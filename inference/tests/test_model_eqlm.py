@@ -3,8 +3,8 @@
 import pytest
 import torch
 
-from inference.eqlm import EqLM, EqLMConfig, ExplicitLM, build_model
-from inference.testing import tiny_config, tiny_model
+from eqlm.model import EqLM, EqLMConfig, ExplicitLM, build_model
+from eqlm.testing import tiny_config, tiny_model
 
 
 @pytest.fixture(scope="module")
@@ -93,7 +93,7 @@ def test_build_model_rejects_unknown_classes_and_keys():
 
 
 def test_anytime_loss_decreases_on_a_repeated_batch():
-    from inference.training import anytime_loss
+    from eqlm.training import anytime_loss
 
     torch.manual_seed(0)
     model = EqLM(tiny_config())

@@ -6,9 +6,9 @@ from pathlib import Path
 import pytest
 import torch
 
-from inference.checkpoint import save_checkpoint
+from eqlm.checkpoint import save_checkpoint
+from eqlm.testing import tiny_config, tiny_model
 from inference.models import EvaluationRun, RegisteredModel
-from inference.testing import tiny_config, tiny_model
 
 FIXTURE = Path(__file__).parent / "fixtures" / "blimp"
 MARKER = Path("/tmp/eqlm-malicious-upload-ran")

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from inference import tokenizer
+from eqlm import tokenizer
 
 ROOT = Path(__file__).resolve().parents[2]
 TRICKY = [

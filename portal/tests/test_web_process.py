@@ -50,8 +50,8 @@ def test_importing_every_urlconf_and_view_leaves_torch_out():
 WARM_PROBE = """
 import sys
 import portal.wsgi
-from inference import generation
-print(generation._generator is not None, "torch" in sys.modules)
+from inference import serving
+print(serving._generator is not None, "torch" in sys.modules)
 """
 
 

@@ -1,6 +1,6 @@
 /* The demo EqLM in the browser: onnxruntime-web (wasm) over the exported embed/step/head graphs.
 
-   A line-by-line mirror of inference/generation.py (process, DecodeCache, _tokens, choose_token), so greedy text
+   A line-by-line mirror of eqlm/runtime.py (process, DecodeCache, _tokens, choose_token), so greedy text
    at a given depth is the same here as from the server's /v1/ API:
    - per-iteration K/V cache: iteration slot i of a new position attends to the K/V that earlier positions
      produced at iteration i, so decoding one token costs `depth` step calls over one position;

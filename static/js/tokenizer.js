@@ -1,4 +1,4 @@
-/* Byte-level tokenizer of the demo EqLM, identical to inference/tokenizer.py: tokens are UTF-8 bytes (0-255).
+/* Byte-level tokenizer of the demo EqLM, identical to eqlm/tokenizer.py: tokens are UTF-8 bytes (0-255).
    Works as a browser global (window.EqlmTokenizer) and as a CommonJS module (node tests). */
 (function (root) {
   "use strict";

@@ -19,7 +19,7 @@ class Command(BaseCommand):
         parser.add_argument("--name", default="", help="registry name for a checkpoint not yet registered")
 
     def handle(self, *args, **opts):
-        from inference.checkpoint import CheckpointError, load_checkpoint
+        from eqlm.checkpoint import CheckpointError, load_checkpoint
         from inference.evaluation import run_evaluation
         from inference.models import EvaluationRun, RegisteredModel
         from inference.registry import RegistryError, parse_depths, parse_paradigms, register_demo_model

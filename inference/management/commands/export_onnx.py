@@ -18,8 +18,8 @@ class Command(BaseCommand):
         parser.add_argument("--int8", action="store_true", help="also write a dynamically quantised step graph")
 
     def handle(self, *args, **opts):
-        from inference.checkpoint import CheckpointError
-        from inference.export import export_demo
+        from eqlm.checkpoint import CheckpointError
+        from eqlm.export import export_demo
 
         if not Path(opts["checkpoint"]).exists():
             raise CommandError(f"no checkpoint at {opts['checkpoint']}")

@@ -27,8 +27,8 @@ class Command(BaseCommand):
         parser.add_argument("--threads", type=int, default=2)
 
     def handle(self, *args, **opts):
-        from inference.eqlm import EqLMConfig
-        from inference.training import TrainSettings, train
+        from eqlm.model import EqLMConfig
+        from eqlm.training import TrainSettings, train
 
         config = EqLMConfig(
             d_model=opts["d_model"],

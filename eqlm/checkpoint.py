@@ -9,7 +9,7 @@ from pathlib import Path
 
 import torch
 
-from .eqlm import MODEL_CLASSES, EqLMConfig, build_model
+from .model import MODEL_CLASSES, EqLMConfig, build_model
 
 REQUIRED_KEYS = ("model_class", "config_dict", "state_dict", "provenance")
 PROVENANCE_KEYS = ("config_hash", "git_commit", "seed", "corpus", "corpus_sha256", "steps", "tokens", "created")

@@ -1,4 +1,4 @@
-"""Validate a checkpoint in a child process (`python -m inference.checkpoint_probe PATH`), printing JSON.
+"""Validate a checkpoint in a child process (`python -m eqlm.checkpoint_probe PATH`), printing JSON.
 
 The web process uses this so that torch is never imported there: the child loads the file with
 weights_only=True, builds the model, runs one tiny forward pass and reports what the registry stores.
@@ -11,7 +11,7 @@ import sys
 def probe(path: str) -> dict:
     import torch
 
-    from inference.checkpoint import CheckpointError, load_checkpoint
+    from eqlm.checkpoint import CheckpointError, load_checkpoint
 
     try:
         model, data = load_checkpoint(path)

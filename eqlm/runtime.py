@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import math
-import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -379,19 +378,3 @@ def bits_per_byte(model: OnnxEqLM, text: bytes, depths: list[int], window: int |
             totals[d] += float((logz - picked).sum())
         count += targets.size
     return {d: totals[d] / count / LN2 for d in depths}
-
-
-_generator: Generator | None = None
-_generator_lock = threading.Lock()
-
-
-def get_generator() -> Generator:
-    """The process-wide generator over settings.DEMO_MODEL_ONNX_DIR (loaded once, on first use)."""
-    global _generator
-    if _generator is None:
-        with _generator_lock:
-            if _generator is None:
-                from django.conf import settings
-
-                _generator = Generator(Path(settings.DEMO_MODEL_ONNX_DIR))
-    return _generator

@@ -6,7 +6,7 @@ from pathlib import Path
 
 
 def tiny_config(**overrides):
-    from .eqlm import EqLMConfig
+    from .model import EqLMConfig
 
     values = {"d_model": 32, "n_heads": 4, "d_mlp": 64, "max_positions": 64, "train_depths": [4, 8, 12]}
     values.update(overrides)
@@ -17,7 +17,7 @@ def tiny_model(seed: int = 0, **overrides):
     """A deterministic random EqLM small enough to export and run in well under a second."""
     import torch
 
-    from .eqlm import EqLM
+    from .model import EqLM
 
     torch.manual_seed(seed)
     return EqLM(tiny_config(**overrides)).eval()

@@ -2,7 +2,7 @@
 
 The caller drives the iterations: embed once, call step once per iteration with the keys/values that earlier
 positions produced at the same iteration (past_k/past_v, possibly empty), then head. This is what lets the
-browser (onnxruntime-web) and the server (onnxruntime, inference/generation.py) cache per-iteration K/V and
+browser (onnxruntime-web) and the server (onnxruntime, eqlm/runtime.py) cache per-iteration K/V and
 decode incrementally with results identical to recomputing the whole sequence.
 """
 
@@ -15,7 +15,7 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from .eqlm import RESIDUAL_EPS, EqLM, relative_residual
+from .model import RESIDUAL_EPS, EqLM, relative_residual
 
 OPSET = 17
 MANIFEST_FORMAT = "eqlm-onnx-v1"
@@ -185,7 +185,7 @@ def export_demo(
 
     from .checkpoint import load_checkpoint
     from .corpus import HELDOUT_FRACTION, load_corpus, split
-    from .generation import GenerationRequest, Generator, OnnxEqLM, bits_per_byte
+    from .runtime import GenerationRequest, Generator, OnnxEqLM, bits_per_byte
 
     model, data = load_checkpoint(checkpoint)
     provenance = data["provenance"]
@@ -207,7 +207,7 @@ def export_demo(
             "supervised_depths": data["config_dict"].get("train_depths"),
         },
         "provenance": {k: provenance.get(k) for k in PROVENANCE_KEYS_FOR_CARD},
-        "measured_with": "onnxruntime on the exported fp32 graphs (inference/generation.py: bits_per_byte)",
+        "measured_with": "onnxruntime on the exported fp32 graphs (eqlm/runtime.py: bits_per_byte)",
         "limitations": LIMITATION,
     }
     try:

@@ -16,7 +16,7 @@ import torch.nn.functional as F
 
 from .checkpoint import save_checkpoint
 from .corpus import CORPUS_NAME, load_corpus, split
-from .eqlm import EqLM, EqLMConfig, relative_residual
+from .model import EqLM, EqLMConfig, relative_residual
 
 LN2 = math.log(2)
 
