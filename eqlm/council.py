@@ -1,0 +1,303 @@
+"""Live council decoding: several EqLMs decode together as the equilibrium of an influence game (ADR 0008).
+
+At each position every member i gives l_i, its log-softmax. The consensus y and the influence weights w solve
+
+    w_i(y) = softmax_i(beta * <y, l_i>),   log y <- (1 - eta) log y + eta (sum_i w_i(y) l_i + tau log p_ref),
+
+renormalised, iterated from y = p_ref until the L1 movement of y is below `tol` or `max_iter` is reached. Every
+iterate is a distribution, so stopping early is safe. The fixed point is y* ∝ exp(sum_i w_i(y*) l_i) p_ref^tau;
+beta = 0 is logit averaging, a large beta approaches routing, tau pulls toward the reference (the mean of the
+members' distributions, or one member's). Pure numpy; the members run on eqlm.runtime (onnxruntime, never torch).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .runtime import (
+    MAX_DEPTH,
+    DecodeCache,
+    GenerationRequest,
+    Generator,
+    StreamStats,
+    TokenEvent,
+    choose_token,
+    process,
+)
+from .tokenizer import IncrementalDecoder, encode
+
+DEFAULT_BETA = 2.0
+DEFAULT_TAU = 0.0
+DEFAULT_ETA = 0.5
+DEFAULT_MAX_ITER = 32
+MAX_MAX_ITER = 256
+DEFAULT_TOL = 1e-5
+
+
+@dataclass(frozen=True)
+class Kinetic:
+    """The game's controls. `reference` is "mean" or the index of a member in the member list."""
+
+    beta: float = DEFAULT_BETA
+    tau: float = DEFAULT_TAU
+    eta: float = DEFAULT_ETA
+    max_iter: int = DEFAULT_MAX_ITER
+    tol: float = DEFAULT_TOL
+    reference: str | int = "mean"
+
+    def validate(self, members: int) -> None:
+        """Raises ValueError naming the field (kinetic.beta, ...) when a control is out of range."""
+        checks = [
+            ("members", members >= 2, "needs at least 2 members"),
+            ("beta", math.isfinite(self.beta) and self.beta >= 0, "must be a finite number >= 0"),
+            ("tau", math.isfinite(self.tau) and self.tau >= 0, "must be a finite number >= 0"),
+            ("eta", 0 < self.eta <= 1, "must be in (0, 1]"),
+            ("max_iter", 1 <= int(self.max_iter) <= MAX_MAX_ITER, f"must be between 1 and {MAX_MAX_ITER}"),
+            ("tol", math.isfinite(self.tol) and self.tol > 0, "must be > 0"),
+        ]
+        ref = self.reference
+        ref_ok = ref == "mean" or (isinstance(ref, int) and not isinstance(ref, bool) and 0 <= ref < members)
+        checks.append(("reference", ref_ok, "must be 'mean' or a member"))
+        for name, ok, message in checks:
+            if not ok:
+                raise ValueError(f"kinetic.{name} {message}")
+
+
+@dataclass
+class Equilibrium:
+    """The solve at one position (arrays of shape [...] for a batch of positions)."""
+
+    log_y: np.ndarray  # [..., V] log of the consensus distribution
+    weights: np.ndarray  # [..., M] influence weights w(y), a distribution over members
+    iterations: np.ndarray  # [...] updates made
+    residual: np.ndarray  # [...] L1 movement of y at the last update
+    converged: np.ndarray  # [...] residual < tol
+
+    @property
+    def y(self) -> np.ndarray:
+        return np.exp(self.log_y)
+
+
+def log_softmax(logits: np.ndarray, axis: int = -1) -> np.ndarray:
+    """Log-probabilities in float64 (so that no member's logit offset buys it influence)."""
+    x = np.asarray(logits, dtype=np.float64)
+    m = x.max(axis=axis, keepdims=True)
+    return x - m - np.log(np.exp(x - m).sum(axis=axis, keepdims=True))
+
+
+def _logsumexp(x: np.ndarray, axis: int) -> np.ndarray:
+    m = x.max(axis=axis, keepdims=True)
+    return (m + np.log(np.exp(x - m).sum(axis=axis, keepdims=True))).squeeze(axis)
+
+
+def influence_weights(y: np.ndarray, log_probs: np.ndarray, beta: float) -> np.ndarray:
+    """w_i(y) = softmax_i(beta <y, l_i>): y [..., V], log_probs [..., M, V] -> [..., M]."""
+    score = beta * np.einsum("...v,...mv->...m", y, log_probs)
+    score -= score.max(axis=-1, keepdims=True)
+    w = np.exp(score)
+    return w / w.sum(axis=-1, keepdims=True)
+
+
+def reference_log_probs(log_probs: np.ndarray, reference: str | int = "mean") -> np.ndarray:
+    """log p_ref: the log of the mean of the members' distributions, or one member's log-probabilities."""
+    if reference == "mean":
+        return _logsumexp(log_probs, axis=-2) - math.log(log_probs.shape[-2])
+    return log_probs[..., int(reference), :]
+
+
+def equilibrium(
+    log_probs: np.ndarray,
+    *,
+    beta: float = DEFAULT_BETA,
+    tau: float = DEFAULT_TAU,
+    eta: float = DEFAULT_ETA,
+    max_iter: int = DEFAULT_MAX_ITER,
+    tol: float = DEFAULT_TOL,
+    reference: str | int = "mean",
+) -> Equilibrium:
+    """The consensus of members' log-probabilities [..., M, V] (any leading batch of positions).
+
+    Each position stops updating once its own movement is below tol, so a batch gives exactly what solving the
+    positions one at a time gives.
+    """
+    lp = log_softmax(log_probs)  # idempotent on log-probabilities; guards against raw logits
+    log_ref = reference_log_probs(lp, reference)
+    pull = tau * log_ref if tau else 0.0
+    log_y = log_ref - _logsumexp(log_ref, axis=-1)[..., None]
+    batch = lp.shape[:-2]
+    iterations = np.zeros(batch, dtype=np.int64)
+    residual = np.full(batch, np.inf)
+    converged = np.zeros(batch, dtype=bool)
+    for _ in range(int(max_iter)):
+        active = ~converged
+        if not active.any():
+            break
+        y = np.exp(log_y)
+        w = influence_weights(y, lp, beta)
+        new = (1 - eta) * log_y + eta * (np.einsum("...m,...mv->...v", w, lp) + pull)
+        new -= _logsumexp(new, axis=-1)[..., None]
+        movement = np.abs(np.exp(new) - y).sum(axis=-1)
+        log_y = np.where(active[..., None], new, log_y)
+        residual = np.where(active, movement, residual)
+        iterations += active
+        converged |= active & (movement < tol)
+    weights = influence_weights(np.exp(log_y), lp, beta)
+    return Equilibrium(log_y, weights, iterations, residual, converged)
+
+
+def solve(log_probs: np.ndarray, kinetic: Kinetic) -> Equilibrium:
+    return equilibrium(
+        log_probs,
+        beta=kinetic.beta,
+        tau=kinetic.tau,
+        eta=kinetic.eta,
+        max_iter=kinetic.max_iter,
+        tol=kinetic.tol,
+        reference=kinetic.reference,
+    )
+
+
+# --- decoding -----------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class CouncilEntry:
+    """What the game did for one generated token."""
+
+    weights: list[float]  # in member order
+    leader: int  # index of the member with the largest weight (lowest index on ties)
+    iterations: int
+    residual: float
+    converged: bool
+    members: list[dict]  # each member's EqLM telemetry at that position: {"iterations", "residual"}
+    log_y: np.ndarray = field(repr=False, default_factory=lambda: np.zeros(0))
+
+    def as_json(self, members: Sequence[str]) -> dict:
+        return {
+            "weights": [round(w, 6) for w in self.weights],
+            "leader": members[self.leader],
+            "iterations": self.iterations,
+            "residual": self.residual if math.isfinite(self.residual) else None,
+            "converged": self.converged,
+            "members": [{"model": m, **telemetry} for m, telemetry in zip(members, self.members, strict=True)],
+        }
+
+
+@dataclass
+class CouncilStats(StreamStats):
+    """StreamStats plus one CouncilEntry per generated token (emitted events are a prefix of them)."""
+
+    entries: list[CouncilEntry] = field(default_factory=list)
+
+
+class _MemberState:
+    """One member's incremental decode: its cache and the state of its last position."""
+
+    def __init__(self, generator: Generator, request: GenerationRequest, ids: list[int]):
+        self.generator = generator
+        self.model = generator.model
+        self.request = request
+        if request.tol is not None:
+            self.depth = int(request.depth or MAX_DEPTH)
+        else:
+            self.depth = int(request.depth or generator.default_depth)
+        self.cache = DecodeCache(self.model, self.depth)
+        z, iterations, residual = process(self.model, self.cache, ids, self.depth, request.tol, request.solver)
+        self._keep(z[:, -1:], iterations[-1], residual[-1])
+
+    def _keep(self, z, iterations, residual) -> None:
+        self.z = z
+        self.iterations = int(iterations)
+        self.residual = float(residual)
+
+    def log_probs(self) -> np.ndarray:
+        return log_softmax(self.model.head(self.z)[0, -1])
+
+    def telemetry(self) -> dict:
+        finite = math.isfinite(self.residual)
+        return {"iterations": self.iterations, "residual": self.residual if finite else None}
+
+    def advance(self, token: int) -> None:
+        z0 = self.z if self.request.warm_start else None
+        req = self.request
+        z, iterations, residual = process(self.model, self.cache, [token], self.depth, req.tol, req.solver, z0)
+        self._keep(z, iterations[0], residual[0])
+
+
+class CouncilGenerator(Generator):
+    """Generation from the equilibrium of several member generators (repeats allowed; each distinct one runs once).
+
+    The game runs on the members' raw log-probabilities (temperature 1); the request's temperature/top_p apply
+    only when the next token is drawn from y, and stop strings are handled exactly as for one model.
+    """
+
+    def __init__(self, members: Sequence[Generator], kinetic: Kinetic, model_id: str = "eqlm-council"):
+        kinetic.validate(len(members))
+        vocab = {m.model.vocab_size for m in members}
+        if len(vocab) != 1:
+            raise ValueError("kinetic.members must share one vocabulary")
+        self.members = list(members)
+        self.kinetic = kinetic
+        self.model_id = model_id
+        self.max_positions = min(m.max_positions for m in members)
+        self.manifest = members[0].manifest
+        self.model = members[0].model
+
+    def stream(self, request: GenerationRequest):
+        from .runtime import TokenStream
+
+        stats = CouncilStats()
+        return TokenStream(self._stream(request, stats), stats)
+
+    def _tokens(self, request: GenerationRequest, stats: StreamStats) -> Iterator[TokenEvent]:
+        request.validate()
+        ids = encode(request.prompt) or encode(self.manifest.get("empty_prompt", "\n"))
+        ids = ids[-(self.max_positions - 1) :] if request.max_tokens > 0 else ids[-self.max_positions :]
+        rng = np.random.default_rng(request.seed)
+        distinct: dict[int, _MemberState] = {}
+        states = []
+        for member in self.members:
+            if id(member) not in distinct:
+                distinct[id(member)] = _MemberState(member, request, ids)
+            states.append(distinct[id(member)])
+        length = len(ids)
+        decoder = IncrementalDecoder()
+        for n in range(request.max_tokens):
+            own = {key: state.log_probs() for key, state in distinct.items()}
+            log_probs = np.stack([own[id(member)] for member in self.members])
+            eq = solve(log_probs, self.kinetic)
+            token = choose_token(eq.log_y, request.temperature, request.top_p, rng)
+            weights = [float(w) for w in eq.weights]
+            entry = CouncilEntry(
+                weights=weights,
+                leader=int(np.argmax(eq.weights)),
+                iterations=int(eq.iterations),
+                residual=float(eq.residual),
+                converged=bool(eq.converged),
+                members=[state.telemetry() for state in states],
+                log_y=eq.log_y,
+            )
+            stats.completion_tokens += 1
+            stats.iterations.append(entry.iterations)
+            stats.residuals.append(entry.residual)
+            if isinstance(stats, CouncilStats):
+                stats.entries.append(entry)
+            yield TokenEvent(token, decoder.push(token), entry.iterations, entry.residual)
+            if n == request.max_tokens - 1:
+                break
+            if length >= self.max_positions:
+                stats.finish_reason = "length"
+                return
+            for state in distinct.values():
+                state.advance(token)
+            length += 1
+        stats.finish_reason = "length"
+
+
+def window_log_probs(generator: Generator, windows: np.ndarray, depth: int) -> np.ndarray:
+    """Each member's log-probabilities [B, T, V] over whole windows at a fixed depth (the bits/byte path)."""
+    return log_softmax(generator.model.full_solve(windows, [depth])[depth])
