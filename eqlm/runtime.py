@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 import onnxruntime as ort
 
+from .logprobs import log_softmax
 from .tokenizer import IncrementalDecoder, encode
 
 DEFAULT_DEPTH = 8
@@ -35,6 +36,12 @@ class GenerationRequest:
     top_p: float = 1.0
     seed: int | None = None
     stop: tuple[str, ...] = ()
+    prompt_ids: tuple[int, ...] | None = None  # raw byte tokens; when given, `prompt` is ignored (never re-encoded)
+    logprobs: bool = False  # attach each generated token's log-probability row (TokenEvent.logprobs)
+    echo_logprobs: bool = False  # score the prompt too (StreamStats.prompt_logprobs), in the same solve
+
+    def ids(self) -> list[int]:
+        return list(self.prompt_ids) if self.prompt_ids is not None else encode(self.prompt)
 
     def validate(self) -> None:
         if self.depth is not None and not 1 <= int(self.depth) <= MAX_DEPTH:
@@ -49,6 +56,8 @@ class GenerationRequest:
             raise ValueError("temperature must be >= 0")
         if not 0 < self.top_p <= 1:
             raise ValueError("top_p must be in (0, 1]")
+        if self.prompt_ids is not None and not all(0 <= int(t) < 256 for t in self.prompt_ids):
+            raise ValueError("prompt token ids are bytes: 0..255")
 
 
 @dataclass
@@ -57,6 +66,7 @@ class TokenEvent:
     text: str  # incremental decoded text ("" while a UTF-8 sequence is incomplete)
     iterations: int  # iterations used at the position whose logits chose this token
     residual: float  # that position's last relative residual
+    logprobs: np.ndarray | None = None  # log-softmax row [V] that chose this token (GenerationRequest.logprobs)
 
 
 @dataclass
@@ -78,6 +88,9 @@ class StreamStats:
     completion_tokens: int = 0
     iterations: list[int] = field(default_factory=list)
     residuals: list[float] = field(default_factory=list)
+    prompt_ids: list[int] = field(default_factory=list)  # the prompt's tokens as solved
+    # with echo_logprobs: row i [V] is the distribution that predicted prompt token i + 1 ([T - 1, V])
+    prompt_logprobs: np.ndarray | None = None
 
 
 class TokenStream:
@@ -96,6 +109,14 @@ class TokenStream:
     @property
     def finish_reason(self) -> str:
         return self.stats.finish_reason
+
+
+class ContextLengthExceeded(ValueError):
+    """A prompt to be scored is longer than the model's context (scoring never drops its first bytes)."""
+
+    def __init__(self, tokens: int, limit: int):
+        super().__init__(f"the prompt is {tokens} tokens; this model's context is {limit} tokens")
+        self.tokens, self.limit = tokens, limit
 
 
 class _Anderson:
@@ -280,20 +301,33 @@ class Generator:
             depth = int(request.depth or MAX_DEPTH)
         else:
             depth = int(request.depth or self.default_depth)
-        ids = encode(request.prompt) or encode(self.manifest.get("empty_prompt", "\n"))
-        ids = ids[-(self.max_positions - 1) :] if request.max_tokens > 0 else ids[-self.max_positions :]
+        given = request.ids()
+        ids = given or encode(self.manifest.get("empty_prompt", "\n"))
+        scoring = request.logprobs or request.echo_logprobs
+        if scoring and len(ids) > self.max_positions:
+            raise ContextLengthExceeded(len(ids), self.max_positions)
+        if not scoring:  # generation keeps the documented left-truncation
+            ids = ids[-(self.max_positions - 1) :] if request.max_tokens > 0 else ids[-self.max_positions :]
+        stats.prompt_ids = list(given)
         rng = np.random.default_rng(request.seed)
         cache = DecodeCache(self.model, depth)
         z, iterations, residual = process(self.model, cache, ids, depth, request.tol, request.solver)
         last_z, last_iter, last_res = z[:, -1:], int(iterations[-1]), float(residual[-1])
+        next_logits = None
+        if request.echo_logprobs:  # the whole prompt was one batched solve: one head call scores every position
+            all_logits = self.model.head(z)[0]
+            stats.prompt_logprobs = log_softmax(all_logits[:-1]) if given else np.zeros((0, self.model.vocab_size))
+            next_logits = all_logits[-1]
         decoder = IncrementalDecoder()
         for n in range(request.max_tokens):
-            logits = self.model.head(last_z)[0, -1]
+            logits = next_logits if next_logits is not None else self.model.head(last_z)[0, -1]
+            next_logits = None
             token = choose_token(logits, request.temperature, request.top_p, rng)
             stats.completion_tokens += 1
             stats.iterations.append(last_iter)
             stats.residuals.append(last_res)
-            yield TokenEvent(token, decoder.push(token), last_iter, last_res)
+            row = log_softmax(logits) if request.logprobs else None
+            yield TokenEvent(token, decoder.push(token), last_iter, last_res, row)
             if n == request.max_tokens - 1:
                 break
             if cache.length >= self.max_positions:
@@ -324,7 +358,7 @@ class Generator:
                         break
                     piece = ev.text[:room]
                     emitted += len(piece)
-                    yield TokenEvent(ev.token_id, piece, ev.iterations, ev.residual)
+                    yield TokenEvent(ev.token_id, piece, ev.iterations, ev.residual, ev.logprobs)
                 stats.finish_reason = "stop"
                 return
             safe = len(text) - _held_back(text, stops)
@@ -351,7 +385,7 @@ class Generator:
             text="".join(e.text for e in events),
             tokens=events,
             finish_reason=stats.finish_reason,
-            prompt_tokens=len(encode(request.prompt)),
+            prompt_tokens=len(request.ids()),
             completion_tokens=len(events),
             mean_iterations=float(np.mean(stats.iterations)) if stats.iterations else 0.0,
             final_residual=stats.residuals[-1] if stats.residuals else 0.0,
@@ -378,3 +412,72 @@ def bits_per_byte(model: OnnxEqLM, text: bytes, depths: list[int], window: int |
             totals[d] += float((logz - picked).sum())
         count += targets.size
     return {d: totals[d] / count / LN2 for d in depths}
+
+
+@dataclass
+class PromptScore:
+    """The log probabilities of a prompt's tokens from one batched solve over the whole prompt."""
+
+    ids: list[int]
+    logprobs: np.ndarray  # [T, V]: row i is the distribution after tokens 0..i (row T-1 predicts the next token)
+    iterations: np.ndarray  # [T] iterations each position used
+    residual: np.ndarray  # [T] each position's last relative residual
+
+    def token_logprobs(self) -> list[float]:
+        """log P(token i | tokens before it) for i = 1..T-1 (the first token has no prediction)."""
+        return [float(self.logprobs[i - 1, t]) for i, t in enumerate(self.ids) if i > 0]
+
+
+def score_prompt(
+    model: OnnxEqLM, ids: list[int], depth: int, tol: float | None = None, solver: str = "picard"
+) -> PromptScore:
+    """Score a whole prompt in one solve at the given depth/tol/solver, exactly as the generator solves a prompt."""
+    if not ids:
+        raise ValueError("nothing to score: the prompt is empty")
+    if len(ids) > model.max_positions:
+        raise ContextLengthExceeded(len(ids), model.max_positions)
+    cache = DecodeCache(model, depth)
+    z, iterations, residual = process(model, cache, list(ids), depth, tol, solver)
+    return PromptScore(list(ids), log_softmax(model.head(z)[0]), iterations, residual)
+
+
+def rolling_windows(n: int, max_seq_len: int) -> list[tuple[int, int, int]]:
+    """lm-evaluation-harness's disjoint rolling windows over n tokens after one prefix token: (start, first, end).
+
+    Indices are into the prefixed sequence (prefix at 0, token j at j + 1). Each window feeds tokens [start, end)
+    and scores tokens [first, end): every token once, with at most max_seq_len scored per window and at least one
+    token of context before them (get_rolling_token_windows + make_disjoint_window with context_len=1).
+    """
+    windows, scored = [], 0
+    while scored < n:
+        end = min(n, scored + max_seq_len)
+        windows.append((max(0, end - max_seq_len), scored + 1, end + 1))
+        scored = end
+    return windows
+
+
+def rolling_bits_per_byte(
+    model: OnnxEqLM,
+    text: bytes,
+    depth: int,
+    max_length: int = 256,
+    bos: bytes = b"\n",
+    tol: float | None = None,
+    solver: str = "picard",
+) -> float:
+    """lm-eval-compatible bits/byte: every byte of text scored after the beginning-of-text byte, in rolling windows.
+
+    The windows of lm-evaluation-harness's API models' `loglikelihood_rolling` run with `max_length` (they score
+    max_length - 2 tokens per request of max_length - 1: one token is kept for generation, one for context), the
+    byte `bos` as prefix token; each window is one batched solve, so this equals what the harness measures
+    through /v1/completions with echo.
+    """
+    if len(bos) != 1:
+        raise ValueError("bos must be one byte")
+    seq = list(bos) + list(text)
+    total = 0.0
+    for start, first, end in rolling_windows(len(text), max_length - 2):
+        score = score_prompt(model, seq[start:end], depth, tol, solver)
+        rows = score.logprobs[first - start - 1 : end - start - 1]
+        total += float(rows[np.arange(len(rows)), seq[first:end]].sum())
+    return -total / len(text) / LN2

@@ -26,3 +26,30 @@ class IncrementalDecoder:
 
     def flush(self) -> str:
         return self._decoder.decode(b"", final=True)
+
+
+BYTES_PREFIX = "bytes:"
+BOS_TOKEN = "\n"  # the beginning-of-text byte the portal's own evaluator (eqlm.blimp.BOS) scores after
+BOS_TOKEN_ID = 10
+
+
+def token_string(token_id: int) -> str:
+    """The printable name of one byte token: the character for ASCII, OpenAI's `bytes:\\xe2` notation otherwise.
+
+    A byte >= 0x80 is never valid UTF-8 alone, so it is named by its hex value: every one of the 256 tokens has a
+    distinct name and `token_from_string` reverses it.
+    """
+    if not 0 <= token_id < VOCAB_SIZE:
+        raise ValueError(f"token ids are bytes: 0..{VOCAB_SIZE - 1}, not {token_id}")
+    return chr(token_id) if token_id < 0x80 else f"{BYTES_PREFIX}\\x{token_id:02x}"
+
+
+def token_from_string(name: str) -> int:
+    """The byte a `token_string` names."""
+    if len(name) == 1 and ord(name) < 0x80:
+        return ord(name)
+    if name.startswith(BYTES_PREFIX + "\\x") and len(name) == len(BYTES_PREFIX) + 4:
+        value = int(name[len(BYTES_PREFIX) + 2 :], 16)
+        if value >= 0x80:
+            return value
+    raise ValueError(f"not a byte token name: {name!r}")

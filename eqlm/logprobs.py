@@ -1,0 +1,71 @@
+"""Log probabilities on the wire: log-softmax, top-k and the OpenAI shapes, from one log-probability row per token.
+
+Nothing here knows a model: each function takes the log-probability vector that predicted a token (a numpy row over
+the 256 byte tokens), so any scorer (the generator, the prompt solve, a council) can build the same wire shapes.
+Legacy completions get `{tokens, token_logprobs, top_logprobs, text_offset}`; chat gets `content` entries of
+`{token, logprob, bytes, top_logprobs}`. Token names follow eqlm.tokenizer.token_string; text offsets count bytes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from .tokenizer import token_string
+
+MAX_TOP_LOGPROBS = 20
+
+
+def log_softmax(logits: np.ndarray) -> np.ndarray:
+    """Log-softmax over the last axis, in float64."""
+    lg = np.asarray(logits, dtype=np.float64)
+    m = lg.max(-1, keepdims=True)
+    return lg - (m + np.log(np.exp(lg - m).sum(-1, keepdims=True)))
+
+
+def top_k(row: np.ndarray, k: int) -> list[tuple[int, float]]:
+    """The k most likely tokens of one row, most likely first (lowest id first on ties, like greedy argmax)."""
+    if k <= 0:
+        return []
+    order = np.argsort(-row, kind="stable")[:k]
+    return [(int(i), float(row[i])) for i in order]
+
+
+def completion_logprobs(
+    token_ids: Sequence[int],
+    rows: Sequence[np.ndarray | None],
+    k: int,
+    offset: int = 0,
+) -> dict:
+    """OpenAI's legacy `logprobs` object for tokens, each with the row that predicted it (None: no prediction).
+
+    `text_offset` is the byte offset of each token in the choice's text, starting at `offset`.
+    """
+    tokens, token_logprobs, top, offsets = [], [], [], []
+    for i, (token, row) in enumerate(zip(token_ids, rows, strict=True)):
+        tokens.append(token_string(token))
+        offsets.append(offset + i)
+        if row is None:
+            token_logprobs.append(None)
+            top.append(None)
+        else:
+            token_logprobs.append(float(row[token]))
+            top.append({token_string(t): lp for t, lp in top_k(row, k)})
+    return {"tokens": tokens, "token_logprobs": token_logprobs, "top_logprobs": top, "text_offset": offsets}
+
+
+def merge_completion_logprobs(parts: Sequence[dict]) -> dict:
+    """Several legacy `logprobs` objects (the echoed prompt, then the completion) as one."""
+    keys = ("tokens", "token_logprobs", "top_logprobs", "text_offset")
+    return {key: [item for part in parts for item in part[key]] for key in keys}
+
+
+def chat_logprob_entry(token: int, row: np.ndarray, k: int) -> dict:
+    """One entry of OpenAI's chat `logprobs.content`: the raw byte in `bytes`, the top k alternatives."""
+    return {
+        "token": token_string(token),
+        "logprob": float(row[token]),
+        "bytes": [int(token)],
+        "top_logprobs": [{"token": token_string(t), "logprob": lp, "bytes": [t]} for t, lp in top_k(row, k)],
+    }
