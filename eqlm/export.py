@@ -19,7 +19,7 @@ from .model import RESIDUAL_EPS, EqLM, relative_residual
 
 OPSET = 17
 MANIFEST_FORMAT = "eqlm-onnx-v1"
-MAX_DEPTH = 32
+MAX_DEPTH = 64
 EMPTY_PROMPT = "\n"
 
 
@@ -128,6 +128,9 @@ def export_onnx(
         "empty_prompt": EMPTY_PROMPT,
         "num_params": model.num_params(),
         "graphs": graphs,
+        # Servers address each graph by its content (the file URL carries this sha256), so a client that read
+        # this manifest can never be handed a graph from another export.
+        "graph_sha256": {role: _sha256(out_dir / name) for role, name in graphs.items()},
         "io": {
             "embed": {
                 "inputs": {"input_ids": "[B,T] int64", "positions": "[B,T] int64"},
@@ -156,6 +159,12 @@ def export_onnx(
     manifest.update(extra or {})
     (out_dir / "manifest.json").write_text(json.dumps(manifest, indent=2, sort_keys=False) + "\n")
     return manifest
+
+
+def _sha256(path: Path) -> str:
+    import hashlib
+
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
 
 def word_realness(texts: list[str], vocabulary: set[str]) -> float:

@@ -20,7 +20,7 @@ from .logprobs import log_softmax
 from .tokenizer import IncrementalDecoder, encode
 
 DEFAULT_DEPTH = 8
-MAX_DEPTH = 32
+MAX_DEPTH = 64
 LN2 = math.log(2)
 
 
@@ -28,7 +28,7 @@ LN2 = math.log(2)
 class GenerationRequest:
     prompt: str
     max_tokens: int = 64
-    depth: int | None = None  # 1..32; None -> default 8 unless tol is given (then the cap is 32)
+    depth: int | None = None  # 1..64; None -> the model's default_depth unless tol is given (then the cap is 64)
     tol: float | None = None
     warm_start: bool = False
     solver: str = "picard"  # or "anderson"
@@ -223,8 +223,12 @@ def process(
     tol: float | None,
     solver: str,
     z0: np.ndarray | None = None,
+    history: list[np.ndarray] | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Run T new positions after the cached ones; fills the cache. Returns (final z [1,T,D], iterations, residual)."""
+    """Run T new positions after the cached ones; fills the cache. Returns (final z [1,T,D], iterations, residual).
+
+    `history`, when given, receives each iteration's residuals [T] (position i's curve is the first iterations[i]).
+    """
     t = len(ids)
     p = cache.length
     inj = model.embed(np.asarray([ids]), np.arange(p, p + t)[None, :])
@@ -241,6 +245,8 @@ def process(
         new = anderson.update(z, fz) if anderson is not None else fz
         z = np.where(active[None, :, None], new, z)
         residual = np.where(active, r[0].astype(np.float64), residual)
+        if history is not None:
+            history.append(r[0].astype(np.float64))
         iterations += active
         done = slot + 1
         if tol is not None:

@@ -92,6 +92,11 @@ class RegisteredModel(models.Model):
     model_class = models.CharField(max_length=20)
     checkpoint = models.FileField(upload_to=checkpoint_upload_path, blank=True)
     checkpoint_path = models.CharField(max_length=300, blank=True, help_text="a file in the repository (demo model)")
+    onnx_dir = models.CharField(
+        max_length=300,
+        blank=True,
+        help_text="a folder with its ONNX export (manifest.json and the graphs it names); empty = not served",
+    )
     sha256 = models.CharField(max_length=64, db_index=True)
     size_bytes = models.BigIntegerField(default=0)
     num_params = models.BigIntegerField(null=True, blank=True)

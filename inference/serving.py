@@ -1,23 +1,311 @@
-"""The serving layer: the process-wide ONNX generator over settings.DEMO_MODEL_ONNX_DIR (never torch)."""
+"""The serving layer: model id -> ONNX runtime (eqlm.runtime.Generator), loaded lazily and thread-safely.
+
+Servable models are every folder `settings.MODELS_DIR/<id>/` with a manifest.json (the bundled ones; the default
+id is served from `settings.DEMO_MODEL_ONNX_DIR`) and every registry row that names an ONNX folder
+(`RegisteredModel.onnx_dir`). Each model's graphs are addressed by their sha256, so a browser that loaded a
+manifest can never fetch a graph from another export. Never imports torch.
+"""
 
 from __future__ import annotations
 
+import hashlib
+import json
+import logging
 import threading
+import time
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from eqlm.runtime import Generator
+from eqlm.runtime import MAX_DEPTH, Generator
 
+log = logging.getLogger(__name__)
+
+DEFAULT_MODEL_ID = "eqlm-demo"
+GRAPH_ROLES = ("embed", "step", "head")
+
+# Kept for callers and tests that look at it: the default model's runtime once it is loaded (else None).
 _generator: Generator | None = None
-_generator_lock = threading.Lock()
+
+
+class UnknownModel(LookupError):
+    """No servable model has this id."""
+
+    def __init__(self, model_id: str, available: list[str]):
+        super().__init__(f"The model '{model_id}' does not exist. Available: {', '.join(available) or 'none'}.")
+        self.model_id, self.available = model_id, available
+
+
+class ModelUnavailable(RuntimeError):
+    """The model is known but its runtime could not be loaded (the reason is the message)."""
+
+
+@dataclass(frozen=True)
+class ModelCard:
+    """What is known about a servable model without loading it: where its files are and what they hold."""
+
+    id: str
+    name: str
+    onnx_dir: Path
+    source: str  # "bundled" or "registry"
+    default_depth: int
+    max_depth: int
+    created: int  # the manifest's modification time (seconds), OpenAI's `created`
+    graphs: dict[str, str] = field(compare=False)  # role -> file name in onnx_dir
+    graph_sha256: dict[str, str] = field(compare=False)  # role -> sha256 of that file
+    manifest: dict = field(compare=False, repr=False)
+    error: str = ""  # why the files cannot be served (a manifest naming a graph that is missing or altered)
+
+    @property
+    def version(self) -> str:
+        """Changes whenever any graph changes: the runtime cache and the graph URLs are keyed by it."""
+        joined = ",".join(f"{r}={self.graph_sha256.get(r, '')}" for r in sorted(self.graphs))
+        return hashlib.sha256(f"{self.onnx_dir.resolve()}|{joined}".encode()).hexdigest()[:16]
+
+    def file_for_sha(self, sha256: str) -> Path | None:
+        """The graph file whose content has this sha256 (None when this export has no such graph)."""
+        for role, digest in self.graph_sha256.items():
+            if digest == sha256:
+                return self.onnx_dir / self.graphs[role]
+        return None
+
+
+# --- discovery: folders and registry rows -> cards ---------------------------------------------------------------
+
+_sha_cache: dict[tuple[str, int, int], str] = {}
+_sha_lock = threading.Lock()
+
+
+def file_sha256(path: Path) -> str:
+    """sha256 of a file, cached by (path, size, mtime) so a page view does not re-read every graph."""
+    stat = path.stat()
+    key = (str(path.resolve()), stat.st_size, stat.st_mtime_ns)
+    with _sha_lock:
+        known = _sha_cache.get(key)
+    if known is None:
+        known = hashlib.sha256(path.read_bytes()).hexdigest()
+        with _sha_lock:
+            _sha_cache[key] = known
+    return known
+
+
+def read_card(model_id: str, onnx_dir: Path, source: str, name: str = "") -> ModelCard | None:
+    """The card of the export in onnx_dir, or None when the folder holds no readable manifest."""
+    onnx_dir = Path(onnx_dir)
+    manifest_path = onnx_dir / "manifest.json"
+    try:
+        manifest = json.loads(manifest_path.read_text())
+        created = int(manifest_path.stat().st_mtime)
+    except (OSError, ValueError):
+        return None
+    graphs = {role: str(name_) for role, name_ in (manifest.get("graphs") or {}).items() if role in GRAPH_ROLES}
+    declared = manifest.get("graph_sha256") or {}
+    digests, error = {}, ""
+    for role in GRAPH_ROLES:
+        if role not in graphs:
+            error = error or f"the manifest names no {role} graph"
+            continue
+        path = onnx_dir / graphs[role]
+        if Path(graphs[role]).name != graphs[role] or not path.is_file():
+            error = error or f"the {role} graph {graphs[role]!r} is missing"
+            continue
+        digests[role] = file_sha256(path)
+        if declared.get(role) and declared[role] != digests[role]:
+            error = error or f"the {role} graph does not match the sha256 its manifest declares"
+    try:
+        default_depth = int(manifest.get("default_depth") or 8)
+        max_depth = min(int(manifest.get("max_depth") or MAX_DEPTH), MAX_DEPTH)
+    except (TypeError, ValueError):
+        default_depth, max_depth = 8, MAX_DEPTH
+    return ModelCard(
+        id=model_id,
+        name=name or str(manifest.get("name") or model_id),
+        onnx_dir=onnx_dir,
+        source=source,
+        default_depth=default_depth,
+        max_depth=max_depth,
+        created=created,
+        graphs=graphs,
+        graph_sha256=digests,
+        manifest=manifest,
+        error=error,
+    )
+
+
+def _registry_rows() -> list[tuple[str, str, str]]:
+    """(slug, name, onnx_dir) of registry rows; empty when the database cannot answer (health must not fail)."""
+    try:
+        from .models import RegisteredModel
+
+        return list(RegisteredModel.objects.values_list("slug", "name", "onnx_dir"))
+    except Exception as exc:  # noqa: BLE001 - serving the bundled models must not depend on the database
+        log.debug("registry unavailable for model discovery: %s", exc)
+        return []
+
+
+def _absolute(path: str | Path) -> Path:
+    from django.conf import settings
+
+    path = Path(path)
+    return path if path.is_absolute() else Path(settings.BASE_DIR) / path
+
+
+def model_cards() -> dict[str, ModelCard]:
+    """Every servable model, the default first, then the bundled ones and the registry's, by id."""
+    from django.conf import settings
+
+    rows = _registry_rows()
+    names = {slug: name for slug, name, _ in rows}
+    folders: dict[str, tuple[Path, str]] = {DEFAULT_MODEL_ID: (Path(settings.DEMO_MODEL_ONNX_DIR), "bundled")}
+    root = Path(settings.MODELS_DIR)
+    if root.is_dir():
+        for child in sorted(root.iterdir()):
+            if child.is_dir() and child.name not in folders and (child / "manifest.json").is_file():
+                folders[child.name] = (child, "bundled")
+    for slug, _, onnx_dir in rows:
+        if onnx_dir and slug not in folders:
+            folders[slug] = (_absolute(onnx_dir), "registry")
+    cards = {}
+    for model_id, (folder, source) in folders.items():
+        card = read_card(model_id, folder, source, names.get(model_id, ""))
+        if card is not None:
+            cards[model_id] = card
+    return cards
+
+
+# --- runtimes ---------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class _Slot:
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    version: str = ""
+    runtime: Generator | None = None
+    error: str = ""
+    loaded_at: float | None = None
+    load_seconds: float | None = None
+
+
+_slots: dict[str, _Slot] = {}
+_slots_lock = threading.Lock()
+
+
+def _slot(model_id: str) -> _Slot:
+    with _slots_lock:
+        return _slots.setdefault(model_id, _Slot())
+
+
+def runtime_for(card: ModelCard) -> Generator:
+    """The card's runtime, loaded on first use (once per export version); raises ModelUnavailable."""
+    global _generator
+    if card.error:
+        raise ModelUnavailable(card.error)
+    slot = _slot(card.id)
+    version = card.version
+    if slot.version == version and slot.runtime is not None:
+        return slot.runtime
+    with slot.lock:
+        if slot.version != version:  # a new export replaced the files: forget the old runtime and failure
+            slot.version, slot.runtime, slot.error, slot.loaded_at = version, None, "", None
+        if slot.runtime is None and not slot.error:
+            started = time.perf_counter()
+            try:
+                runtime = Generator(card.onnx_dir)
+            except Exception as exc:  # noqa: BLE001 - onnxruntime raises several types for a bad graph
+                slot.error = f"{type(exc).__name__}: {exc}"[:500]
+                log.warning("model %s could not be loaded: %s", card.id, slot.error)
+            else:
+                runtime.model_id = card.id
+                runtime.default_depth = card.default_depth
+                slot.runtime, slot.loaded_at = runtime, time.time()
+                slot.load_seconds = round(time.perf_counter() - started, 3)
+        if slot.error:
+            raise ModelUnavailable(slot.error)
+        if card.id == DEFAULT_MODEL_ID:
+            _generator = slot.runtime
+        return slot.runtime
+
+
+def resolve_model(model_id: str | None = None) -> tuple[Generator, ModelCard]:
+    """(runtime, card) for a model id (None = the default model).
+
+    The one place that turns an id into something that generates: raises UnknownModel for an id that names no
+    servable model and ModelUnavailable when its files cannot be loaded.
+    """
+    model_id = model_id or DEFAULT_MODEL_ID
+    cards = model_cards()
+    card = cards.get(model_id)
+    if card is None:
+        raise UnknownModel(model_id, list(cards))
+    return runtime_for(card), card
+
+
+def get_card(model_id: str | None = None) -> ModelCard:
+    """The card of a servable model without loading it; raises UnknownModel."""
+    model_id = model_id or DEFAULT_MODEL_ID
+    cards = model_cards()
+    if model_id not in cards:
+        raise UnknownModel(model_id, list(cards))
+    return cards[model_id]
 
 
 def get_generator() -> Generator:
-    """The process-wide generator over settings.DEMO_MODEL_ONNX_DIR (loaded once, on first use)."""
-    global _generator
-    if _generator is None:
-        with _generator_lock:
-            if _generator is None:
-                from django.conf import settings
+    """The default model's runtime (what callers that know of one model use)."""
+    try:
+        return resolve_model(DEFAULT_MODEL_ID)[0]
+    except UnknownModel as exc:
+        from django.conf import settings
 
-                _generator = Generator(Path(settings.DEMO_MODEL_ONNX_DIR))
-    return _generator
+        raise ModelUnavailable(f"no manifest.json in {settings.DEMO_MODEL_ONNX_DIR}") from exc
+
+
+def model_state(card: ModelCard) -> dict:
+    """{"state": "loaded" | "not loaded" | "failed", ...} of one model in this process (loads nothing)."""
+    if card.error:
+        return {"state": "failed", "error": card.error}
+    with _slots_lock:
+        slot = _slots.get(card.id)
+    if slot is None or slot.version != card.version:
+        return {"state": "not loaded"}
+    if slot.runtime is not None:
+        return {"state": "loaded", "load_seconds": slot.load_seconds}
+    if slot.error:
+        return {"state": "failed", "error": slot.error}
+    return {"state": "not loaded"}
+
+
+def model_states() -> list[dict]:
+    """Every servable model with its state in this process, the default first (for /api/health and /v1/models)."""
+    from django.conf import settings
+
+    cards = model_cards()
+    states = [
+        {"id": card.id, "name": card.name, "source": card.source, "default": card.id == DEFAULT_MODEL_ID,
+         **model_state(card)}
+        for card in cards.values()
+    ]  # fmt: skip
+    if DEFAULT_MODEL_ID not in cards:
+        missing = f"no manifest.json in {settings.DEMO_MODEL_ONNX_DIR}"
+        states.insert(0, {"id": DEFAULT_MODEL_ID, "name": DEFAULT_MODEL_ID, "source": "bundled", "default": True,
+                          "state": "failed", "error": missing})  # fmt: skip
+    return states
+
+
+def warm_up_all() -> dict[str, str]:
+    """Load every servable model now; a model that fails is logged and skipped. Returns {id: state}."""
+    states = {}
+    for card in model_cards().values():
+        try:
+            runtime_for(card)
+            states[card.id] = "loaded"
+        except ModelUnavailable as exc:
+            log.warning("model %s not loaded at start-up: %s", card.id, exc)
+            states[card.id] = "failed"
+    return states
+
+
+def reset() -> None:
+    """Forget every loaded runtime (tests, or after replacing files by hand)."""
+    global _generator
+    with _slots_lock:
+        _slots.clear()
+    _generator = None

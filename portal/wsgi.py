@@ -1,4 +1,4 @@
-"""WSGI entry point (gunicorn portal.wsgi); each worker loads the demo model before it takes its first request."""
+"""WSGI entry point (gunicorn portal.wsgi); each worker loads every servable model before its first request."""
 
 import logging
 import os
@@ -10,17 +10,21 @@ application = get_wsgi_application()
 
 
 def warm_up() -> None:
-    """Load the ONNX demo model now (about 0.5 s), so the first /v1 or depth-dial user does not wait for it."""
+    """Load every servable model's ONNX runtime now, so the first /v1 or depth-dial user does not wait for it.
+
+    A model that is missing or fails to load is logged and left out (the API answers 503 model_unavailable for it);
+    the worker starts regardless.
+    """
     from django.conf import settings
 
     if not settings.WARM_UP_MODEL:
         return
-    from inference.serving import get_generator
+    from inference.serving import warm_up_all
 
     try:
-        get_generator()
-    except Exception as exc:  # noqa: BLE001 - the API answers 503 model_unavailable itself; pages go on
-        logging.getLogger("portal").warning("demo model not loaded at start-up: %s", exc)
+        warm_up_all()
+    except Exception as exc:  # noqa: BLE001 - never stop a worker for a model
+        logging.getLogger("portal").warning("models not loaded at start-up: %s", exc)
 
 
 warm_up()

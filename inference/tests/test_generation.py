@@ -132,7 +132,7 @@ def test_context_limit_ends_with_length(generator):
     assert result.completion_tokens <= 40
 
 
-@pytest.mark.parametrize("bad", [{"depth": 0}, {"depth": 33}, {"solver": "newton"}, {"top_p": 0}, {"tol": -1}])
+@pytest.mark.parametrize("bad", [{"depth": 0}, {"depth": 65}, {"solver": "newton"}, {"top_p": 0}, {"tol": -1}])
 def test_bad_requests_are_refused(generator, bad):
     with pytest.raises(ValueError):
         generator.generate(GenerationRequest(prompt="a", **bad))
