@@ -247,6 +247,7 @@
       const active = new Array(t).fill(true);
       const iterations = new Array(t).fill(0);
       const residual = new Array(t).fill(Infinity);
+      const history = Array.from({ length: t }, () => []); // each position's residual at each of its iterations
       const anderson = solver === "anderson" ? new Anderson(t, d) : null;
       const tol32 = tol === null || tol === undefined ? null : f32(tol);
       let done = 0;
@@ -262,6 +263,7 @@
           if (active[i]) {
             residual[i] = r[i];
             iterations[i] += 1;
+            history[i].push(r[i]);
           }
         }
         z = merged;
@@ -276,10 +278,11 @@
         for (let slot = done; slot < cache.slots; slot++) cache.put(slot, k, v, t);
       }
       cache.length += t;
-      return { z, iterations, residual };
+      return { z, iterations, residual, history };
     }
 
-    /* Token events {tokenId, text, iterations, residual} (generation.Generator._tokens). */
+    /* Token events {tokenId, text, iterations, residual, residuals} (generation.Generator._tokens); `residuals`
+       is the residual after each iteration of the position whose logits chose the token (length = iterations). */
     async *generate({ prompt, maxTokens = 64, depth = null, tol = null, warmStart = false, solver = "picard",
                       temperature = 0, topP = 1, seed = 0, signal = null }) {
       const tokenizer = root.EqlmTokenizer;
@@ -296,12 +299,13 @@
       let lastZ = state.z.slice((t - 1) * d, t * d);
       let lastIter = state.iterations[t - 1];
       let lastRes = state.residual[t - 1];
+      let lastHistory = state.history[t - 1];
       const decoder = new tokenizer.IncrementalDecoder();
       for (let n = 0; n < maxTokens; n++) {
         if (signal && signal.aborted) return;
         const logits = await this.head(lastZ);
         const token = chooseToken(logits, temperature, topP, rng);
-        yield { tokenId: token, text: decoder.push(token), iterations: lastIter, residual: lastRes };
+        yield { tokenId: token, text: decoder.push(token), iterations: lastIter, residual: lastRes, residuals: lastHistory };
         if (n === maxTokens - 1) break;
         if (cache.length >= this.maxPositions) return;
         state = await this.process(cache, [token], cap, tol, solver, warmStart ? lastZ : null);
@@ -309,6 +313,7 @@
         lastZ = state.z;
         lastIter = state.iterations[0];
         lastRes = state.residual[0];
+        lastHistory = state.history[0];
       }
     }
   }
