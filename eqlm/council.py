@@ -20,11 +20,13 @@ import numpy as np
 
 from .runtime import (
     MAX_DEPTH,
+    ContextLengthExceeded,
     DecodeCache,
     GenerationRequest,
     Generator,
     StreamStats,
     TokenEvent,
+    TokenStream,
     choose_token,
     process,
 )
@@ -192,6 +194,7 @@ class CouncilStats(StreamStats):
     """StreamStats plus one CouncilEntry per generated token (emitted events are a prefix of them)."""
 
     entries: list[CouncilEntry] = field(default_factory=list)
+    prompt_weights: np.ndarray | None = None  # [T - 1, M] with echo_logprobs
 
 
 class _MemberState:
@@ -207,6 +210,7 @@ class _MemberState:
             self.depth = int(request.depth or generator.default_depth)
         self.cache = DecodeCache(self.model, self.depth)
         z, iterations, residual = process(self.model, self.cache, ids, self.depth, request.tol, request.solver)
+        self.prompt_z = z if request.echo_logprobs else None
         self._keep(z[:, -1:], iterations[-1], residual[-1])
 
     def _keep(self, z, iterations, residual) -> None:
@@ -216,6 +220,10 @@ class _MemberState:
 
     def log_probs(self) -> np.ndarray:
         return log_softmax(self.model.head(self.z)[0, -1])
+
+    def prompt_log_probs(self) -> np.ndarray:
+        """[T, V]: every prompt position's log-probabilities (the prompt was one batched solve)."""
+        return log_softmax(self.model.head(self.prompt_z)[0])
 
     def telemetry(self) -> dict:
         finite = math.isfinite(self.residual)
@@ -232,7 +240,8 @@ class CouncilGenerator(Generator):
     """Generation from the equilibrium of several member generators (repeats allowed; each distinct one runs once).
 
     The game runs on the members' raw log-probabilities (temperature 1); the request's temperature/top_p apply
-    only when the next token is drawn from y, and stop strings are handled exactly as for one model.
+    only when the next token is drawn from y, stop strings are handled exactly as for one model, and the
+    logprobs rows (TokenEvent.logprobs, StreamStats.prompt_logprobs) are log y.
     """
 
     def __init__(self, members: Sequence[Generator], kinetic: Kinetic, model_id: str = "eqlm-council"):
@@ -246,17 +255,33 @@ class CouncilGenerator(Generator):
         self.max_positions = min(m.max_positions for m in members)
         self.manifest = members[0].manifest
         self.model = members[0].model
+        self.default_depth = members[0].default_depth
 
-    def stream(self, request: GenerationRequest):
-        from .runtime import TokenStream
-
+    def stream(self, request: GenerationRequest) -> TokenStream:
         stats = CouncilStats()
         return TokenStream(self._stream(request, stats), stats)
 
+    def _entry(self, eq: Equilibrium, states: list[_MemberState]) -> CouncilEntry:
+        return CouncilEntry(
+            weights=[float(w) for w in eq.weights],
+            leader=int(np.argmax(eq.weights)),
+            iterations=int(eq.iterations),
+            residual=float(eq.residual),
+            converged=bool(eq.converged),
+            members=[state.telemetry() for state in states],
+            log_y=eq.log_y,
+        )
+
     def _tokens(self, request: GenerationRequest, stats: StreamStats) -> Iterator[TokenEvent]:
         request.validate()
-        ids = encode(request.prompt) or encode(self.manifest.get("empty_prompt", "\n"))
-        ids = ids[-(self.max_positions - 1) :] if request.max_tokens > 0 else ids[-self.max_positions :]
+        given = request.ids()
+        ids = given or encode(self.manifest.get("empty_prompt", "\n"))
+        scoring = request.logprobs or request.echo_logprobs
+        if scoring and len(ids) > self.max_positions:
+            raise ContextLengthExceeded(len(ids), self.max_positions)
+        if not scoring:
+            ids = ids[-(self.max_positions - 1) :] if request.max_tokens > 0 else ids[-self.max_positions :]
+        stats.prompt_ids = list(given)
         rng = np.random.default_rng(request.seed)
         distinct: dict[int, _MemberState] = {}
         states = []
@@ -264,29 +289,29 @@ class CouncilGenerator(Generator):
             if id(member) not in distinct:
                 distinct[id(member)] = _MemberState(member, request, ids)
             states.append(distinct[id(member)])
+        if request.echo_logprobs:  # the game at every prompt position at once (a batch of positions)
+            own = {key: state.prompt_log_probs() for key, state in distinct.items()}
+            prompt_eq = solve(np.stack([own[id(m)] for m in self.members], axis=-2), self.kinetic)
+            if given:
+                stats.prompt_logprobs = prompt_eq.log_y[:-1]
+                if isinstance(stats, CouncilStats):
+                    stats.prompt_weights = prompt_eq.weights[:-1]
+            else:
+                stats.prompt_logprobs = np.zeros((0, self.model.vocab_size))
         length = len(ids)
         decoder = IncrementalDecoder()
         for n in range(request.max_tokens):
             own = {key: state.log_probs() for key, state in distinct.items()}
-            log_probs = np.stack([own[id(member)] for member in self.members])
-            eq = solve(log_probs, self.kinetic)
+            eq = solve(np.stack([own[id(member)] for member in self.members]), self.kinetic)
             token = choose_token(eq.log_y, request.temperature, request.top_p, rng)
-            weights = [float(w) for w in eq.weights]
-            entry = CouncilEntry(
-                weights=weights,
-                leader=int(np.argmax(eq.weights)),
-                iterations=int(eq.iterations),
-                residual=float(eq.residual),
-                converged=bool(eq.converged),
-                members=[state.telemetry() for state in states],
-                log_y=eq.log_y,
-            )
+            entry = self._entry(eq, states)
             stats.completion_tokens += 1
             stats.iterations.append(entry.iterations)
             stats.residuals.append(entry.residual)
             if isinstance(stats, CouncilStats):
                 stats.entries.append(entry)
-            yield TokenEvent(token, decoder.push(token), entry.iterations, entry.residual)
+            row = eq.log_y if request.logprobs else None
+            yield TokenEvent(token, decoder.push(token), entry.iterations, entry.residual, row)
             if n == request.max_tokens - 1:
                 break
             if length >= self.max_positions:

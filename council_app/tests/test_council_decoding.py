@@ -74,3 +74,16 @@ def test_seeded_sampling_repeats_and_stop_strings_end_the_text(two_models):
     cut, stats = run(council, temperature=1.0, seed=7, stop=(stop,))
     assert "".join(e.text for e in cut) == text[: text.find(stop)]
     assert stats.finish_reason == "stop"
+
+
+def test_a_model_listed_twice_scores_as_that_model_alone(two_models):
+    a, _ = two_models
+    request = dict(prompt="Let there be", max_tokens=6, depth=6, temperature=0, logprobs=True, echo_logprobs=True)
+    alone = a.stream(GenerationRequest(**request))
+    events = list(alone)
+    council = CouncilGenerator([a, a], Kinetic()).stream(GenerationRequest(**request))
+    council_events = list(council)
+    for own, game in zip(events, council_events, strict=True):
+        np.testing.assert_allclose(game.logprobs, own.logprobs, atol=1e-9)
+    np.testing.assert_allclose(council.stats.prompt_logprobs, alone.stats.prompt_logprobs, atol=1e-9)
+    assert council.stats.prompt_weights.shape == (len("Let there be") - 1, 2)
