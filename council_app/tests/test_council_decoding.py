@@ -78,7 +78,8 @@ def test_seeded_sampling_repeats_and_stop_strings_end_the_text(two_models):
 
 def test_a_model_listed_twice_scores_as_that_model_alone(two_models):
     a, _ = two_models
-    request = dict(prompt="Let there be", max_tokens=6, depth=6, temperature=0, logprobs=True, echo_logprobs=True)
+    request = {"prompt": "Let there be", "max_tokens": 6, "depth": 6, "temperature": 0}
+    request.update(logprobs=True, echo_logprobs=True)
     alone = a.stream(GenerationRequest(**request))
     events = list(alone)
     council = CouncilGenerator([a, a], Kinetic()).stream(GenerationRequest(**request))
