@@ -36,3 +36,13 @@ def live_workers(broker: str) -> int:
         return len(replies)
     except Exception:  # noqa: BLE001
         return 0
+
+
+def model_states() -> list[dict]:
+    """Every servable model and whether this process has it loaded (never loads one, never raises)."""
+    try:
+        from inference.serving import model_states as states
+
+        return states()
+    except Exception as exc:  # noqa: BLE001
+        return [{"id": "?", "state": "failed", "error": f"the model list could not be read: {type(exc).__name__}"}]

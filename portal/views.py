@@ -23,6 +23,7 @@ def health_view(request):
             "database": database,
             "broker": broker,
             "workers": workers,
+            "models": health.model_states(),
         }
     )
 

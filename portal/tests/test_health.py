@@ -12,7 +12,7 @@ def test_health_reports_database_ok_and_eager_broker_by_default(client):
     response = client.get("/api/health")
     assert response.status_code == 200
     body = response.json()
-    assert set(body) == {"status", "version", "commit", "database", "broker", "workers"}
+    assert set(body) == {"status", "version", "commit", "database", "broker", "workers", "models"}
     assert body["database"] == "ok"
     assert body["broker"] == "eager"
     assert body["workers"] == 0
@@ -68,3 +68,23 @@ def test_a_page_answers_503_in_plain_words_when_the_database_is_down(client, mon
     assert api.status_code == 503
     assert api["Content-Type"] == "application/json"
     assert middleware.process_exception(RequestFactory().get("/"), ValueError("not ours")) is None
+
+
+def test_health_lists_every_servable_model_with_its_state_in_this_process(client, settings, tmp_path):
+    from eqlm.testing import export_tiny_model
+    from inference import serving
+
+    settings.MODELS_DIR = tmp_path
+    settings.DEMO_MODEL_ONNX_DIR = export_tiny_model(tmp_path / "eqlm-demo")
+    export_tiny_model(tmp_path / "tiny-other", seed=1)
+    (tmp_path / "broken").mkdir()
+    (tmp_path / "broken" / "manifest.json").write_text('{"graphs": {"embed": "embed.onnx"}}')
+    serving.reset()
+    try:
+        serving.resolve_model("tiny-other")
+        models = {m["id"]: m for m in client.get("/api/health").json()["models"]}
+    finally:
+        serving.reset()
+    assert list(models) == ["eqlm-demo", "broken", "tiny-other"] and models["eqlm-demo"]["default"] is True
+    assert models["eqlm-demo"]["state"] == "not loaded" and models["tiny-other"]["state"] == "loaded"
+    assert models["broken"]["state"] == "failed" and "missing" in models["broken"]["error"]
