@@ -1,6 +1,110 @@
-"""Admin registrations for the inference app (API keys in admin_keys.py, the model registry in admin_registry.py)."""
+"""Admin of the inference app: the model registry and its evaluation runs here; API keys in v1/admin.py."""
 
-from . import (
-    admin_keys,  # noqa: F401 - registers ApiKeyAdmin
-    admin_registry,  # noqa: F401 - registers the model registry and evaluation runs
-)
+from django import forms
+from django.contrib import admin, messages
+
+from .models import EvaluationRun, RegisteredModel
+from .services import DEFAULT_DEPTHS, DEFAULT_PAIR_LIMIT, RegistryError, queue_evaluation, register_upload
+from .v1 import admin as v1_admin  # noqa: F401 - registers ApiKeyAdmin
+
+
+class UploadForm(forms.ModelForm):
+    upload = forms.FileField(label="Checkpoint (.pt)", help_text="validated with torch.load(weights_only=True)")
+    depths = forms.CharField(initial=",".join(map(str, DEFAULT_DEPTHS)))
+    pair_limit = forms.IntegerField(initial=DEFAULT_PAIR_LIMIT, min_value=1, max_value=1000)
+
+    class Meta:
+        model = RegisteredModel
+        fields = ["name", "notes"]
+
+    def clean(self):
+        data = super().clean()
+        if self.errors:
+            return data
+        try:
+            self.registered, self.run = register_upload(
+                data["upload"], data["name"], getattr(self, "user", None), data["depths"], None, data["pair_limit"]
+            )
+        except RegistryError as exc:
+            raise forms.ValidationError(str(exc))
+        return data
+
+
+@admin.register(RegisteredModel)
+class RegisteredModelAdmin(admin.ModelAdmin):
+    list_display = ["name", "slug", "kind", "model_class", "num_params", "size_bytes", "created_at"]
+    list_filter = ["kind", "model_class"]
+    search_fields = ["name", "slug", "sha256"]
+    readonly_fields = [
+        "slug",
+        "kind",
+        "model_class",
+        "checkpoint",
+        "checkpoint_path",
+        "sha256",
+        "size_bytes",
+        "num_params",
+        "config",
+        "provenance",
+        "metrics",
+        "uploaded_by",
+        "created_at",
+    ]
+    actions = ["queue_default_evaluation"]
+
+    def get_form(self, request, obj=None, **kwargs):
+        if obj is None:
+            form = UploadForm
+            form.user = request.user
+            return form
+        return super().get_form(request, obj, **kwargs)
+
+    def get_readonly_fields(self, request, obj=None):
+        return [] if obj is None else self.readonly_fields
+
+    def get_fields(self, request, obj=None):
+        if obj is None:
+            return ["name", "notes", "upload", "depths", "pair_limit"]
+        return ["name", "notes", *self.readonly_fields]
+
+    def save_model(self, request, obj, form, change):
+        if change:
+            return super().save_model(request, obj, form, change)
+        obj.pk = form.registered.pk  # the service already created the row and queued its evaluation
+        obj.refresh_from_db()
+        messages.info(request, f"Registered {obj.slug}; evaluation #{form.run.pk} queued.")
+
+    @admin.action(description="Queue a BLiMP evaluation (depths 1,2,4,8,12; 50 pairs per paradigm)")
+    def queue_default_evaluation(self, request, queryset):
+        for model in queryset:
+            queue_evaluation(model, DEFAULT_DEPTHS, (), DEFAULT_PAIR_LIMIT, request.user)
+        self.message_user(request, f"Queued {queryset.count()} evaluation(s).")
+
+
+@admin.register(EvaluationRun)
+class EvaluationRunAdmin(admin.ModelAdmin):
+    list_display = ["id", "model", "status", "progress", "depths", "pair_limit", "device", "rows_written", "created_at"]
+    list_filter = ["status", "device"]
+    search_fields = ["model__name", "model__slug"]
+    readonly_fields = [
+        "status",
+        "progress",
+        "progress_message",
+        "error",
+        "created_at",
+        "started_at",
+        "finished_at",
+        "device",
+        "results",
+        "rows_written",
+        "requested_by",
+        "requeue_count",
+        "requeued_at",
+    ]
+    actions = ["rerun"]
+
+    @admin.action(description="Run again (a new evaluation row with the same settings)")
+    def rerun(self, request, queryset):
+        for run in queryset:
+            queue_evaluation(run.model, run.depths, run.paradigms, run.pair_limit, request.user, run.blimp_dir)
+        self.message_user(request, f"Queued {queryset.count()} evaluation(s).")

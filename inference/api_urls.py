@@ -2,10 +2,10 @@
 
 from django.urls import path
 
-from . import registry_api
+from . import api
 
 app_name = "inference-api"
 urlpatterns = [
-    path("models/", registry_api.ModelListView.as_view(), name="models-api"),
-    path("models/evaluations/<int:pk>/", registry_api.EvaluationDetailView.as_view(), name="evaluation-api"),
+    path("models/", api.ModelListView.as_view(), name="models-api"),
+    path("models/evaluations/<int:pk>/", api.EvaluationDetailView.as_view(), name="evaluation-api"),
 ]

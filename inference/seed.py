@@ -1,6 +1,6 @@
 """Demo seed for the inference app: register the committed demo checkpoint in the model registry (idempotent)."""
 
-from .registry import register_demo_model
+from .services import register_demo_model
 
 
 def seed() -> str:

@@ -11,8 +11,8 @@ log = logging.getLogger(__name__)
 @shared_task(name="inference.tasks.evaluate_blimp", soft_time_limit=1800, time_limit=1860, acks_late=True)
 def evaluate_blimp(run_id: int) -> dict:
     """BLiMP evaluation of a registered model (CUDA when available, else CPU); marks the row failed on error."""
-    from .evaluation import run_evaluation
     from .models import EvaluationRun
+    from .services import run_evaluation
 
     try:
         run = run_evaluation(run_id)

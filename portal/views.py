@@ -34,14 +34,14 @@ def favicon(request):
 
 def api_reference(request):
     """The API reference: every /v1 endpoint and parameter, read from the OpenAPI schema, with runnable examples."""
-    from inference import api_v1_docs
+    from inference.v1 import docs as v1_docs
 
     base_url = request.build_absolute_uri("/v1").rstrip("/")
     context = {
         "section": "api",
-        "operations": api_v1_docs.v1_operations(),
-        "portal_operations": api_v1_docs.other_operations(),
-        "examples": api_v1_docs.examples(base_url),
+        "operations": v1_docs.v1_operations(),
+        "portal_operations": v1_docs.other_operations(),
+        "examples": v1_docs.examples(base_url),
         "base_url": base_url,
         "require_key": settings.API_REQUIRE_KEY,
         "limits": {

@@ -219,7 +219,7 @@ def kill_worker_during_evaluation(
     from eqlm.checkpoint import save_checkpoint
     from eqlm.testing import tiny_model
     from inference.models import RegisteredModel
-    from inference.registry import queue_evaluation
+    from inference.services import queue_evaluation
 
     name = "kill -9 a worker in the middle of an evaluation"
     slug = f"faults-{uuid.uuid4().hex[:6]}"

@@ -144,7 +144,7 @@ def test_a_real_worker_runs_a_small_blimp_evaluation_and_its_rows_reach_the_benc
 ):
     import time
 
-    from inference.registry import queue_evaluation
+    from inference.services import queue_evaluation
 
     folder = Path(settings.MEDIA_ROOT) / "worker-test"
     folder.mkdir(exist_ok=True)

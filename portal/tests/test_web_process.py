@@ -1,5 +1,6 @@
-"""The web process stays light: no URLconf or view pulls in PyTorch."""
+"""The web process stays light: no URLconf or view pulls in PyTorch; the eqlm library never imports Django."""
 
+import ast
 import subprocess
 import sys
 from pathlib import Path
@@ -17,15 +18,18 @@ def walk(patterns):
         else:
             p.callback
 walk(get_resolver().url_patterns)
-for app in ["portal", "findings_app", "benchmarks_app", "lab_app", "inference", "council_app"]:
-    for name in ["views", "api", "api_views", "urls", "api_urls", "services", "admin", "serializers"]:
+NAMES = ["views", "api", "api_views", "urls", "api_urls", "services", "admin", "serializers", "models", "tasks"]
+V1_NAMES = ["views", "urls", "serializers", "plan", "wire", "docs", "keys", "ratelimit", "admin"]
+PACKAGES = [(app, NAMES) for app in ["portal", "findings_app", "benchmarks_app", "lab_app", "inference", "council_app"]]
+for app, names in PACKAGES + [("inference.v1", V1_NAMES)]:
+    for name in names:
         try:
             importlib.import_module(f"{app}.{name}")
         except ModuleNotFoundError as exc:
             if exc.name != f"{app}.{name}":
                 raise
 import portal.wsgi
-print("torch" in sys.modules)
+print("torch" in sys.modules, ",".join(sorted(m for m in sys.modules if m.startswith("eqlm."))))
 """
 
 
@@ -44,7 +48,43 @@ def run_probe(code: str, **env: str) -> str:
 
 
 def test_importing_every_urlconf_and_view_leaves_torch_out():
-    assert run_probe(PROBE) == "False"
+    torch_loaded, eqlm_modules = run_probe(PROBE).split(" ")
+    assert torch_loaded == "False"
+    assert "eqlm.runtime" in eqlm_modules.split(",")  # the probe does reach the library
+
+
+def test_no_web_module_imports_an_eqlm_module_that_imports_torch():
+    _, loaded = run_probe(PROBE).split(" ")
+    torch_modules = {f"eqlm.{path.stem}" for path in (ROOT / "eqlm").glob("*.py") if "torch" in top_level_imports(path)}
+    assert {"eqlm.model", "eqlm.training"} <= torch_modules  # the check below has something to find
+    assert sorted(torch_modules & set(loaded.split(","))) == []
+
+
+def top_level_imports(path: Path) -> set[str]:
+    """The top-level package of every module-level import in a file (imports inside functions are lazy)."""
+    found = set()
+    for node in ast.parse(path.read_text()).body:
+        if isinstance(node, ast.Import):
+            found |= {alias.name.split(".")[0] for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            found.add(node.module.split(".")[0])
+    return found
+
+
+def test_nothing_in_the_eqlm_library_imports_django():
+    offenders = []
+    for path in sorted((ROOT / "eqlm").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = []
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                names = [node.module]
+            offenders += [f"{path.relative_to(ROOT)}: {n}" for n in names if n.split(".")[0] in DJANGO_PACKAGES]
+    assert offenders == []
+
+
+DJANGO_PACKAGES = {"django", "rest_framework", "drf_spectacular", "celery", "portal", "inference"}
 
 
 WARM_PROBE = """

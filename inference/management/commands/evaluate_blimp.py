@@ -20,9 +20,8 @@ class Command(BaseCommand):
 
     def handle(self, *args, **opts):
         from eqlm.checkpoint import CheckpointError, load_checkpoint
-        from inference.evaluation import run_evaluation
         from inference.models import EvaluationRun, RegisteredModel
-        from inference.registry import RegistryError, parse_depths, parse_paradigms, register_demo_model
+        from inference.services import RegistryError, parse_depths, parse_paradigms, register_demo_model, run_evaluation
 
         path = Path(opts["checkpoint"]).resolve()
         if not path.exists():

@@ -6,7 +6,7 @@ from django.contrib import admin, messages
 from django.template.response import TemplateResponse
 from django.utils import timezone
 
-from .models import KEY_PREFIX, ApiKey, hash_key
+from inference.models import KEY_PREFIX, ApiKey, hash_key
 
 
 @admin.register(ApiKey)

@@ -11,7 +11,7 @@ from rest_framework.views import APIView
 from portal.api import ApiError
 
 from .models import EvaluationRun, RegisteredModel
-from .registry import DEFAULT_PAIR_LIMIT, RegistryError, register_upload
+from .services import DEFAULT_PAIR_LIMIT, RegistryError, register_upload
 
 
 class IsStaffForWrites(permissions.BasePermission):

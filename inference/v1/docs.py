@@ -1,9 +1,84 @@
-"""The API reference page's content, read from the generated OpenAPI schema (so the page cannot drift from it)."""
+"""The /v1/ schema pieces the views declare, and the API reference page's content read from the generated OpenAPI
+schema (so the page cannot drift from it)."""
 
 from functools import lru_cache
 
+from drf_spectacular.utils import OpenApiResponse
+
 V1_TAG = "v1 (OpenAI-compatible)"
 EQLM_FIELDS = ("depth", "tol", "warm_start", "solver")
+
+# --- what the /v1/ views declare in the schema -----------------------------------------------------------------------
+
+ERROR_RESPONSES = {
+    400: OpenApiResponse(description="invalid_request_error naming the bad parameter (e.g. depth)"),
+    401: OpenApiResponse(description="authentication_error: missing or wrong API key (when keys are required)"),
+    404: OpenApiResponse(description="model_not_found"),
+    429: OpenApiResponse(description="rate_limit_error, with a Retry-After header"),
+    503: OpenApiResponse(description="the server is generating at capacity (Retry-After) or the model is unavailable"),
+}
+MODEL_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "id": {"type": "string"},
+        "object": {"type": "string", "enum": ["model"]},
+        "created": {"type": "integer"},
+        "owned_by": {"type": "string"},
+    },
+}
+
+
+EQLM_SCHEMA = {
+    "type": "object",
+    "description": "What the equilibrium solver did.",
+    "properties": {
+        "depth_requested": {"type": "integer", "nullable": True},
+        "mode": {"type": "string", "enum": ["fixed", "adaptive"]},
+        "tol": {"type": "number", "nullable": True},
+        "warm_start": {"type": "boolean"},
+        "solver": {"type": "string"},
+        "mean_iterations": {"type": "number"},
+        "iterations_per_token": {"type": "array", "items": {"type": "integer"}},
+        "final_residual": {"type": "number", "nullable": True},
+    },
+}
+USAGE_SCHEMA = {
+    "type": "object",
+    "properties": {k: {"type": "integer"} for k in ("prompt_tokens", "completion_tokens", "total_tokens")},
+}
+
+
+def completion_response_schema(kind: str) -> dict:
+    choice = (
+        {"message": {"type": "object", "properties": {"role": {"type": "string"}, "content": {"type": "string"}}}}
+        if kind == "chat"
+        else {"text": {"type": "string"}}
+    )
+    return {
+        "type": "object",
+        "properties": {
+            "id": {"type": "string"},
+            "object": {"type": "string"},
+            "created": {"type": "integer"},
+            "model": {"type": "string"},
+            "choices": {
+                "type": "array",
+                "items": {
+                    "type": "object",
+                    "properties": {
+                        "index": {"type": "integer"},
+                        **choice,
+                        "finish_reason": {"type": "string", "enum": ["stop", "length"]},
+                    },
+                },
+            },
+            "usage": USAGE_SCHEMA,
+            "eqlm": EQLM_SCHEMA,
+        },
+    }
+
+
+# --- the reference page ---------------------------------------------------------------------------------------------
 
 
 @lru_cache(maxsize=1)

@@ -7,9 +7,8 @@ from django.utils import timezone
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from rest_framework.authentication import BaseAuthentication
 
+from inference.models import ApiKey
 from portal.api import ApiError
-
-from .models import ApiKey
 
 
 @dataclass(frozen=True)
@@ -79,7 +78,7 @@ class ApiKeyAuthentication(BaseAuthentication):
 
 
 class ApiKeyAuthenticationScheme(OpenApiAuthenticationExtension):
-    target_class = "inference.keys.ApiKeyAuthentication"
+    target_class = "inference.v1.keys.ApiKeyAuthentication"
     name = "ApiKeyBearer"
 
     def get_security_definition(self, auto_schema):

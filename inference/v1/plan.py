@@ -1,0 +1,93 @@
+"""A validated /v1/ request turned into what the generator needs (prompts, n, limits, solver settings)."""
+
+from dataclasses import dataclass, field
+
+from django.conf import settings
+
+from portal.api import ApiError
+
+from .serializers import DEFAULT_DEPTH
+
+COMPLETIONS_DEFAULT_MAX_TOKENS = 16  # OpenAI's default for /v1/completions
+CHAT_DEFAULT_MAX_TOKENS = 64
+
+
+def chat_prompt(messages: list[dict]) -> str:
+    """The demo model is not instruction-tuned: the conversation becomes plain text for it to continue."""
+    return "\n".join(message["content"] for message in messages if message["content"]) + "\n"
+
+
+@dataclass
+class Plan:
+    """A validated request turned into what the generator needs, plus what the response reports."""
+
+    prompts: list[str]
+    n: int
+    max_tokens: int
+    params: dict
+    stream: bool
+    include_usage: bool
+    echo: bool = False
+    eqlm: dict = field(default_factory=dict)
+
+    def requests(self):
+        """(choice index, GenerationRequest) for every prompt × n, with per-choice seeds when sampling."""
+        from eqlm.runtime import GenerationRequest
+
+        index = 0
+        for prompt in self.prompts:
+            for copy in range(self.n):
+                params = dict(self.params)
+                if params["seed"] is not None:
+                    params["seed"] = params["seed"] + copy
+                yield index, prompt, GenerationRequest(prompt=prompt, max_tokens=self.max_tokens, **params)
+                index += 1
+
+
+def prompt_token_count(text: str) -> int:
+    return len(text.encode("utf-8"))  # the demo model's tokens are UTF-8 bytes
+
+
+def build_plan(data: dict, prompts: list[str], default_max_tokens: int, param: str) -> Plan:
+    max_tokens = data.get("max_completion_tokens") or data.get("max_tokens") or default_max_tokens
+    max_tokens = min(max_tokens, settings.API_MAX_TOKENS)
+    for prompt in prompts:
+        if prompt_token_count(prompt) > settings.API_MAX_PROMPT_TOKENS:
+            raise ApiError(
+                f"The prompt is {prompt_token_count(prompt)} tokens (UTF-8 bytes); this server accepts at most "
+                f"{settings.API_MAX_PROMPT_TOKENS}.",
+                param=param,
+                code="context_length_exceeded",
+            )
+    if len(prompts) * data["n"] > settings.API_MAX_N:
+        raise ApiError(f"At most {settings.API_MAX_N} choices per request (prompts × n).", param="n")
+    depth = data["depth"]
+    if depth is None and data["tol"] is None:
+        depth = DEFAULT_DEPTH
+    params = {
+        "depth": depth,
+        "tol": data["tol"],
+        "warm_start": data["warm_start"],
+        "solver": data["solver"],
+        "temperature": data["temperature"],
+        "top_p": data["top_p"],
+        "seed": data["seed"],
+        "stop": data["stop"],
+    }
+    options = data.get("stream_options") or {}
+    return Plan(
+        prompts=prompts,
+        n=data["n"],
+        max_tokens=max_tokens,
+        params=params,
+        stream=data["stream"],
+        include_usage=bool(options.get("include_usage")),
+        echo=data.get("echo", False),
+        eqlm={
+            "depth_requested": depth,
+            "mode": "adaptive" if data["tol"] is not None else "fixed",
+            "tol": data["tol"],
+            "warm_start": data["warm_start"],
+            "solver": data["solver"],
+        },
+    )

@@ -1,0 +1,336 @@
+"""The OpenAI-compatible API (/v1/): models, completions and chat completions, with EqLM's own controls.
+
+Requests follow OpenAI's wire format; `depth`, `tol`, `warm_start` and `solver` are extra top-level fields (the
+official client sends them through `extra_body`) and every response carries an `eqlm` object. Generation runs on
+the ONNX generation service (eqlm.runtime: onnxruntime + numpy, never torch). Validation is in serializers.py,
+the request plan in plan.py, the response shapes in wire.py and the schema pieces in docs.py.
+"""
+
+import logging
+import time
+import uuid
+
+from django.conf import settings
+from django.http import JsonResponse, StreamingHttpResponse
+from django.views.decorators.csrf import csrf_exempt
+from drf_spectacular.utils import OpenApiExample, extend_schema
+from rest_framework import serializers
+from rest_framework.negotiation import BaseContentNegotiation
+from rest_framework.parsers import JSONParser
+from rest_framework.renderers import JSONRenderer
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from portal.api import ApiError, error_body
+
+from . import ratelimit, wire
+from .docs import ERROR_RESPONSES, MODEL_SCHEMA, V1_TAG, completion_response_schema
+from .keys import ApiKeyAuthentication
+from .plan import (
+    CHAT_DEFAULT_MAX_TOKENS,
+    COMPLETIONS_DEFAULT_MAX_TOKENS,
+    Plan,
+    build_plan,
+    chat_prompt,
+    prompt_token_count,
+)
+from .serializers import ChatCompletionRequestSerializer, CompletionRequestSerializer
+
+log = logging.getLogger(__name__)
+
+# --- plumbing: JSON whatever the content type, errors in one shape --------------------------------------------
+
+
+class AnyContentTypeJSONParser(JSONParser):
+    """Reads the body as JSON whatever Content-Type says (curl -d sends form encoding by default)."""
+
+    media_type = "application/json"  # what the schema documents; FirstRendererNegotiation picks it for any type
+
+
+class FirstRendererNegotiation(BaseContentNegotiation):
+    """Answer JSON (or an event stream) whatever Accept says, instead of a 406."""
+
+    def select_parser(self, request, parsers):
+        return parsers[0]
+
+    def select_renderer(self, request, renderers, format_suffix=None):
+        return renderers[0], renderers[0].media_type
+
+
+class V1View(APIView):
+    authentication_classes = [ApiKeyAuthentication]
+    permission_classes: list = []
+    throttle_classes: list = []
+    parser_classes = [AnyContentTypeJSONParser]
+    renderer_classes = [JSONRenderer]
+    content_negotiation_class = FirstRendererNegotiation
+
+    @property
+    def caller(self):
+        return self.request.auth
+
+
+def get_generator_or_503():
+    try:
+        from inference.serving import get_generator
+
+        return get_generator()
+    except Exception as exc:
+        log.exception("the demo model could not be loaded")
+        raise ApiError(f"The model is unavailable on this server: {exc}", status_code=503, code="model_unavailable")
+
+
+def check_model(name: str):
+    generator = get_generator_or_503()
+    if name != generator.model_id:
+        raise ApiError(
+            f"The model '{name}' does not exist. Available: {generator.model_id}.",
+            status_code=404,
+            param="model",
+            code="model_not_found",
+        )
+    return generator
+
+
+def model_object(model_id: str) -> dict:
+    return {"id": model_id, "object": "model", "created": model_created(), "owned_by": "eqlm-portal"}
+
+
+def model_created() -> int:
+    manifest = settings.DEMO_MODEL_ONNX_DIR / "manifest.json"
+    try:
+        return int(manifest.stat().st_mtime)
+    except OSError:
+        return 0
+
+
+# --- generation: what completions and chat share; the subclasses give the shapes -------------------------------
+
+
+class GenerationView(V1View):
+    """Validate, plan, admit, then answer in one JSON body or as server-sent events.
+
+    A subclass names its serializer, its id prefix and object names, and builds its plan, choices and chunks.
+    """
+
+    serializer_class: type[serializers.Serializer]
+    id_prefix: str
+    response_object: str
+    chunk_object: str
+
+    def plan(self, data: dict) -> Plan:
+        raise NotImplementedError
+
+    def choice(self, index: int, text: str, reason: str) -> dict:
+        raise NotImplementedError
+
+    def delta(self, index: int, *, text=None, role=False, reason=None) -> dict:
+        raise NotImplementedError
+
+    def opening_chunks(self, ident, created, model_id, plan: Plan, index: int, prompt: str) -> list[bytes]:
+        """Chunks sent before a choice's first generated text."""
+        return []
+
+    def post(self, request):
+        serializer = self.serializer_class(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        data = serializer.validated_data
+        generator = check_model(data["model"])
+        plan = self.plan(data)
+        choices = len(plan.prompts) * plan.n
+        reserve = sum(prompt_token_count(p) for p in plan.prompts) * plan.n + plan.max_tokens * choices
+        ratelimit.admit(self.caller, reserve)
+        slot = ratelimit.acquire_generation_slot()
+        ident = f"{self.id_prefix}-{uuid.uuid4().hex[:24]}"
+        created = int(time.time())
+        if plan.stream:
+            response = StreamingHttpResponse(
+                self.stream_events(generator, plan, slot, ident, created), content_type="text/event-stream"
+            )
+            response["Cache-Control"] = "no-cache"
+            response["X-Accel-Buffering"] = "no"
+            return response
+        try:
+            body = self.complete(generator, plan, ident, created)
+        finally:
+            slot.release()
+        return Response(body)
+
+    # -- one JSON answer
+    def complete(self, generator, plan: Plan, ident: str, created: int) -> dict:
+        choices, all_iterations, prompt_tokens, completion_tokens, residual = [], [], 0, 0, None
+        per_choice = []
+        try:
+            for index, prompt, req in plan.requests():
+                result = generator.generate(req)
+                iterations = [event.iterations for event in result.tokens]
+                all_iterations += iterations
+                prompt_tokens += result.prompt_tokens
+                completion_tokens += result.completion_tokens
+                residual = result.final_residual
+                text = (prompt + result.text) if plan.echo else result.text
+                choices.append(self.choice(index, text, result.finish_reason))
+                per_choice.append(wire.eqlm_summary(plan, iterations, result.final_residual))
+        finally:
+            ratelimit.charge_tokens(self.caller, prompt_tokens + completion_tokens)
+        summary = wire.eqlm_summary(plan, all_iterations, residual)
+        if len(per_choice) > 1:
+            for choice, own in zip(choices, per_choice, strict=True):
+                choice["eqlm"] = own
+        usage = wire.usage(prompt_tokens, completion_tokens)
+        return wire.response_body(ident, self.response_object, created, generator.model_id, choices, usage, summary)
+
+    # -- server-sent events
+    def chunk(self, ident, created, model_id, plan, index, *, text=None, role=False, reason=None, eqlm=None):
+        choice = self.delta(index, text=text, role=role, reason=reason)
+        return wire.sse(wire.chunk_body(ident, self.chunk_object, created, model_id, choice, plan, eqlm))
+
+    def stream_events(self, generator, plan: Plan, slot, ident: str, created: int):
+        prompt_tokens = completion_tokens = 0
+        all_iterations: list[int] = []
+        try:
+            for index, prompt, req in plan.requests():
+                yield from self.opening_chunks(ident, created, generator.model_id, plan, index, prompt)
+                prompt_tokens += prompt_token_count(prompt)
+                iterations, residual = [], None
+                stream = generator.stream(req)
+                for event in stream:
+                    iterations.append(event.iterations)
+                    residual = event.residual
+                    if event.text:
+                        yield self.chunk(ident, created, generator.model_id, plan, index, text=event.text)
+                completion_tokens += len(iterations)
+                all_iterations += iterations
+                reason = stream.finish_reason
+                own = wire.eqlm_summary(plan, iterations, residual)
+                yield self.chunk(ident, created, generator.model_id, plan, index, reason=reason, eqlm=own)
+            if plan.include_usage:
+                usage = wire.usage(prompt_tokens, completion_tokens)
+                summary = wire.eqlm_summary(plan, all_iterations, residual)
+                yield wire.sse(wire.usage_chunk(ident, self.chunk_object, created, generator.model_id, usage, summary))
+            yield wire.sse("[DONE]")
+        except Exception as exc:
+            log.exception("generation failed mid-stream")
+            yield wire.sse(error_body(f"Generation failed: {exc}", 500, code="generation_failed"))
+            yield wire.sse("[DONE]")
+        finally:
+            slot.release()
+            ratelimit.charge_tokens(self.caller, prompt_tokens + completion_tokens)
+
+
+# --- the endpoints ----------------------------------------------------------------------------------------------
+
+
+class ModelListView(V1View):
+    @extend_schema(
+        operation_id="v1_models_list",
+        tags=[V1_TAG],
+        summary="List the models",
+        responses={
+            200: {
+                "type": "object",
+                "properties": {"object": {"type": "string"}, "data": {"type": "array", "items": MODEL_SCHEMA}},
+            },
+            401: ERROR_RESPONSES[401],
+        },
+    )  # fmt: skip
+    def get(self, request):
+        ratelimit.admit(self.caller, 0)
+        generator = get_generator_or_503()
+        return Response({"object": "list", "data": [model_object(generator.model_id)]})
+
+
+class ModelDetailView(V1View):
+    @extend_schema(
+        operation_id="v1_models_retrieve",
+        tags=[V1_TAG],
+        summary="One model",
+        responses={200: MODEL_SCHEMA, 404: ERROR_RESPONSES[404]},
+    )
+    def get(self, request, model_id: str):
+        ratelimit.admit(self.caller, 0)
+        generator = check_model(model_id)
+        return Response(model_object(generator.model_id))
+
+
+class CompletionView(GenerationView):
+    serializer_class = CompletionRequestSerializer
+    id_prefix = "cmpl"
+    response_object = "text_completion"
+    chunk_object = "text_completion"
+
+    def plan(self, data):
+        return build_plan(data, data["prompt"], COMPLETIONS_DEFAULT_MAX_TOKENS, "prompt")
+
+    def choice(self, index, text, reason):
+        return wire.text_choice(index, text, reason)
+
+    def delta(self, index, *, text=None, role=False, reason=None):
+        return wire.text_delta(index, text=text, reason=reason)
+
+    def opening_chunks(self, ident, created, model_id, plan, index, prompt):
+        """With echo, the prompt comes back as the choice's first chunk."""
+        return [self.chunk(ident, created, model_id, plan, index, text=prompt)] if plan.echo else []
+
+    @extend_schema(
+        operation_id="v1_completions_create",
+        tags=[V1_TAG],
+        summary="Continue a prompt",
+        description="OpenAI's legacy completions. With stream: true the answer is text/event-stream.",
+        request=CompletionRequestSerializer,
+        responses={200: completion_response_schema("completion"), **ERROR_RESPONSES},
+        examples=[
+            OpenApiExample(
+                "Depth 12, greedy",
+                value={
+                    "model": "eqlm-demo",
+                    "prompt": "In the beginning",
+                    "max_tokens": 32,
+                    "temperature": 0,
+                    "depth": 12,
+                },
+                request_only=True,
+            )  # fmt: skip
+        ],
+    )
+    def post(self, request):
+        return super().post(request)
+
+
+class ChatCompletionView(GenerationView):
+    serializer_class = ChatCompletionRequestSerializer
+    id_prefix = "chatcmpl"
+    response_object = "chat.completion"
+    chunk_object = "chat.completion.chunk"
+
+    def plan(self, data):
+        return build_plan(data, [chat_prompt(data["messages"])], CHAT_DEFAULT_MAX_TOKENS, "messages")
+
+    def choice(self, index, text, reason):
+        return wire.chat_choice(index, text, reason)
+
+    def delta(self, index, *, text=None, role=False, reason=None):
+        return wire.chat_delta(index, text=text, role=role, reason=reason)
+
+    def opening_chunks(self, ident, created, model_id, plan, index, prompt):
+        """Every chat choice opens with the assistant role (OpenAI's first delta)."""
+        return [self.chunk(ident, created, model_id, plan, index, role=True)]
+
+    @extend_schema(
+        operation_id="v1_chat_completions_create",
+        tags=[V1_TAG],
+        summary="Answer a conversation",
+        description="The demo model is not instruction-tuned: message contents are joined into plain text to "
+        "continue. With stream: true the answer is text/event-stream.",
+        request=ChatCompletionRequestSerializer,
+        responses={200: completion_response_schema("chat"), **ERROR_RESPONSES},
+    )
+    def post(self, request):
+        return super().post(request)
+
+
+@csrf_exempt
+def not_found(request, *args, **kwargs):
+    """Any other /v1/ path: a 404 in the API's error shape, not the HTML page."""
+    body = error_body(f"Unknown API route: {request.method} {request.path}", 404, code="unknown_url")
+    return JsonResponse(body, status=404)

@@ -1,0 +1,101 @@
+"""The /v1/ wire shapes: OpenAI's response bodies, stream chunks and server-sent events, plus EqLM's `eqlm` object."""
+
+import json
+import math
+
+from .plan import Plan
+
+
+def eqlm_summary(plan: Plan, iterations: list[int], final_residual: float | None) -> dict:
+    finite = final_residual is not None and math.isfinite(final_residual)
+    return {
+        **plan.eqlm,
+        "mean_iterations": round(sum(iterations) / len(iterations), 4) if iterations else 0.0,
+        "iterations_per_token": iterations,
+        "final_residual": float(final_residual) if finite else None,
+    }
+
+
+def usage(prompt_tokens: int, completion_tokens: int) -> dict:
+    return {
+        "prompt_tokens": prompt_tokens,
+        "completion_tokens": completion_tokens,
+        "total_tokens": prompt_tokens + completion_tokens,
+    }
+
+
+def sse(payload) -> bytes:
+    text = payload if isinstance(payload, str) else json.dumps(payload, separators=(",", ":"))
+    return f"data: {text}\n\n".encode()
+
+
+def response_body(ident: str, obj: str, created: int, model_id: str, choices: list, usage_: dict, eqlm: dict) -> dict:
+    """One JSON answer (`text_completion` or `chat.completion`)."""
+    return {
+        "id": ident,
+        "object": obj,
+        "created": created,
+        "model": model_id,
+        "system_fingerprint": None,
+        "choices": choices,
+        "usage": usage_,
+        "eqlm": eqlm,
+    }
+
+
+def text_choice(index: int, text: str, reason: str) -> dict:
+    return {"index": index, "text": text, "logprobs": None, "finish_reason": reason}
+
+
+def chat_choice(index: int, text: str, reason: str) -> dict:
+    return {
+        "index": index,
+        "message": {"role": "assistant", "content": text, "refusal": None},
+        "logprobs": None,
+        "finish_reason": reason,
+    }
+
+
+def text_delta(index: int, *, text: str | None = None, reason: str | None = None) -> dict:
+    """A completions stream chunk's choice: the new text (empty on the closing chunk)."""
+    return {"index": index, "text": text or "", "logprobs": None, "finish_reason": reason}
+
+
+def chat_delta(index: int, *, text: str | None = None, role: bool = False, reason: str | None = None) -> dict:
+    """A chat stream chunk's choice: the role first, then content deltas, then an empty delta with the reason."""
+    delta = {}
+    if role:
+        delta = {"role": "assistant", "content": ""}
+    elif text is not None:
+        delta = {"content": text}
+    return {"index": index, "delta": delta, "logprobs": None, "finish_reason": reason}
+
+
+def chunk_body(ident: str, obj: str, created: int, model_id: str, choice: dict, plan: Plan, eqlm=None) -> dict:
+    body = {
+        "id": ident,
+        "object": obj,
+        "created": created,
+        "model": model_id,
+        "system_fingerprint": None,
+        "choices": [choice],
+    }
+    if plan.include_usage:
+        body["usage"] = None
+    if eqlm is not None:
+        body["eqlm"] = eqlm
+    return body
+
+
+def usage_chunk(ident: str, obj: str, created: int, model_id: str, usage_: dict, eqlm: dict) -> dict:
+    """The last chunk when stream_options.include_usage is set: usage, and empty choices."""
+    return {
+        "id": ident,
+        "object": obj,
+        "created": created,
+        "model": model_id,
+        "system_fingerprint": None,
+        "choices": [],
+        "usage": usage_,
+        "eqlm": eqlm,
+    }
