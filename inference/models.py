@@ -123,9 +123,17 @@ class RegisteredModel(models.Model):
 
 
 class EvaluationRun(Job):
-    """A BLiMP evaluation of a registered model at several depths, run on the gpu queue."""
+    """An evaluation of a registered model on the gpu queue: BLiMP by depth, or quality and convergence by depth."""
+
+    class Kind(models.TextChoices):
+        BLIMP = "blimp", "BLiMP by depth"
+        CONVERGENCE = "convergence", "Quality and convergence by depth"
 
     model = models.ForeignKey(RegisteredModel, on_delete=models.CASCADE, related_name="evaluations")
+    kind = models.CharField(max_length=20, choices=Kind.choices, default=Kind.BLIMP, db_index=True)
+    options = models.JSONField(
+        default=dict, blank=True, help_text="convergence: solvers, max_depth, tolerances, cap, windows, text"
+    )
     depths = models.JSONField(default=list)
     paradigms = models.JSONField(default=list, blank=True, help_text="empty = every paradigm in BLIMP_DIR")
     pair_limit = models.PositiveIntegerField(null=True, blank=True, help_text="first N pairs of each paradigm")
@@ -139,4 +147,6 @@ class EvaluationRun(Job):
         ordering = ["-created_at"]
 
     def __str__(self) -> str:
+        if self.kind == self.Kind.CONVERGENCE:
+            return f"Quality and convergence of {self.model} ({self.status})"
         return f"BLiMP of {self.model} at depths {self.depths} ({self.status})"
