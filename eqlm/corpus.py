@@ -45,3 +45,35 @@ def split(data: bytes, heldout_fraction: float = HELDOUT_FRACTION) -> tuple[byte
     """(train, held-out): the held-out slice is the last fraction of the text."""
     cut = int(len(data) * (1 - heldout_fraction))
     return data[:cut], data[cut:]
+
+
+CODE_PACKAGE = "django"
+CODE_CORPUS_NAME = (
+    "Python source of the pinned Django wheel (requirements.txt), every *.py file in sorted path order, "
+    "each preceded by a '# file: <path>' line"
+)
+
+
+def code_text(package: str = CODE_PACKAGE) -> bytes:
+    """The second-domain corpus: the installed package's Python source, concatenated in sorted path order.
+
+    The package version is pinned in requirements.txt, so the bytes (and their sha256) are the same on every machine
+    that installed the project's requirements.
+    """
+    import importlib.util
+
+    spec = importlib.util.find_spec(package)
+    if spec is None or not spec.submodule_search_locations:
+        raise RuntimeError(f"the package {package!r} is not installed: install the project's requirements first")
+    root = Path(next(iter(spec.submodule_search_locations)))
+    parts = []
+    for path in sorted(root.rglob("*.py"), key=lambda p: p.relative_to(root.parent).as_posix()):
+        rel = path.relative_to(root.parent).as_posix()
+        parts.append(f"# file: {rel}\n".encode() + path.read_bytes().rstrip(b"\n") + b"\n\n")
+    return b"".join(parts)
+
+
+def load_code_corpus(package: str = CODE_PACKAGE) -> tuple[bytes, str]:
+    """(code corpus bytes, sha256)."""
+    data = code_text(package)
+    return data, hashlib.sha256(data).hexdigest()

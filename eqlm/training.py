@@ -1,12 +1,32 @@
-"""Anytime training of the demo EqLM: cross-entropy on the unrolled iterates at several depths (as in F24)."""
+"""Training the demo EqLMs: anytime (unrolled) supervision or equilibrium training, resumable and scheduled by step.
+
+Two objectives:
+
+- ``unrolled``: cross-entropy on the plain iterates at the supervised depths (4/8/12), gradients through all of them.
+  This is how the original demo model was trained; its quality peaks at the trained depths and collapses past them.
+- ``equilibrium``: train the fixed point itself. Per step a solve depth K is drawn; K iterations run without gradient
+  (from z = 0 or from a random state, for path independence), then ``grad_iters`` iterations with gradient (the
+  one-step / phantom implicit gradient) give the cross-entropy at the equilibrium. Anytime cross-entropy at low depths
+  (4, 8) keeps a small budget usable, a residual penalty on the final state and a finite-difference Hutchinson estimate
+  of the Jacobian's Frobenius norm (Bai et al. 2021, "Stabilizing Equilibrium Models by Jacobian Regularization") make
+  the map contract.
+
+Everything a step uses (its batch, its drawn depth, its initial noise) comes from a generator seeded by (seed, step), and
+the learning-rate schedule depends on the step count alone, so a run stopped at any point and started again from its
+last checkpoint gives the same model as an uninterrupted run from the same seed. No Django imports here.
+"""
 
 from __future__ import annotations
 
+import hashlib
+import json
 import math
+import os
 import subprocess
+import tempfile
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -19,6 +39,7 @@ from .corpus import CORPUS_NAME, load_corpus, split
 from .model import EqLM, EqLMConfig, relative_residual
 
 LN2 = math.log(2)
+OBJECTIVES = ("unrolled", "equilibrium")
 
 
 @dataclass
@@ -30,13 +51,31 @@ class TrainSettings:
     min_lr_ratio: float = 0.1
     warmup_steps: int = 100
     weight_decay: float = 0.05
-    steps: int | None = None  # None: derived from the time budget after measuring throughput
-    max_minutes: float = 60.0
+    steps: int | None = None  # the planned step count; None: derived once from max_minutes and the first steps' speed
+    max_minutes: float = 60.0  # a safety stop only: the schedule follows `steps`
     checkpoint_minutes: float = 5.0
+    checkpoint_steps: int = 200  # the resumable training state is written every this many steps
     residual_weight: float = 0.1
-    sample_depths: bool = True  # per step, draw the deepest supervised depth; loss at every supervised depth <= it
+    sample_depths: bool = True  # unrolled: per step, draw the deepest supervised depth
     eval_bytes: int = 32768
     threads: int = 2
+    # equilibrium objective
+    objective: str = "unrolled"
+    anytime_depths: list[int] = field(default_factory=lambda: [4, 8])
+    solve_depth_min: int = 12
+    solve_depth_max: int = 32
+    grad_iters: int = 2
+    jacobian_weight: float = 0.0
+    jacobian_eps: float = 0.05  # relative size of the finite-difference probe
+    jacobian_target: float = 0.25  # only a squared gain above this is penalised (0.25: contraction by about 1/2)
+    penalty_warmup_steps: int = 300  # residual and Jacobian penalties ramp in linearly (at full strength from step 0
+    # they make the constant map, which ignores the context, the easiest optimum)
+    random_init_prob: float = 0.0  # share of steps whose no-gradient solve starts from a random state
+    corpus: str = "kjv"
+    stop_after: int | None = None  # end this invocation after this many steps in all (a stop, not a schedule change)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
 
 
 def git_commit() -> str:
@@ -47,15 +86,11 @@ def git_commit() -> str:
         return "unknown"
 
 
-def lr_at(step: int, total: int, s: TrainSettings, time_fraction: float = 0.0) -> float:
-    """Linear warmup, then cosine to min_lr_ratio over max(step progress, wall-clock progress).
-
-    Following the wall clock too means the rate is annealed when the time budget ends a run early on a busy
-    machine; with an ample budget the schedule depends on the step count only (deterministic from the seed).
-    """
+def lr_at(step: int, total: int, s: TrainSettings) -> float:
+    """Linear warmup, then cosine to min_lr_ratio over the planned steps (a function of the step alone)."""
     if step < s.warmup_steps:
         return s.lr * (step + 1) / s.warmup_steps
-    frac = min(1.0, max((step - s.warmup_steps) / max(1, total - s.warmup_steps), time_fraction))
+    frac = min(1.0, (step - s.warmup_steps) / max(1, total - s.warmup_steps))
     return s.lr * (s.min_lr_ratio + (1 - s.min_lr_ratio) * 0.5 * (1 + math.cos(math.pi * frac)))
 
 
@@ -75,6 +110,63 @@ def anytime_loss(model: EqLM, x: torch.Tensor, y: torch.Tensor, depths: list[int
     return loss, losses
 
 
+def equilibrium_loss(
+    model: EqLM,
+    x: torch.Tensor,
+    y: torch.Tensor,
+    settings: TrainSettings,
+    solve_depth: int,
+    generator: torch.Generator,
+    random_init: bool,
+    penalty_scale: float = 1.0,
+):
+    """Cross-entropy at the fixed point (phantom gradient), anytime cross-entropy, residual and Jacobian penalties.
+
+    Returns (loss, parts) where parts maps a name to a detached scalar for logging.
+    """
+    inj = model.embed(x)
+    parts: dict[str, torch.Tensor] = {}
+    losses = []
+    if settings.anytime_depths:
+        z = torch.zeros_like(inj)
+        for i in range(1, max(settings.anytime_depths) + 1):
+            z, _, _ = model.block(z, inj)
+            if i in settings.anytime_depths:
+                ce = F.cross_entropy(model.head(z).flatten(0, 1), y.flatten())
+                parts[f"d{i}"] = ce.detach()
+                losses.append(ce)
+    with torch.no_grad():
+        if random_init:
+            z = torch.randn(inj.shape, generator=generator)  # about the scale of a LayerNorm output
+        else:
+            z = torch.zeros_like(inj)
+        inj_nograd = inj.detach()
+        for _ in range(solve_depth):
+            z, _, _ = model.block(z, inj_nograd)
+    z = z.detach()
+    for _ in range(settings.grad_iters):
+        z, _, _ = model.block(z, inj)
+    ce_star = F.cross_entropy(model.head(z).flatten(0, 1), y.flatten())
+    parts["eq"] = ce_star.detach()
+    loss = ce_star if not losses else 0.5 * ce_star + 0.5 * sum(losses) / len(losses)
+    fz, _, _ = model.block(z, inj)
+    residual = relative_residual(fz, z)
+    parts["res"] = residual.detach().median()
+    if settings.residual_weight:
+        loss = loss + penalty_scale * settings.residual_weight * residual.pow(2).mean()
+    if settings.jacobian_weight:
+        # ||J e||^2 / ||e||^2 by a forward difference along a random direction: an unbiased-in-the-limit Hutchinson
+        # estimate of ||J||_F^2 / D that costs one extra block call instead of a double backward
+        eps = torch.randn(z.shape, generator=generator)
+        scale = settings.jacobian_eps * z.detach().norm(dim=-1, keepdim=True) / (eps.norm(dim=-1, keepdim=True) + 1e-12)
+        delta = eps * scale
+        f_delta, _, _ = model.block(z + delta, inj)
+        gain = (f_delta - fz).pow(2).sum(-1) / delta.pow(2).sum(-1)
+        parts["jac"] = gain.detach().mean()
+        loss = loss + penalty_scale * settings.jacobian_weight * F.relu(gain - settings.jacobian_target).mean()
+    return loss, parts
+
+
 @torch.no_grad()
 def bits_per_byte(model: EqLM, data: bytes, depths: list[int], seq_len: int, max_bytes: int | None = None) -> dict:
     """Held-out bits/byte per depth over non-overlapping windows (each window's first byte is context only)."""
@@ -91,6 +183,60 @@ def bits_per_byte(model: EqLM, data: bytes, depths: list[int], seq_len: int, max
     return {d: totals[d] / count / LN2 for d in depths}
 
 
+@torch.no_grad()
+def quick_convergence(model: EqLM, data: bytes, depths: list[int], seq_len: int, max_bytes: int, tol: float = 0.01):
+    """Held-out bits/byte and the share of positions with relative residual < tol, per depth (Picard from zero)."""
+    arr = np.frombuffer(data[:max_bytes], dtype=np.uint8).astype(np.int64)
+    n = (len(arr) // seq_len) * seq_len
+    windows = torch.from_numpy(arr[:n].reshape(-1, seq_len))
+    deepest = max(depths)
+    nll = dict.fromkeys(depths, 0.0)
+    converged = dict.fromkeys(depths, 0)
+    count = 0
+    for chunk in windows.split(32):
+        out = model.solve(chunk[:, :-1], max_iter=deepest, depths=depths)
+        for d in depths:
+            nll[d] += F.cross_entropy(out.logits[d].flatten(0, 1), chunk[:, 1:].flatten(), reduction="sum").item()
+            converged[d] += int((out.residual_history[d - 1] < tol).sum())
+        count += chunk[:, 1:].numel()
+    return {d: {"bpb": nll[d] / count / LN2, "converged": converged[d] / count} for d in depths}
+
+
+def _atomic_torch_save(payload: dict, path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
+    os.close(fd)
+    try:
+        torch.save(payload, tmp)
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+def run_hash(config: EqLMConfig, settings: TrainSettings, corpus_sha: str) -> str:
+    """What a resumed run must share with the run it continues (everything but the safety stops)."""
+    s = settings.to_dict()
+    for key in ("max_minutes", "checkpoint_minutes", "checkpoint_steps", "threads", "stop_after"):
+        s.pop(key)
+    blob = json.dumps({"config": config.to_dict(), "settings": s, "corpus": corpus_sha}, sort_keys=True)
+    return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+def load_training_corpus(settings: TrainSettings, corpus_path: Path | None) -> tuple[bytes, str, str]:
+    """(bytes, sha256, description) of the corpus named by settings.corpus (or a plain text file)."""
+    if corpus_path:
+        data, sha = load_corpus(corpus_path)
+        return data, sha, f"plain text file {Path(corpus_path).name}"
+    if settings.corpus == "code":
+        from .corpus import CODE_CORPUS_NAME, load_code_corpus
+
+        data, sha = load_code_corpus()
+        return data, sha, CODE_CORPUS_NAME
+    data, sha = load_corpus(None)
+    return data, sha, CORPUS_NAME
+
+
 def train(
     config: EqLMConfig,
     settings: TrainSettings,
@@ -98,11 +244,16 @@ def train(
     corpus_path: Path | None = None,
     log: Callable[[str], None] = print,
 ) -> Path:
-    """Train until `steps` or the wall-clock budget; checkpoints every few minutes and at the end."""
+    """Train to `settings.steps`, resuming from out_dir/state.pt when it belongs to the same run.
+
+    Writes out_dir/state.pt (model, optimizer, step) every `checkpoint_steps` and out_dir/latest.pt (a portal
+    checkpoint with provenance) every `checkpoint_minutes` and at the end.
+    """
+    if settings.objective not in OBJECTIVES:
+        raise ValueError(f"unknown objective {settings.objective!r}; expected one of {OBJECTIVES}")
     torch.set_num_threads(settings.threads)
     torch.manual_seed(settings.seed)
-    rng = np.random.default_rng(settings.seed)
-    data, sha = load_corpus(corpus_path)
+    data, sha, corpus_name = load_training_corpus(settings, corpus_path)
     train_bytes, heldout = split(data)
     train_arr = torch.from_numpy(np.frombuffer(train_bytes, dtype=np.uint8).astype(np.int64))
     model = EqLM(config)
@@ -113,76 +264,127 @@ def train(
         lr=settings.lr,
         betas=(0.9, 0.98),
     )
-    log(f"EqLM {model.num_params():,} params, corpus {len(data):,} bytes sha256 {sha}, held-out {len(heldout):,}")
-    commit = git_commit()
-    started = time.time()
-    budget = settings.max_minutes * 60
-    total = settings.steps
-    tokens_per_step = settings.batch_size * settings.seq_len
-    last_ckpt = started
     out_dir = Path(out_dir)
-    latest = out_dir / "latest.pt"
-    step = 0
+    latest, state_path = out_dir / "latest.pt", out_dir / "state.pt"
+    tokens_per_step = settings.batch_size * settings.seq_len
+    commit = git_commit()
+    step, trained_seconds, total = 0, 0.0, settings.steps
+    this_run = run_hash(config, settings, sha)
+    if state_path.exists():
+        state = torch.load(state_path, map_location="cpu", weights_only=True)
+        if state["run_hash"] != this_run:
+            raise ValueError(
+                f"{state_path} belongs to another run (hash {state['run_hash']}, this one {this_run}): "
+                "use another --out or delete it"
+            )
+        model.load_state_dict(state["model"])
+        opt.load_state_dict(state["optimizer"])
+        step, trained_seconds, total = state["step"], state["train_seconds"], state["planned_steps"]
+        log(f"resumed at step {step}/{total} ({trained_seconds:.0f} s trained so far)")
+    log(f"EqLM {model.num_params():,} params, corpus {len(data):,} bytes sha256 {sha}, held-out {len(heldout):,}")
+    log(f"objective {settings.objective}, run hash {this_run}, config hash {config.config_hash()}")
+    started = time.time()
+    last_ckpt = started
 
-    def provenance(step_count: int, metrics: dict | None = None) -> dict:
+    def provenance(metrics: dict | None = None) -> dict:
         return {
             "config_hash": config.config_hash(),
+            "run_hash": this_run,
             "git_commit": commit,
             "seed": settings.seed,
-            "corpus": CORPUS_NAME,
+            "corpus": corpus_name,
             "corpus_sha256": sha,
-            "steps": step_count,
-            "tokens": step_count * tokens_per_step,
+            "steps": step,
+            "tokens": step * tokens_per_step,
             "created": datetime.now(UTC).isoformat(timespec="seconds"),
-            "train_seconds": round(time.time() - started, 1),
-            "train_settings": dict(settings.__dict__),
+            "train_seconds": round(trained_seconds + time.time() - started, 1),
+            "train_settings": settings.to_dict(),
             "planned_steps": total,
-            "lr_schedule": "warmup, then cosine over max(step/planned_steps, elapsed/max_minutes)",
+            "lr_schedule": "linear warmup, then cosine to min_lr_ratio over planned_steps (by step, not wall clock)",
             "heldout_fraction": 0.05,
             "metrics": metrics or {},
         }
 
+    def save_state() -> None:
+        _atomic_torch_save(
+            {
+                "run_hash": this_run,
+                "model": model.state_dict(),
+                "optimizer": opt.state_dict(),
+                "step": step,
+                "planned_steps": total,
+                "train_seconds": trained_seconds + time.time() - started,
+            },
+            state_path,
+        )
+
+    model.train()
     while total is None or step < total:
-        elapsed = time.time() - started
-        if elapsed > budget:
-            log(f"time budget reached at step {step}")
+        if settings.stop_after is not None and step >= settings.stop_after:
+            log(f"stopped at step {step} as asked (resume to finish the schedule)")
+            break
+        if time.time() - started > settings.max_minutes * 60:
+            log(f"safety stop after {settings.max_minutes} minutes at step {step} (resume to finish the schedule)")
             break
         if total is None and step == 30:
-            rate = step / elapsed
-            total = max(step + 1, int(rate * budget * 0.75))
+            rate = 30 / (time.time() - started)
+            total = max(step + 1, int(rate * settings.max_minutes * 60 * 0.9))
             log(f"throughput {rate * tokens_per_step:,.0f} tokens/s; planning {total:,} steps")
-        lr = lr_at(step, total or 10**9, settings, elapsed / budget)
+        lr = lr_at(step, total or 10**9, settings)
         for group in opt.param_groups:
             group["lr"] = lr
+        rng = np.random.default_rng([settings.seed, step])
+        gen = torch.Generator().manual_seed(int(rng.integers(0, 2**62)))
         starts = rng.integers(0, len(train_arr) - settings.seq_len - 1, size=settings.batch_size)
         idx = torch.from_numpy(starts)[:, None] + torch.arange(settings.seq_len + 1)[None, :]
         batch = train_arr[idx]
-        depths = config.train_depths
-        residual_weight = settings.residual_weight
-        if settings.sample_depths:
-            deepest = int(rng.choice(depths))
-            depths = [d for d in depths if d <= deepest]
-            residual_weight = residual_weight if deepest == max(config.train_depths) else 0.0
-        loss, parts = anytime_loss(model, batch[:, :-1], batch[:, 1:], depths, residual_weight)
+        if settings.objective == "unrolled":
+            depths = config.train_depths
+            residual_weight = settings.residual_weight
+            if settings.sample_depths:
+                deepest = int(rng.choice(depths))
+                depths = [d for d in depths if d <= deepest]
+                residual_weight = residual_weight if deepest == max(config.train_depths) else 0.0
+            loss, raw = anytime_loss(model, batch[:, :-1], batch[:, 1:], depths, residual_weight)
+            parts = {f"d{d}": v.detach() for d, v in raw.items()}
+        else:
+            solve_depth = int(rng.integers(settings.solve_depth_min, settings.solve_depth_max + 1))
+            random_init = bool(rng.random() < settings.random_init_prob)
+            ramp = min(1.0, step / settings.penalty_warmup_steps) if settings.penalty_warmup_steps else 1.0
+            loss, parts = equilibrium_loss(
+                model, batch[:, :-1], batch[:, 1:], settings, solve_depth, gen, random_init, penalty_scale=ramp
+            )
         opt.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
         step += 1
         if step % 50 == 0 or step == 1:
-            bpb = " ".join(f"d{d}={v.item() / LN2:.3f}" for d, v in parts.items())
-            rate = step * tokens_per_step / (time.time() - started)
-            log(f"step {step}/{total or '?'} lr {lr:.2e} loss {loss.item():.4f} train bpb {bpb} {rate:,.0f} tok/s")
+            shown = " ".join(
+                f"{k}={v.item() / LN2:.3f}" if k.startswith(("d", "eq")) else f"{k}={v.item():.4f}"
+                for k, v in parts.items()
+            )
+            rate = (step * tokens_per_step) / (trained_seconds + time.time() - started)
+            log(f"step {step}/{total or '?'} lr {lr:.2e} loss {loss.item():.4f} {shown} {rate:,.0f} tok/s")
+        if step % settings.checkpoint_steps == 0:
+            save_state()
         if time.time() - last_ckpt > settings.checkpoint_minutes * 60:
             model.eval()
-            metrics = bits_per_byte(model, heldout, [2, 4, 8, 12], settings.seq_len, settings.eval_bytes // 4)
+            quick = quick_convergence(model, heldout, [4, 8, 12, 32], settings.seq_len, settings.eval_bytes // 4)
             model.train()
-            log(f"checkpoint at step {step}: held-out bpb " + " ".join(f"d{d}={v:.3f}" for d, v in metrics.items()))
-            save_checkpoint(model, latest, provenance(step, {"heldout_bpb_quick": metrics}))
+            log(
+                f"checkpoint at step {step}: "
+                + " ".join(f"d{d}={v['bpb']:.3f}/{100 * v['converged']:.0f}%" for d, v in quick.items())
+            )
+            save_checkpoint(model, latest, provenance({"heldout_quick": {str(k): v for k, v in quick.items()}}))
             last_ckpt = time.time()
+    save_state()
     model.eval()
-    metrics = bits_per_byte(model, heldout, list(range(1, 13)), settings.seq_len, settings.eval_bytes)
-    log("final held-out bpb " + " ".join(f"d{d}={v:.3f}" for d, v in metrics.items()))
-    save_checkpoint(model, latest, provenance(step, {"heldout_bpb_quick": metrics}))
-    log(f"done: {step} steps, {step * tokens_per_step:,} tokens, {time.time() - started:.0f} s -> {latest}")
+    quick = quick_convergence(model, heldout, [4, 8, 12, 16, 32, 64], settings.seq_len, settings.eval_bytes)
+    log(
+        "held-out bpb/converged "
+        + " ".join(f"d{d}={v['bpb']:.3f}/{100 * v['converged']:.0f}%" for d, v in quick.items())
+    )
+    save_checkpoint(model, latest, provenance({"heldout_quick": {str(k): v for k, v in quick.items()}}))
+    log(f"done: {step} steps, {step * tokens_per_step:,} tokens -> {latest}")
     return latest

