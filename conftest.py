@@ -77,6 +77,15 @@ def shared_dir():
     return Path(settings.SHARED_DIR)
 
 
+@pytest.fixture(autouse=True)
+def _no_job_submissions_counted():
+    """Each test starts with no job submissions counted by the throttles (their counts live in the cache)."""
+    from django.core.cache import cache
+
+    yield
+    cache.clear()
+
+
 # --- media shared with the worker -----------------------------------------------------------------
 
 

@@ -9,10 +9,15 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from portal.api import ApiError
+from portal.throttle import JobAnonThrottle, JobUserThrottle
 
 from . import services
 from .models import LabRun
+from .serializers import JobRequestSerializer, SolveRequestSerializer, check_job_request, check_numbers
 from .solvers import SolverInputError, TimeLimitExceeded
+
+# A 50x50 game with both matrices at full precision is about 130 KB of JSON.
+LAB_MAX_BODY_BYTES = 256 * 1024
 
 SOLVE_EXAMPLE = OpenApiExample(
     "QRE at λ = 100 on the biased RPS",
@@ -41,11 +46,14 @@ class SolveView(APIView):
 
     permission_classes = [permissions.AllowAny]
     parser_classes = [LenientJSONParser]
+    max_body_bytes = LAB_MAX_BODY_BYTES
 
-    @extend_schema(request=OpenApiTypes.OBJECT, responses=OpenApiTypes.OBJECT, examples=[SOLVE_EXAMPLE])
+    @extend_schema(request=SolveRequestSerializer, responses=OpenApiTypes.OBJECT, examples=[SOLVE_EXAMPLE])
     def post(self, request):
+        data = request.data  # parse errors (a body nested too deeply) are the handler's, not solver failures
         try:
-            return Response(services.solve_now(request.data))
+            check_numbers(data)
+            return Response(services.solve_now(data))
         except SolverInputError as exc:
             raise _input_error(exc)
         except TimeLimitExceeded:
@@ -63,11 +71,15 @@ class JobListView(APIView):
 
     permission_classes = [permissions.AllowAny]
     parser_classes = [LenientJSONParser]
+    throttle_classes = [JobAnonThrottle, JobUserThrottle]
+    max_body_bytes = LAB_MAX_BODY_BYTES
 
-    @extend_schema(request=OpenApiTypes.OBJECT, responses={201: OpenApiTypes.OBJECT}, examples=[JOB_EXAMPLE])
+    @extend_schema(request=JobRequestSerializer, responses={201: OpenApiTypes.OBJECT}, examples=[JOB_EXAMPLE])
     def post(self, request):
+        data = request.data
         try:
-            run = services.create_job(request.data, owner=request.user)
+            check_job_request(data)
+            run = services.create_job(data, owner=request.user)
         except SolverInputError as exc:
             raise _input_error(exc)
         run.refresh_from_db()

@@ -14,6 +14,7 @@ ERROR_TYPES = {
     403: "permission_error",
     404: "not_found_error",
     405: "invalid_request_error",
+    409: "conflict_error",
     413: "invalid_request_error",
     415: "invalid_request_error",
     429: "rate_limit_error",
@@ -71,6 +72,9 @@ def _first_message(detail) -> tuple[str | None, str]:
 
 
 def api_exception_handler(exc, context):
+    if isinstance(exc, RecursionError):  # json.loads on a body nested thousands deep: bad input, not a crash
+        body = error_body("The JSON body is nested too deeply.", 400, "body", "nested_too_deeply")
+        return Response(body, status=400)
     response = exception_handler(exc, context)
     if response is None:
         return None

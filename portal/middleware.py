@@ -1,5 +1,9 @@
-"""Project middleware: security headers (CSP and friends) and a plain 503 when the database is down."""
+"""Project middleware: security headers, 503s for lost services, request input checks and the API error shape."""
 
+import re
+from urllib.parse import parse_qsl, unquote_to_bytes
+
+from django.conf import settings
 from django.db import DatabaseError, InterfaceError, OperationalError
 from django.http import HttpResponse, JsonResponse
 
@@ -99,3 +103,172 @@ def storage_unavailable_response(request, exception) -> HttpResponse:
         response = HttpResponse(message, status=status, content_type="text/plain; charset=utf-8")
     response["Retry-After"] = "300"
     return response
+
+
+# --- request input: one size limit for JSON bodies, and text that is valid Unicode -------------------------------
+
+API_PREFIXES = ("/api/", "/v1/")
+FORM_TYPES = ("multipart/form-data", "application/x-www-form-urlencoded")
+# A backslash run before `u` + a surrogate or NUL code; an even run is an escaped backslash, not an escape.
+_SUSPECT_ESCAPE = re.compile(r"(\\+)u(d[89ab][0-9a-f]{2}|d[c-f][0-9a-f]{2}|0000)", re.IGNORECASE)
+INT64_MAX = 2**63 - 1
+_LOW_ESCAPE = re.compile(r"\\ud[c-f][0-9a-f]{2}", re.IGNORECASE)
+
+
+class BadInput(Exception):
+    """Input refused before any view runs: a status, a message and where in the request it was."""
+
+    def __init__(self, status: int, message: str, param: str, code: str):
+        super().__init__(message)
+        self.status, self.message, self.param, self.code = status, message, param, code
+
+
+def json_escape_problem(text: str) -> str | None:
+    """What is wrong with the JSON escapes in `text` (a lone surrogate or a NUL), or None.
+
+    A surrogate pair (`\\ud83d\\ude00`) is a valid character and passes. Scans with a regular expression
+    instead of parsing, so it costs microseconds and works on any body the view may read as JSON.
+    """
+    if "\\u" not in text and "\\U" not in text:
+        return None
+    paired_low = -1
+    for match in _SUSPECT_ESCAPE.finditer(text):
+        backslashes = match.group(1)
+        if len(backslashes) % 2 == 0:
+            continue
+        escape_at = match.start(1) + len(backslashes) - 1
+        code = int(match.group(2), 16)
+        if code == 0:
+            return "contains a NUL character (\\u0000), which cannot be stored"
+        if code <= 0xDBFF:
+            if _LOW_ESCAPE.match(text, match.end()):
+                paired_low = match.end()
+                continue
+            return f"contains a lone surrogate (\\u{code:04x}), which is not valid Unicode"
+        if escape_at != paired_low:
+            return f"contains a lone surrogate (\\u{code:04x}), which is not valid Unicode"
+    return None
+
+
+def text_problem(raw: bytes, *, percent_encoded: bool) -> str | None:
+    """What is wrong with a query string or body as UTF-8 text (after percent-decoding), or None."""
+    data = unquote_to_bytes(raw.replace(b"+", b" ")) if percent_encoded else raw
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return f"is not valid UTF-8 (byte {exc.start}: {data[exc.start : exc.start + 1]!r})"
+    if percent_encoded and b"\x00" in data:
+        return "contains a NUL character (%00), which cannot be stored"
+    return None
+
+
+def check_query_numbers(query: str) -> None:
+    """An integer beyond 64 bits in a query string (`?seed=10**400`) is refused: no database can compare it."""
+    for name, value in parse_qsl(query, keep_blank_values=True):
+        digits = value.strip().lstrip("+-")
+        if len(digits) > 18 and digits.isdigit() and (len(digits) > 19 or int(digits) > INT64_MAX):
+            raise BadInput(400, f"{name} is beyond the range of a 64-bit integer.", name, "number_out_of_range")
+
+
+def view_body_limit(view_func) -> int | None:
+    """A view's own body limit: `max_body_bytes` on a DRF view class or on a plain view function."""
+    view_class = getattr(view_func, "cls", None) or getattr(view_func, "view_class", None)
+    return getattr(view_class, "max_body_bytes", None) or getattr(view_func, "max_body_bytes", None)
+
+
+def check_request_input(request, view_func) -> None:
+    """Raise BadInput for a query string or body that no view should see (size, invalid Unicode)."""
+    raw_query = request.META.get("QUERY_STRING", "")
+    try:
+        query_bytes = raw_query.encode("iso-8859-1")  # WSGI carries the raw bytes as latin-1 text
+    except UnicodeEncodeError:
+        query_bytes = raw_query.encode("utf-8", "surrogatepass")
+    problem = text_problem(query_bytes, percent_encoded=True) if query_bytes else None
+    if problem:
+        raise BadInput(400, f"The query string {problem}.", "query", "invalid_encoding")
+    if query_bytes:
+        check_query_numbers(query_bytes.decode("utf-8"))
+    if request.method in ("GET", "HEAD", "OPTIONS", "DELETE"):
+        return
+    content_type = request.META.get("CONTENT_TYPE", "").split(";")[0].strip().lower()
+    if content_type == "multipart/form-data":
+        return  # uploads keep their own limit (UPLOAD_MAX_BYTES); their files are checked row by row on ingest
+    try:
+        length = int(request.META.get("CONTENT_LENGTH") or 0)
+    except ValueError:
+        raise BadInput(400, "Content-Length is not a number.", "body", "invalid_request")
+    is_api = request.path.startswith(API_PREFIXES)
+    limit = view_body_limit(view_func) or (settings.API_MAX_BODY_BYTES if is_api else None)
+    if limit and length > limit:
+        raise BadInput(
+            413, f"The request body is {length} bytes; this endpoint accepts at most {limit}.", "body", "body_too_large"
+        )
+    if length == 0 or length > settings.DATA_UPLOAD_MAX_MEMORY_SIZE:
+        return  # Django refuses bodies over DATA_UPLOAD_MAX_MEMORY_SIZE itself (400)
+    body = request.body
+    urlencoded = content_type == "application/x-www-form-urlencoded"
+    problem = text_problem(body, percent_encoded=False) or (urlencoded and text_problem(body, percent_encoded=True))
+    problem = problem or json_escape_problem(body.decode("utf-8"))
+    if problem:
+        raise BadInput(400, f"The request body {problem}.", "body", "invalid_encoding")
+
+
+def bad_input_response(request, exc: BadInput) -> HttpResponse:
+    if request.path.startswith(API_PREFIXES):
+        from .api import error_body
+
+        return JsonResponse(error_body(exc.message, exc.status, exc.param, exc.code), status=exc.status)
+    return HttpResponse(exc.message, status=exc.status, content_type="text/plain; charset=utf-8")
+
+
+class RequestInputMiddleware:
+    """Refuses, before any view runs or anything is written, input that no view should have to handle.
+
+    - every API body (JSON, whatever its Content-Type) over `API_MAX_BODY_BYTES`, or the view's own
+      `max_body_bytes`: 413 without reading it (multipart uploads keep `UPLOAD_MAX_BYTES`);
+    - a query string, form body or JSON body that is not valid UTF-8, or whose JSON holds a lone surrogate
+      escape (`\\ud800`) or a NUL (`\\u0000`, `%00`; PostgreSQL cannot store either): 400.
+    API paths answer in the error shape, pages in plain text.
+    """
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        return self.get_response(request)
+
+    def process_view(self, request, view_func, view_args, view_kwargs):
+        try:
+            check_request_input(request, view_func)
+        except BadInput as exc:
+            return bad_input_response(request, exc)
+        return None
+
+
+class ApiErrorShapeMiddleware:
+    """Every error under /api/ and /v1/ in the error shape, even Django's own pages (DEBUG's 404, a 405)."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        response = self.get_response(request)
+        if (
+            response.status_code < 400
+            or not request.path.startswith(API_PREFIXES)
+            or getattr(response, "streaming", False)
+            or response.get("Content-Type", "").startswith("application/json")
+        ):
+            return response
+        from .api import error_body
+
+        status = response.status_code
+        if status == 404:
+            message, code = f"No API endpoint at {request.path}.", "not_found"
+        else:
+            message, code = f"{status} {response.reason_phrase}.", None
+        shaped = JsonResponse(error_body(message, status, code=code), status=status)
+        for header in ("Allow", "Retry-After"):
+            if header in response:
+                shaped[header] = response[header]
+        return shaped

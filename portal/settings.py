@@ -106,8 +106,10 @@ MIDDLEWARE = [
     "portal.middleware.SecurityHeadersMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "portal.middleware.DatabaseUnavailableMiddleware",
+    "portal.middleware.ApiErrorShapeMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
+    "portal.middleware.RequestInputMiddleware",  # size and Unicode checks before CSRF or a view reads the body
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "portal.throttle.LoginThrottleMiddleware",
@@ -190,6 +192,7 @@ API_REQUIRE_KEY = env_bool("API_REQUIRE_KEY", not DEBUG)
 API_MAX_TOKENS = env_int("API_MAX_TOKENS", 512)  # cap on max_tokens per choice
 API_MAX_PROMPT_TOKENS = env_int("API_MAX_PROMPT_TOKENS", 2048)  # prompt length cap (tokens = UTF-8 bytes)
 API_MAX_N = env_int("API_MAX_N", 4)  # choices per request (prompts x n)
+API_MAX_BODY_BYTES = env_int("API_MAX_BODY_BYTES", 1024 * 1024)  # any non-upload API body; views may set their own
 API_MAX_CONCURRENT_GENERATIONS = env_int("API_MAX_CONCURRENT_GENERATIONS", 2)  # per web process; beyond: 503
 API_ANON_REQUESTS_PER_MINUTE = env_int("API_ANON_REQUESTS_PER_MINUTE", 60)  # per client address without a key
 API_ANON_TOKENS_PER_MINUTE = env_int("API_ANON_TOKENS_PER_MINUTE", 20000)
@@ -213,6 +216,10 @@ CELERY_RESULT_BACKEND_TRANSPORT_OPTIONS = {
 # queued for over JOB_STALE_SECONDS whose message is no longer in Redis (portal/jobs.py).
 JOB_SWEEP_SECONDS = env_int("JOB_SWEEP_SECONDS", 60)
 JOB_STALE_SECONDS = env_int("JOB_STALE_SECONDS", 300)
+# Lab job submissions per client address (anonymous) and per signed-in user; staff are not throttled.
+LAB_JOB_ANON_RATE = env("LAB_JOB_ANON_RATE", "20/hour")
+LAB_JOB_USER_RATE = env("LAB_JOB_USER_RATE", "120/hour")
+LAB_JOB_MAX_WORK = env_int("LAB_JOB_MAX_WORK", 500_000_000)  # runs x steps x m x n: one 50x50 run of 200,000 steps
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": ["rest_framework.authentication.SessionAuthentication"],

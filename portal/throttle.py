@@ -1,10 +1,11 @@
-"""Login throttling for the admin: after too many failed logins from one address, refuse for a while."""
+"""Throttling: failed admin logins per address, and job submissions per client and per user (DRF throttles)."""
 
 from django.conf import settings
 from django.contrib.auth.signals import user_logged_in, user_login_failed
 from django.core.cache import cache
 from django.dispatch import receiver
 from django.http import HttpResponse
+from rest_framework.throttling import AnonRateThrottle, UserRateThrottle
 
 
 def client_address(request) -> str:
@@ -55,3 +56,31 @@ class LoginThrottleMiddleware:
             response["Retry-After"] = str(settings.LOGIN_FAILURE_WINDOW)
             return response
         return self.get_response(request)
+
+
+class SettingsRateMixin:
+    """Reads the rate from a Django setting on every request, so the environment (and tests) can change it."""
+
+    rate_setting = ""
+
+    def get_rate(self):
+        return getattr(settings, self.rate_setting)
+
+
+class JobAnonThrottle(SettingsRateMixin, AnonRateThrottle):
+    """Job submissions without a sign-in, per client address: `<scope>` rate from `rate_setting`."""
+
+    scope = "jobs-anon"
+    rate_setting = "LAB_JOB_ANON_RATE"
+
+
+class JobUserThrottle(SettingsRateMixin, UserRateThrottle):
+    """Job submissions per signed-in user; staff are exempt."""
+
+    scope = "jobs-user"
+    rate_setting = "LAB_JOB_USER_RATE"
+
+    def allow_request(self, request, view):
+        if not request.user or not request.user.is_authenticated or request.user.is_staff:
+            return True
+        return super().allow_request(request, view)
