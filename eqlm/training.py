@@ -11,9 +11,10 @@ Two objectives:
   of the Jacobian's Frobenius norm (Bai et al. 2021, "Stabilizing Equilibrium Models by Jacobian Regularization") make
   the map contract.
 
-Everything a step uses (its batch, its drawn depth, its initial noise) comes from a generator seeded by (seed, step), and
-the learning-rate schedule depends on the step count alone, so a run stopped at any point and started again from its
-last checkpoint gives the same model as an uninterrupted run from the same seed. No Django imports here.
+Everything a step uses (its batch, its drawn depth, its initial noise) comes from a generator seeded by
+(seed, step), and the learning-rate schedule depends on the step count alone, so a run stopped at any point and
+started again from its last checkpoint gives the same model as an uninterrupted run from the same seed.
+No Django imports here.
 """
 
 from __future__ import annotations

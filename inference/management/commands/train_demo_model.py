@@ -1,4 +1,4 @@
-"""Train a demo EqLM (byte-level): anytime-unrolled or equilibrium training, resumable (CPU; run it in the background)."""
+"""Train a demo EqLM (byte level): anytime-unrolled or equilibrium training, resumable (CPU, in the background)."""
 
 from pathlib import Path
 
