@@ -14,6 +14,7 @@ import numpy as np
 from scipy.linalg import lu_factor, lu_solve
 from scipy.linalg.lapack import dgesv
 
+from . import kernel
 from .core import nash_conv, softmax
 
 
@@ -110,89 +111,80 @@ def _newton(sys: _System, lam: float, w: np.ndarray, tol: float, max_iter: int =
     return w, x, y, sys.residual(x, y, lam), False, it
 
 
-def _corrector(sys: _System, lam: float, w: np.ndarray, tol: float, max_iter: int = 5) -> tuple:
-    """Plain Newton for a continuation step: gives up as soon as ‖H‖ stops shrinking (the step was too long).
-
-    Cheaper than damped Newton here: a failing step costs one extra evaluation, not a line search, and
-    the caller shortens the step. Returns (w, ok, iterations)."""
-    F, x, y = sys.H(w, lam)
-    norm = math.sqrt(F @ F)
-    for it in range(max_iter + 1):
-        if float(np.abs(F).max()) <= tol and sys.residual(x, y, lam) <= tol:
-            return w, True, it
-        if it == max_iter:
-            break
-        dw = _solve(sys.H_w(x, y, lam), -F)
-        if dw is None:
-            break
-        w_try = w + dw
-        F, x, y = sys.H(w_try, lam)
-        norm_try = math.sqrt(F @ F)
-        if not norm_try < norm:
-            return w, False, it + 1
-        w, norm = w_try, norm_try
-    return w, False, max_iter
-
-
-def _natural_continuation(sys: _System, lam_target: float, tol: float) -> tuple:
-    """Follow the branch in λ from 0 with an Euler predictor and Newton corrector; fails at a turning point.
-
-    Steps are solved to 1e-4 only: the caller's Newton polishes the end point to `tol`.
-    """
-    spread = float(np.ptp(sys.A) + np.ptp(sys.B)) or 1.0
-    w, lam, dl, its_total = np.zeros(sys.d), 0.0, 1.0 / spread, 0
-    while lam < lam_target:
-        dl = min(dl, lam_target - lam)
-        if dl < 1e-9 * lam_target:
-            return None, its_total
-        x, y = sys.probs(w)
-        dw = _solve(sys.H_w(x, y, lam), -sys.H_lambda(x, y))
-        if dw is None:
-            return None, its_total
-        w_new, ok, its = _corrector(sys, lam + dl, w + dl * dw, max(tol, 1e-4))
-        its_total += its + 1
-        if not ok:
-            dl *= 0.5
-            continue
-        w, lam = w_new, lam + dl
-        if its <= 3:
-            dl *= 2.0
-    return w, its_total
-
-
-def qre(A: np.ndarray, B: np.ndarray, lam: float, *, tol: float = 1e-12, zero_sum: bool = False) -> dict:
+def qre(
+    A: np.ndarray, B: np.ndarray, lam: float, *, tol: float = 1e-12, zero_sum: bool = False, compiled: bool = True
+) -> dict:
     """The logit QRE at λ on the principal branch, to fixed-point residual ≤ tol.
 
     Zero-sum games have one QRE per λ, so Newton starts from the centroid. Otherwise (or if that fails) the
-    branch is followed from λ = 0 with natural continuation, and past turning points with the arclength
-    path tracer; Newton finishes at λ.
+    branch is followed from λ = 0 by the arclength path tracer to where it first reaches λ, and Newton finishes
+    there. (Continuation in λ alone cannot pass a turning point: beyond one it lands on another branch.)
+    The compiled kernel takes the same steps when it is built; `compiled=False` runs the numpy code.
     """
-    sys = _System(A, B)
-    if sys.d == 0:
+    A = np.ascontiguousarray(A, dtype=float)
+    B = np.ascontiguousarray(B, dtype=float)
+    m, n = A.shape
+    if m + n == 2:
         x, y = np.ones(1), np.ones(1)
-        return _qre_result(sys, lam, x, y, 0.0, True, 0, "trivial", zero_sum)
+        return _qre_result(A, B, lam, x, y, 0.0, True, 0, "trivial", zero_sum)
+    lib = kernel.load() if compiled else None
+    if lib is not None:
+        return _qre_compiled(lib, A, B, lam, tol, zero_sum)
+    sys = _System(A, B)
     ok, its, w = False, 0, np.zeros(sys.d)
     if zero_sum:
         w, x, y, res, ok, its = _newton(sys, lam, w, tol, max_iter=8)
         method = "newton"
     if not ok:
-        w0, its2 = _natural_continuation(sys, lam, tol)
-        its += its2
-        if w0 is not None:
-            w, x, y, res, ok, its3 = _newton(sys, lam, w0, tol)
-            its += its3
-            method = "natural continuation + newton"
-    if not ok:
-        path = trace_path(A, B, lam_max=lam, tol=1e-10, stop_at=lam)
-        w0 = path["_w_at_stop"]
-        w, x, y, res, ok, its2 = _newton(sys, lam, w0, tol)
+        path = trace_path(A, B, lam_max=lam, tol=1e-10, stop_at=lam, compiled=False)
+        p, q, w = _rebase(m, path["_w_at_stop"])
+        w, x, y, res, ok, its2 = _newton(_System(A[p][:, q], B[p][:, q]), lam, w, tol)
+        x, y = x[p], y[q]
         its += its2 + path["_corrector_iterations"]
         method = "arclength continuation + newton"
-    return _qre_result(sys, lam, x, y, res, ok, its, method, zero_sum)
+    return _qre_result(A, B, lam, x, y, res, ok, its, method, zero_sum)
 
 
-def _qre_result(sys, lam, x, y, res, ok, its, method, zero_sum) -> dict:
-    nc = nash_conv(sys.A, sys.B, x, y)
+def _rebase(m: int, w: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Log-odds against each player's most likely action instead of the first: (row swap, column swap, w).
+
+    At large λ the first action's probability can be e^-1000, and log-odds against it then hold the answer in
+    numbers of size λ, where rounding stops Newton at a residual of ~1e-12; against the likeliest action the
+    numbers stay small. The swaps are transpositions, so each is its own inverse.
+    """
+    u, v = np.concatenate(([0.0], w[: m - 1])), np.concatenate(([0.0], w[m - 1 :]))
+    i, j = int(np.argmax(u)), int(np.argmax(v))
+    p, q = np.arange(u.size), np.arange(v.size)
+    p[0], p[i], q[0], q[j] = i, 0, j, 0
+    return p, q, np.concatenate(((u[p] - u[i])[1:], (v[q] - v[j])[1:]))
+
+
+def _qre_compiled(lib, A: np.ndarray, B: np.ndarray, lam: float, tol: float, zero_sum: bool) -> dict:
+    m, n = A.shape
+    w, x, y, info = np.zeros(m + n - 2), np.empty(m), np.empty(n), np.empty(2)
+    a, b, wp, xp, yp, ip = A.ctypes.data, B.ctypes.data, w.ctypes.data, x.ctypes.data, y.ctypes.data, info.ctypes.data
+    ok, its = 0, 0
+    if zero_sum:
+        ok = lib.lab_newton(m, n, a, b, lam, wp, tol, 8, xp, yp, ip)
+        its, method = int(info[1]), "newton"
+    if ok != 1:
+        counts = np.empty(4)
+        w[:] = 0.0
+        status = lib.lab_trace(m, n, a, b, lam, 2000, 1e-10, lam, -1.0, None, None, wp, counts.ctypes.data)
+        p, q, w = _rebase(m, w)
+        Ap, Bp = np.ascontiguousarray(A[p][:, q]), np.ascontiguousarray(B[p][:, q])
+        ok = lib.lab_newton(m, n, Ap.ctypes.data, Bp.ctypes.data, lam, w.ctypes.data, tol, 60, xp, yp, ip)
+        x, y = x[p], y[q]
+        ok = ok if status >= 0 else -1
+        its += int(info[1]) + int(counts[2])
+        method = "arclength continuation + newton"
+    if ok < 0:
+        raise MemoryError("the QRE kernel could not allocate its work space")
+    return _qre_result(A, B, lam, x, y, float(info[0]), ok == 1, its, method, zero_sum)
+
+
+def _qre_result(A, B, lam, x, y, res, ok, its, method, zero_sum) -> dict:
+    nc = nash_conv(A, B, x, y)
     out = {
         "lambda": lam,
         "x": x.tolist(),
@@ -217,14 +209,20 @@ def trace_path(
     tol: float = 1e-7,
     stop_at: float | None = None,
     deadline: float | None = None,
+    compiled: bool = True,
 ) -> dict:
     """Principal-branch QRE path from λ = 0 by pseudo-arclength predictor–corrector continuation.
 
     The corrector stops once a Newton step is below tol (relative): convergence is quadratic, so the point
     is then accurate to about tol². Turning points are where dλ/ds changes sign; bifurcation points are
     where the determinant of the augmented Jacobian [[H_w, H_λ], [tᵀ, 0]] changes sign while the tangent
-    keeps its orientation.
+    keeps its orientation. The compiled kernel takes the same steps when it is built.
     """
+    A = np.ascontiguousarray(A, dtype=float)
+    B = np.ascontiguousarray(B, dtype=float)
+    lib = kernel.load() if compiled and A.shape[0] + A.shape[1] > 2 else None
+    if lib is not None:
+        return _trace_compiled(lib, A, B, lam_max, max_points, tol, stop_at, deadline)
     sys = _System(A, B)
     d = sys.d
     lam = 0.0
@@ -315,6 +313,51 @@ def trace_path(
     if stop_at is not None:
         return {"_w_at_stop": z[:d], "_corrector_iterations": corrector_total}
     return _path_result(sys, points, turning, bifurcations, status, z[:d], corrector_total)
+
+
+_TRACE_STATUS = {0: "reached lambda_max", 1: "stopped at max_points", 2: "step size underflow"}
+
+
+def _trace_compiled(lib, A, B, lam_max, max_points, tol, stop_at, deadline) -> dict:
+    m, n = A.shape
+    width = 2 + m + n
+    record = stop_at is None
+    points = np.empty((max_points, width)) if record else None
+    events = np.empty((max_points, width)) if record else None
+    w_end, counts = np.empty(m + n - 2), np.empty(4)
+    status = lib.lab_trace(
+        m, n, A.ctypes.data, B.ctypes.data, lam_max, max_points, tol, -1.0 if stop_at is None else stop_at,
+        -1.0 if deadline is None else deadline, None if points is None else points.ctypes.data,
+        None if events is None else events.ctypes.data, w_end.ctypes.data, counts.ctypes.data,
+    )  # fmt: skip
+    if status < 0:
+        raise MemoryError("the QRE kernel could not allocate its work space")
+    if status == 4:
+        from . import TimeLimitExceeded
+
+        raise TimeLimitExceeded(f"stopped at λ = {counts[3]:.4g}: past the time limit")
+    if not record:
+        return {"_w_at_stop": w_end, "_corrector_iterations": int(counts[2])}
+    rows = points[: int(counts[0])].tolist()
+    out_points = [{"lambda": r[0], "x": r[2 : 2 + m], "y": r[2 + m :], "nashconv": r[1]} for r in rows]
+    turning, bifurcations = [], []
+    for e in events[: int(counts[1])].tolist():
+        kind = "turning point" if e[0] == 0 else "bifurcation"
+        (turning if e[0] == 0 else bifurcations).append(
+            {"kind": kind, "lambda": e[1], "x": e[2 : 2 + m], "y": e[2 + m :]}
+        )
+    from .nash import limiting_equilibrium
+
+    last = points[int(counts[0]) - 1]
+    return {
+        "points": out_points,
+        "turning_points": turning,
+        "bifurcations": bifurcations,
+        "status": _TRACE_STATUS[status],
+        "lambda_end": rows[-1][0],
+        "limit": limiting_equilibrium(A, B, last[2 : 2 + m].copy(), last[2 + m :].copy()),
+        "corrector_iterations": int(counts[2]),
+    }
 
 
 def _lu_det_sign(factors: np.ndarray, piv: np.ndarray) -> int:

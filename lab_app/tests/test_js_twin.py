@@ -46,8 +46,8 @@ def specs() -> list[dict]:
         }
     )
     out.append({"game": "biased_rps", "solver": "mmd", "params": {"magnet_x": [0.5, 0.3, 0.2], "tau": 0.4}})
-    # Games where a damped continuation corrector once jumped off the principal branch.
-    for size, seed, lam in ((10, 19, 10), (50, 5, 100)):
+    # Games where continuation in λ once jumped off the principal branch.
+    for size, seed, lam in ((10, 19, 10), (50, 5, 100), (30, 2, 10), (50, 7, 10), (10, 1, 1000)):
         game = {"preset": "random", "m": size, "n": size, "seed": seed}
         out.append({"game": game, "solver": "qre", "params": {"lambda": lam}})
     return out

@@ -158,15 +158,55 @@ def test_qre_satisfies_its_fixed_point_equations_to_1e_10_on_random_games():
             assert np.abs(y - softmax(lam * game.B.T @ x)).max() <= 1e-10
 
 
-@pytest.mark.parametrize("size,lam,seed", [(10, 10.0, 19), (50, 100.0, 5), (10, 10.0, 2), (3, 100.0, 76)])
+@pytest.mark.parametrize(
+    "size,lam,seed", [(10, 10.0, 19), (50, 100.0, 5), (10, 10.0, 2), (3, 100.0, 76), (30, 10.0, 2), (50, 10.0, 7)]
+)
 def test_qre_at_one_lambda_is_the_point_of_the_principal_branch_the_path_tracer_reaches(size, lam, seed):
-    """Natural continuation must not jump to another branch (a damped corrector once did on the first two)."""
+    """qre must not jump to another branch: continuation in λ once did on all of these (30×30 seed 2 by 0.47).
+
+    The reference is the recorded path of the numpy tracer, followed to λ and finished by Newton there.
+    """
     game = random_game(size, size, seed)
     out = qre(game.A, game.B, lam)
-    path = trace_path(game.A, game.B, lam_max=lam, tol=1e-10, stop_at=lam)
-    exact = qre_from(game, lam, path["_w_at_stop"])
+    path = trace_path(game.A, game.B, lam_max=lam, tol=1e-10, compiled=False)
+    before = max((p for p in path["points"] if p["lambda"] < lam), key=lambda p: p["lambda"])
+    after = min((p for p in path["points"] if p["lambda"] >= lam), key=lambda p: p["lambda"])
+    frac = (lam - before["lambda"]) / (after["lambda"] - before["lambda"])
+    start = [(1 - frac) * u + frac * v for u, v in zip(log_odds(before), log_odds(after), strict=True)]
+    exact = qre_from(game, lam, np.array(start))
     assert out["converged"]
     assert np.abs(np.array(out["x"] + out["y"]) - exact).max() <= 1e-9
+
+
+def log_odds(point: dict) -> list[float]:
+    x, y = np.array(point["x"]), np.array(point["y"])
+    return list(np.log(x[1:] / x[0])) + list(np.log(y[1:] / y[0]))
+
+
+def test_the_compiled_kernel_builds_here_and_takes_the_same_steps_as_the_numpy_code():
+    import shutil
+
+    from lab_app.solvers import kernel
+
+    if not (shutil.which("cc") or shutil.which("gcc")):
+        pytest.skip("no C compiler: the numpy code runs")
+    assert kernel.load() is not None
+    for size, seed in ((2, 1), (3, 76), (7, 4), (12, 5), (30, 2)):
+        game = random_game(size, size, seed)
+        for lam in (1.0, 10.0, 300.0):
+            fast, slow = qre(game.A, game.B, lam), qre(game.A, game.B, lam, compiled=False)
+            assert fast["method"] == slow["method"] and fast["converged"] and slow["converged"]
+            assert np.abs(np.array(fast["x"] + fast["y"]) - np.array(slow["x"] + slow["y"])).max() <= 1e-12
+        fast = trace_path(game.A, game.B, lam_max=500.0)
+        slow = trace_path(game.A, game.B, lam_max=500.0, compiled=False)
+        assert fast["status"] == slow["status"] and fast["corrector_iterations"] == slow["corrector_iterations"]
+        assert len(fast["points"]) == len(slow["points"])
+        assert len(fast["turning_points"]) == len(slow["turning_points"])
+        assert len(fast["bifurcations"]) == len(slow["bifurcations"])
+        for u, v in zip(fast["points"], slow["points"], strict=True):
+            assert abs(u["lambda"] - v["lambda"]) <= 1e-9 * (1 + v["lambda"])
+            assert np.abs(np.array(u["x"] + u["y"]) - np.array(v["x"] + v["y"])).max() <= 1e-9
+        assert fast["limit"]["x"] == pytest.approx(slow["limit"]["x"], abs=1e-12)
 
 
 def qre_from(game, lam: float, w: np.ndarray) -> np.ndarray:

@@ -521,53 +521,6 @@
     return { w, x, y, res: sys.residual(x, y, lam), ok: false, its: it };
   }
 
-  function ptp(M) {
-    let lo = Infinity, hi = -Infinity;
-    for (const r of M) for (const v of r) { if (v < lo) lo = v; if (v > hi) hi = v; }
-    return hi - lo;
-  }
-
-  // Plain Newton for a continuation step: gives up as soon as ||H|| stops shrinking (the step was too long).
-  function corrector(sys, lam, w, tol, maxIter = 5) {
-    let [F, x, y] = sys.H(w, lam);
-    let nrm = norm2(F);
-    for (let it = 0; it <= maxIter; it++) {
-      if (absMax(F) <= tol && sys.residual(x, y, lam) <= tol) return { w, ok: true, its: it };
-      if (it === maxIter) break;
-      const dw = solveLinear(sys.Hw(x, y, lam), F.map((v) => -v));
-      if (!dw) break;
-      const wTry = w.map((v, i) => v + dw[i]);
-      [F, x, y] = sys.H(wTry, lam);
-      const nTry = norm2(F);
-      if (!(nTry < nrm)) return { w, ok: false, its: it + 1 };
-      w = wTry; nrm = nTry;
-    }
-    return { w, ok: false, its: maxIter };
-  }
-
-  // Steps are solved to 1e-4 only: qre's Newton polishes the end point to tol.
-  function naturalContinuation(sys, lamTarget, tol) {
-    const spread = ptp(sys.A) + ptp(sys.B) || 1;
-    let w = zeros(sys.d), lam = 0, dl = 1 / spread, itsTotal = 0;
-    while (lam < lamTarget) {
-      dl = Math.min(dl, lamTarget - lam);
-      if (dl < 1e-9 * lamTarget) return { w: null, its: itsTotal };
-      const [x, y] = sys.probs(w);
-      const dw = solveLinear(sys.Hw(x, y, lam), sys.Hlambda(x, y).map((v) => -v));
-      if (!dw) return { w: null, its: itsTotal };
-      const r = corrector(sys, lam + dl, w.map((v, i) => v + dl * dw[i]), Math.max(tol, 1e-4));
-      itsTotal += r.its + 1;
-      if (!r.ok) {
-        dl *= 0.5;
-        continue;
-      }
-      w = r.w;
-      lam += dl;
-      if (r.its <= 3) dl *= 2;
-    }
-    return { w, its: itsTotal };
-  }
-
   function qre(A, B, lam, tol = 1e-12, zeroSum = false) {
     const sys = qreSystem(A, B);
     if (sys.d === 0) return qreResult(sys, lam, [1], [1], 0, true, 0, "trivial", zeroSum);
@@ -576,20 +529,27 @@
       r = newton(sys, lam, zeros(sys.d), tol, 8);
       ok = r.ok; its = r.its; method = "newton";
     }
-    if (!ok) {
-      const nc = naturalContinuation(sys, lam, tol);
-      its += nc.its;
-      if (nc.w) {
-        r = newton(sys, lam, nc.w, tol);
-        ok = r.ok; its += r.its; method = "natural continuation + newton";
-      }
-    }
+    // The arclength tracer to where the branch first reaches λ, then Newton (see the Python twin).
     if (!ok) {
       const path = tracePath(A, B, { lamMax: lam, tol: 1e-10, stopAt: lam });
-      r = newton(sys, lam, path.wAtStop, tol);
+      const { p, q, w } = rebase(sys.m, path.wAtStop);
+      const perm = (M) => p.map((i) => q.map((j) => M[i][j]));
+      r = newton(qreSystem(perm(A), perm(B)), lam, w, tol);
+      r.x = p.map((i) => r.x[i]);
+      r.y = q.map((j) => r.y[j]);
       ok = r.ok; its += r.its + path.correctorIterations; method = "arclength continuation + newton";
     }
     return qreResult(sys, lam, r.x, r.y, r.res, ok, its, method, zeroSum);
+  }
+  /** Log-odds against each player's likeliest action (see the Python twin): two swaps, each its own inverse. */
+  function rebase(m, w) {
+    const u = [0, ...w.slice(0, m - 1)], v = [0, ...w.slice(m - 1)];
+    const argmax = (a) => a.reduce((best, val, i) => (val > a[best] ? i : best), 0);
+    const i = argmax(u), j = argmax(v);
+    const p = [...u.keys()], q = [...v.keys()];
+    [p[0], p[i]] = [i, 0];
+    [q[0], q[j]] = [j, 0];
+    return { p, q, w: [...p.slice(1).map((a) => u[a] - u[i]), ...q.slice(1).map((b) => v[b] - v[j])] };
   }
   function qreResult(sys, lam, x, y, res, ok, its, method, zeroSum) {
     const nc = nashConv(sys.A, sys.B, x, y);
