@@ -6,10 +6,10 @@ from django.utils.html import format_html
 
 from portal.models import JobStatus
 
-from .ingest import IngestError
 from .models import Arm, Comparison, ResultRow, Run, SourceFile
-from .services import combined_sha, read_limited
+from .parsers import IngestError
 from .tasks import ingest_upload
+from .uploads import combined_sha, read_limited
 
 
 @admin.register(SourceFile)

@@ -17,9 +17,9 @@ from rest_framework.views import APIView
 from portal.api import ApiError
 
 from . import stats, tables
-from .ingest import FORMATS, IngestError
 from .models import Comparison, ResultRow, SourceFile
-from .services import SizeLimitedUploadHandler, pair_companions, queue_uploads, read_limited
+from .parsers import FORMATS, IngestError
+from .uploads import SizeLimitedUploadHandler, pair_companions, queue_uploads, read_limited
 
 MAX_FILES = 50
 

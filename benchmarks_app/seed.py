@@ -12,7 +12,7 @@ from portal.models import JobStatus
 from .declared import COMPARISONS
 from .fixture import FORMAT, unpack_source
 from .models import Comparison, SourceFile
-from .services import _write, clean_records
+from .records import clean_records, write_clean
 
 FIXTURE = Path(settings.BASE_DIR) / "fixtures" / "results.json"
 
@@ -38,7 +38,7 @@ def load_fixture(path: Path = FIXTURE) -> tuple[int, int]:
                     "summary": ("seeded from fixtures/results.json. " + "; ".join(source["notes"]))[:300],
                 },
             )
-            new = _write(clean_records(unpack_source(source)), record, source.get("run_configs"))
+            new = write_clean(clean_records(unpack_source(source)), record, source.get("run_configs"))
             if new:
                 SourceFile.objects.filter(pk=record.pk).update(rows_created=new, rows_seen=len(source["rows"]))
             created += new

@@ -4,7 +4,7 @@ from django.db.models.signals import post_delete, post_save
 from django.dispatch import receiver
 
 from .models import Comparison, ResultRow
-from .services import invalidate_tables
+from .records import invalidate_tables
 
 
 @receiver(post_delete, sender=ResultRow)

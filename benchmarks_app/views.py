@@ -14,9 +14,10 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.csrf import csrf_exempt, csrf_protect
 
 from . import stats, tables
-from .ingest import FORMATS, IngestError
 from .models import Arm, Comparison, ResultRow, Run, SourceFile
-from .services import SizeLimitedUploadHandler, pair_companions, queue_uploads, read_limited, tables_cache_version
+from .parsers import FORMATS, IngestError
+from .records import tables_cache_version
+from .uploads import SizeLimitedUploadHandler, pair_companions, queue_uploads, read_limited
 
 
 def index(request):

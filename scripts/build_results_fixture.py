@@ -26,7 +26,7 @@ def main() -> int:
     from django.conf import settings
 
     from benchmarks_app.fixture import FORMAT, VERSION, pack_source
-    from benchmarks_app.ingest import parse_bytes
+    from benchmarks_app.parsers import parse_bytes
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("source", nargs="?", default=str(Path(settings.SHARED_DIR) / "anchor-results"))

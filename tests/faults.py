@@ -149,8 +149,8 @@ def long_result_file(rows: int, experiment: str) -> bytes:
 def kill_worker_during_ingest(worker_env: dict, broker_url: str, log_path: Path, rows: int = 120_000) -> FaultResult:
     """Queue a large ingest, kill -9 the worker while it runs, start another: the file ends done, rows exactly once."""
     from benchmarks_app.models import ResultRow
-    from benchmarks_app.services import create_upload
     from benchmarks_app.tasks import ingest_upload
+    from benchmarks_app.uploads import create_upload
 
     name = "kill -9 a worker in the middle of an ingest"
     experiment = f"faults_ingest_{uuid.uuid4().hex[:6]}"

@@ -2,7 +2,7 @@
 
 import json
 
-from benchmarks_app.services import ingest_records
+from benchmarks_app.records import ingest_records
 
 
 def record(**overrides) -> dict:

@@ -4,9 +4,9 @@ import pytest
 from django.core.management import call_command
 
 from benchmarks_app import tables
-from benchmarks_app.ingest import IngestError
 from benchmarks_app.models import Comparison, ResultRow, Run, SourceFile
-from benchmarks_app.services import ingest_records
+from benchmarks_app.parsers import IngestError
+from benchmarks_app.records import ingest_records
 
 from .factories import paired_rows, record
 

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from benchmarks_app.ingest import IngestError, detect_format, parse_bytes, run_id_from_hint
+from benchmarks_app.parsers import IngestError, detect_format, parse_bytes, run_id_from_hint
 
 from .factories import harness_b_bytes
 

@@ -83,7 +83,7 @@ def test_the_local_anytime_table_says_no_rows_yet_until_rows_exist(client, seede
 
 
 def test_local_blimp_rows_by_depth_appear_in_the_anytime_table(client, seeded):
-    from benchmarks_app.services import ingest_records
+    from benchmarks_app.records import ingest_records
 
     records = [
         {"run": "local/demo", "experiment": "local", "arm": "eqlm-demo", "seed": 0, "metric": "blimp_accuracy",

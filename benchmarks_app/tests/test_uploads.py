@@ -206,7 +206,7 @@ def test_an_admin_upload_without_a_file_is_a_form_error_and_stores_nothing(staff
 
 
 def test_an_upload_row_without_a_file_ends_failed_with_a_message():
-    from benchmarks_app.services import ingest_source_file
+    from benchmarks_app.uploads import ingest_source_file
 
     source = SourceFile.objects.create(path_hint="orphan.json")
     source = ingest_source_file(source.pk)

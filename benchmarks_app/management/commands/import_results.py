@@ -2,8 +2,8 @@
 
 from django.core.management.base import BaseCommand, CommandError
 
-from benchmarks_app.ingest import FORMATS, IngestError
-from benchmarks_app.services import import_path
+from benchmarks_app.parsers import FORMATS, IngestError
+from benchmarks_app.uploads import import_path
 
 
 class Command(BaseCommand):

@@ -1,0 +1,231 @@
+"""Uploads: result files read within the size limit, stored under a generated name, paired with their config.yaml,
+queued by id on commit and ingested by the task (`ingest_source_file`), or imported from a path synchronously.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import PurePosixPath
+
+from django.conf import settings
+from django.core.files.base import ContentFile
+from django.core.files.uploadhandler import SkipFile, TemporaryFileUploadHandler
+from django.db import transaction
+
+from portal.models import JobStatus
+
+from .models import SourceFile
+from .parsers import FORMATS, IngestError, parse_bytes
+from .records import clean_records, write_clean
+
+
+def sha256_of(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def ingest_bytes(
+    data: bytes,
+    *,
+    name: str = "",
+    path_hint: str = "",
+    fmt: str = "",
+    companion: bytes | None = None,
+    source_file: SourceFile | None = None,
+    experiment: str | None = None,
+) -> tuple[int, int, str, list[str]]:
+    """Parse and store one file in one transaction: (rows created, rows seen, detected format, notes)."""
+    if len(data) > settings.UPLOAD_MAX_BYTES:
+        raise IngestError(f"The file is larger than the {settings.UPLOAD_MAX_BYTES:,}-byte limit.")
+    parsed = parse_bytes(data, name=name, path_hint=path_hint, fmt=fmt, companion=companion, experiment=experiment)
+    clean = clean_records(parsed.records)
+    created = write_clean(clean, source_file, parsed.run_configs)
+    return created, len(clean), parsed.format, parsed.notes
+
+
+def read_limited(fileobj, limit: int | None = None) -> bytes:
+    """Read at most limit+1 bytes: a file over the limit is refused before it is read whole."""
+    limit = settings.UPLOAD_MAX_BYTES if limit is None else limit
+    size = getattr(fileobj, "size", None)
+    if size is not None and size > limit:
+        raise IngestError(f"The file is {size:,} bytes, over the {limit:,}-byte limit.")
+    data = fileobj.read(limit + 1)
+    if len(data) > limit:
+        raise IngestError(f"The file is over the {limit:,}-byte limit.")
+    return data
+
+
+class SizeLimitedUploadHandler(TemporaryFileUploadHandler):
+    """Stops storing a file as soon as it passes UPLOAD_MAX_BYTES (the rest of it is never kept) and remembers it."""
+
+    def new_file(self, *args, **kwargs):
+        super().new_file(*args, **kwargs)
+        self.received = 0
+
+    def receive_data_chunk(self, raw_data, start):
+        self.received += len(raw_data)
+        if self.received > settings.UPLOAD_MAX_BYTES:
+            oversize = getattr(self.request, "_benchmarks_oversize", [])
+            if self.file_name not in oversize:
+                oversize.append(self.file_name)
+            self.request._benchmarks_oversize = oversize
+            raise SkipFile()
+        return super().receive_data_chunk(raw_data, start)
+
+
+def find_duplicate(sha: str, path_hint: str) -> SourceFile | None:
+    """An earlier upload of the same bytes (config.yaml included) and hint that did not fail."""
+    qs = SourceFile.objects.filter(sha256=sha, path_hint=path_hint).exclude(status=JobStatus.FAILED)
+    return qs.order_by("pk").first()
+
+
+def combined_sha(data: bytes, companion: bytes | None) -> str:
+    digest = hashlib.sha256(data)
+    if companion:
+        digest.update(b"\x00config.yaml\x00" + companion)
+    return digest.hexdigest()
+
+
+def pair_companions(files: list[tuple[str, bytes]]) -> tuple[list[tuple[str, bytes, bytes | None]], list[dict]]:
+    """Pair each config.yaml with the result file in the same folder; a lone config.yaml is an error."""
+    configs = {}
+    results = []
+    for hint, data in files:
+        p = PurePosixPath(hint)
+        if p.name.lower() in ("config.yaml", "config.yml"):
+            configs[str(p.parent)] = (hint, data)
+        else:
+            results.append((hint, data))
+    paired, problems = [], []
+    used = set()
+    for hint, data in results:
+        folder = str(PurePosixPath(hint).parent)
+        companion = configs.get(folder)
+        if companion:
+            used.add(folder)
+        paired.append((hint, data, companion[1] if companion else None))
+    for folder, (hint, _data) in configs.items():
+        if folder not in used:
+            problems.append(
+                {
+                    "file": hint,
+                    "message": "a config.yaml holds no results: upload it with the results.json of its folder",
+                }
+            )
+    return paired, problems
+
+
+def create_upload(
+    data: bytes, *, name: str, path_hint: str = "", fmt: str = "", companion: bytes | None = None, uploader=None
+) -> tuple[SourceFile, bool]:
+    """Store an uploaded file as a queued SourceFile (or return the earlier upload of the same bytes).
+
+    Returns (source_file, duplicate). The caller queues `ingest_source_file` on commit when not a duplicate.
+    """
+    if fmt and fmt not in FORMATS:
+        raise IngestError(f"Unknown format {fmt!r}; understood: {', '.join(FORMATS)}.")
+    sha = combined_sha(data, companion)
+    hint = path_hint or name
+    earlier = find_duplicate(sha, hint)
+    if earlier:
+        return earlier, True
+    source = SourceFile(
+        sha256=sha,
+        original_name=PurePosixPath(name).name[:255],
+        path_hint=hint[:255],
+        requested_format=fmt,
+        size_bytes=len(data),
+        uploader=uploader,
+    )
+    # Stored under a generated name; the client's file name is kept only as text.
+    source.file.save(f"{sha[:16]}.dat", ContentFile(data), save=False)
+    if companion:
+        source.companion.save(f"{sha[:16]}.config.yaml", ContentFile(companion), save=False)
+    source.save()
+    return source, False
+
+
+def queue_uploads(
+    paired: list[tuple[str, bytes, bytes | None]], *, fmt: str = "", uploader=None
+) -> list[tuple[str, SourceFile, bool]]:
+    """Store each (hint, data, companion) in one transaction and queue every new upload's ingest on commit.
+
+    Returns (hint, source_file, duplicate) per file; an `IngestError` stores none of them.
+    """
+    from .tasks import ingest_upload  # the tasks module imports this one
+
+    stored = []
+    with transaction.atomic():
+        for hint, data, companion in paired:
+            source, duplicate = create_upload(
+                data, name=hint, path_hint=hint, fmt=fmt, companion=companion, uploader=uploader
+            )
+            if not duplicate:
+                transaction.on_commit(lambda pk=source.pk: ingest_upload.delay(pk))
+            stored.append((hint, source, duplicate))
+    return stored
+
+
+def ingest_source_file(source_id: int) -> SourceFile:
+    """Ingest a stored upload (the Celery task calls this). Safe to run twice: a finished file is left alone."""
+    source = SourceFile.objects.get(pk=source_id)
+    if source.status == JobStatus.DONE:
+        return source
+    if not source.file:
+        source.mark_failed("This upload has no file to ingest; upload the file again.")
+        return source
+    source.mark_running()
+    try:
+        with source.file.open("rb") as fh:
+            data = read_limited(fh)
+        companion = None
+        if source.companion:
+            with source.companion.open("rb") as fh:
+                companion = read_limited(fh)
+        with transaction.atomic():
+            created, seen, fmt, notes = ingest_bytes(
+                data,
+                name=source.original_name,
+                path_hint=source.path_hint,
+                fmt=source.requested_format,
+                companion=companion,
+                source_file=source,
+            )
+            source.rows_created, source.rows_seen, source.detected_format = created, seen, fmt
+            note_text = "; ".join(notes)
+            if created == 0:
+                source.summary = f"{seen} rows read, all already stored: nothing new. {note_text}"[:300]
+            else:
+                source.summary = f"{created} new rows of {seen} read. {note_text}"[:300]
+            source.errors = []
+            source.save(update_fields=["rows_created", "rows_seen", "detected_format", "summary", "errors"])
+        source.mark_done()
+    except IngestError as exc:
+        source.errors = exc.errors
+        source.rows_created = 0
+        source.save(update_fields=["errors", "rows_created"])
+        source.mark_failed(exc.message)
+    return source
+
+
+def import_path(
+    path, *, path_hint: str = "", fmt: str = "", companion_path=None, uploader=None
+) -> tuple[SourceFile, bool]:
+    """`manage.py import_results`: the upload path run synchronously on a local file: (source, duplicate)."""
+    from pathlib import Path
+
+    path = Path(path)
+    size = path.stat().st_size
+    if size > settings.UPLOAD_MAX_BYTES:
+        raise IngestError(f"{path} is {size:,} bytes, over the {settings.UPLOAD_MAX_BYTES:,}-byte limit.")
+    data = path.read_bytes()
+    companion = None
+    if companion_path is None and path.name == "results.json" and (path.parent / "config.yaml").exists():
+        companion_path = path.parent / "config.yaml"
+    if companion_path:
+        companion = Path(companion_path).read_bytes()
+    source, duplicate = create_upload(
+        data, name=path.name, path_hint=path_hint or str(path), fmt=fmt, companion=companion, uploader=uploader
+    )
+    if duplicate:
+        return source, True
+    return ingest_source_file(source.pk), False
