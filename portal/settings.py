@@ -248,6 +248,7 @@ SPECTACULAR_SETTINGS = {
     "ENUM_NAME_OVERRIDES": {
         "JobStatusEnum": "portal.models.JobStatus",
         "FindingStatusEnum": "findings_app.models.Status",
+        "LabSolverEnum": "lab_app.solvers.SOLVERS",
     },
 }
 
