@@ -23,6 +23,7 @@ from .runtime import (
     ContextLengthExceeded,
     DecodeCache,
     GenerationRequest,
+    GenerationResult,
     Generator,
     StreamStats,
     TokenEvent,
@@ -197,6 +198,14 @@ class CouncilStats(StreamStats):
     prompt_weights: np.ndarray | None = None  # [T - 1, M] with echo_logprobs
 
 
+@dataclass
+class CouncilResult(GenerationResult):
+    """A finished council generation: one CouncilEntry per returned token (and the stream's stats)."""
+
+    entries: list[CouncilEntry] = field(default_factory=list)
+    stats: CouncilStats | None = None
+
+
 class _MemberState:
     """One member's incremental decode: its cache and the state of its last position."""
 
@@ -260,6 +269,22 @@ class CouncilGenerator(Generator):
     def stream(self, request: GenerationRequest) -> TokenStream:
         stats = CouncilStats()
         return TokenStream(self._stream(request, stats), stats)
+
+    def generate(self, request: GenerationRequest) -> CouncilResult:
+        stream = self.stream(request)
+        events = list(stream)
+        stats = stream.stats
+        return CouncilResult(
+            text="".join(e.text for e in events),
+            tokens=events,
+            finish_reason=stats.finish_reason,
+            prompt_tokens=len(request.ids()),
+            completion_tokens=len(events),
+            mean_iterations=float(np.mean(stats.iterations)) if stats.iterations else 0.0,
+            final_residual=stats.residuals[-1] if stats.residuals else 0.0,
+            entries=stats.entries[: len(events)],
+            stats=stats,
+        )
 
     def _entry(self, eq: Equilibrium, states: list[_MemberState]) -> CouncilEntry:
         return CouncilEntry(

@@ -124,6 +124,9 @@ class GenerationParamsSerializer(serializers.Serializer):
             required=False, allow_null=True, default=1, min_value=1, max_value=settings.API_MAX_N,
             help_text="Choices to generate.",
         )  # fmt: skip
+        from .council import kinetic_field  # the council's controls (inference/v1/council.py)
+
+        fields["kinetic"] = kinetic_field()
         return fields
 
     NULL_MEANS_DEFAULT = {

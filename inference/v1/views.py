@@ -23,7 +23,7 @@ from rest_framework.views import APIView
 
 from portal.api import ApiError, error_body
 
-from . import ratelimit, wire
+from . import council, ratelimit, wire
 from .docs import ERROR_RESPONSES, MODEL_SCHEMA, V1_TAG, completion_response_schema
 from .keys import ApiKeyAuthentication
 from .plan import (
@@ -135,7 +135,7 @@ class GenerationView(V1View):
         serializer = self.serializer_class(data=request.data)
         serializer.is_valid(raise_exception=True)
         data = serializer.validated_data
-        generator = check_model(data["model"])
+        generator = council.generator_for(data) or check_model(data["model"])
         plan = self.plan(data)
         choices = len(plan.prompts) * plan.n
         reserve = sum(prompt_token_count(p) for p in plan.prompts) * plan.n + plan.max_tokens * choices
@@ -159,7 +159,7 @@ class GenerationView(V1View):
     # -- one JSON answer
     def complete(self, generator, plan: Plan, ident: str, created: int) -> dict:
         choices, all_iterations, prompt_tokens, completion_tokens, residual = [], [], 0, 0, None
-        per_choice = []
+        per_choice, all_entries = [], []
         try:
             for index, prompt, req in plan.requests():
                 result = generator.generate(req)
@@ -170,10 +170,13 @@ class GenerationView(V1View):
                 residual = result.final_residual
                 text = (prompt + result.text) if plan.echo else result.text
                 choices.append(self.choice(index, text, result.finish_reason))
-                per_choice.append(wire.eqlm_summary(plan, iterations, result.final_residual))
+                entries = council.result_entries(generator, result, index)
+                all_entries += entries
+                own = wire.eqlm_summary(plan, iterations, result.final_residual)
+                per_choice.append(council.add_to_summary(own, generator, entries))
         finally:
             ratelimit.charge_tokens(self.caller, prompt_tokens + completion_tokens)
-        summary = wire.eqlm_summary(plan, all_iterations, residual)
+        summary = council.add_to_summary(wire.eqlm_summary(plan, all_iterations, residual), generator, all_entries)
         if len(per_choice) > 1:
             for choice, own in zip(choices, per_choice, strict=True):
                 choice["eqlm"] = own
@@ -197,12 +200,13 @@ class GenerationView(V1View):
                 for event in stream:
                     iterations.append(event.iterations)
                     residual = event.residual
+                    extra = council.on_event(generator, stream, event)  # None unless the council answers
                     if event.text:
-                        yield self.chunk(ident, created, generator.model_id, plan, index, text=event.text)
+                        yield self.chunk(ident, created, generator.model_id, plan, index, text=event.text, eqlm=extra)
                 completion_tokens += len(iterations)
                 all_iterations += iterations
                 reason = stream.finish_reason
-                own = wire.eqlm_summary(plan, iterations, residual)
+                own = council.close_stream(wire.eqlm_summary(plan, iterations, residual), generator, stream)
                 yield self.chunk(ident, created, generator.model_id, plan, index, reason=reason, eqlm=own)
             if plan.include_usage:
                 usage = wire.usage(prompt_tokens, completion_tokens)
@@ -237,7 +241,8 @@ class ModelListView(V1View):
     def get(self, request):
         ratelimit.admit(self.caller, 0)
         generator = get_generator_or_503()
-        return Response({"object": "list", "data": [model_object(generator.model_id)]})
+        models = [model_object(generator.model_id), council.model_object(model_created())]
+        return Response({"object": "list", "data": models})
 
 
 class ModelDetailView(V1View):
@@ -249,6 +254,8 @@ class ModelDetailView(V1View):
     )
     def get(self, request, model_id: str):
         ratelimit.admit(self.caller, 0)
+        if model_id == council.COUNCIL_ID:
+            return Response(council.model_object(model_created()))
         generator = check_model(model_id)
         return Response(model_object(generator.model_id))
 

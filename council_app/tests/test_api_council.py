@@ -1,0 +1,168 @@
+"""The council through /v1/ (`eqlm-council` with a `kinetic` object), served by two tiny models of different seeds."""
+
+import json
+
+import pytest
+from django.core.cache import cache
+from rest_framework.test import APIClient
+
+PROMPTS = ["In the beginning", "And God said", "The LORD is my"]
+
+
+@pytest.fixture(scope="module")
+def models_dir(tmp_path_factory):
+    """eqlm-demo and eqlm-code as two tiny random EqLMs (different seeds), like the council's default members."""
+    from eqlm.testing import export_tiny_model
+
+    root = tmp_path_factory.mktemp("council-models")
+    export_tiny_model(root / "eqlm-demo", seed=1)
+    export_tiny_model(root / "eqlm-code", seed=2)
+    return root
+
+
+@pytest.fixture
+def api(settings, models_dir, db):
+    from inference import serving
+
+    settings.MODELS_DIR = models_dir
+    settings.DEMO_MODEL_ONNX_DIR = models_dir / "eqlm-demo"
+    serving.reset()
+    cache.clear()
+    yield APIClient()
+    serving.reset()
+    cache.clear()
+
+
+def post(api, path: str, body: dict):
+    return api.post(path, json.dumps(body), content_type="application/json")
+
+
+def complete(api, **body):
+    response = post(api, "/v1/completions", {"max_tokens": 12, "temperature": 0, **body})
+    assert response.status_code == 200, response.content
+    return response.json()
+
+
+def test_models_list_the_council_with_its_default_members(api):
+    data = api.get("/v1/models").json()["data"]
+    council = next(m for m in data if m["id"] == "eqlm-council")
+    assert council["members"] == ["eqlm-demo", "eqlm-code"]
+    assert "eqlm-demo-unrolled" not in council["members"]
+    assert api.get("/v1/models/eqlm-council").json()["members"] == ["eqlm-demo", "eqlm-code"]
+
+
+def test_a_council_of_one_model_listed_twice_gives_that_models_greedy_text(api):
+    for prompt in PROMPTS:
+        alone = complete(api, model="eqlm-demo", prompt=prompt, depth=6)
+        twice = complete(api, model="eqlm-council", prompt=prompt, depth=6, kinetic={"members": ["eqlm-demo"] * 2})
+        assert twice["choices"][0]["text"] == alone["choices"][0]["text"]
+        assert twice["model"] == "eqlm-council"
+
+
+def test_every_generated_token_reports_a_distribution_of_weights_and_its_leader(api):
+    body = complete(api, model="eqlm-council", prompt=PROMPTS[0], kinetic={"beta": 8})
+    council = body["eqlm"]["council"]
+    assert council["members"] == ["eqlm-demo", "eqlm-code"]
+    assert council["kinetic"]["beta"] == 8 and council["kinetic"]["tau"] == 0
+    tokens = council["tokens"]
+    assert len(tokens) == body["usage"]["completion_tokens"] == 12
+    assert "".join(t["text"] for t in tokens) == body["choices"][0]["text"]
+    for entry in tokens:
+        assert sum(entry["weights"]) == pytest.approx(1, abs=1e-5)
+        assert min(entry["weights"]) >= 0
+        assert entry["leader"] == council["members"][entry["weights"].index(max(entry["weights"]))]
+        assert 1 <= entry["iterations"] <= 32 and isinstance(entry["converged"], bool)
+        assert [m["model"] for m in entry["members"]] == council["members"]
+        assert all(m["iterations"] == 8 for m in entry["members"])  # the request's (default) depth
+
+
+def test_each_member_runs_with_the_requests_eqlm_controls(api):
+    body = complete(api, model="eqlm-council", prompt=PROMPTS[1], tol=0.05, depth=12)
+    for entry in body["eqlm"]["council"]["tokens"]:
+        assert all(1 <= m["iterations"] <= 12 for m in entry["members"])
+    assert body["eqlm"]["mode"] == "adaptive"
+
+
+def test_a_very_large_tau_toward_a_member_gives_that_members_greedy_text(api):
+    for member in ("eqlm-demo", "eqlm-code"):
+        alone = complete(api, model=member, prompt=PROMPTS[2])
+        pinned = complete(
+            api,
+            model="eqlm-council",
+            prompt=PROMPTS[2],
+            kinetic={"tau": 1e4, "reference": member, "max_iter": 256},
+        )
+        assert pinned["choices"][0]["text"] == alone["choices"][0]["text"]
+
+
+def test_streamed_chunks_carry_their_own_tokens_entries(api):
+    response = post(
+        api,
+        "/v1/chat/completions",
+        {"model": "eqlm-council", "messages": [{"role": "user", "content": "Hello"}], "max_tokens": 10,
+         "temperature": 0, "stream": True},
+    )  # fmt: skip
+    assert response.status_code == 200
+    payloads = b"".join(response.streaming_content).decode().split("\n\n")
+    chunks = [json.loads(p[len("data: ") :]) for p in payloads if p.startswith("data: {")]
+    text, seen = "", []
+    for chunk in chunks:
+        delta = chunk["choices"][0]["delta"] if chunk["choices"] else {}
+        entries = (chunk.get("eqlm") or {}).get("council", {}).get("tokens", [])
+        if delta.get("content"):
+            assert "".join(e["text"] for e in entries) == delta["content"]
+            text += delta["content"]
+        seen += [e["index"] for e in entries]
+    assert seen == list(range(10))  # every token's entry exactly once, in order
+    whole = post(
+        api,
+        "/v1/chat/completions",
+        {"model": "eqlm-council", "messages": [{"role": "user", "content": "Hello"}], "max_tokens": 10,
+         "temperature": 0},
+    ).json()  # fmt: skip
+    assert text == whole["choices"][0]["message"]["content"]
+
+
+def test_n_seed_and_stop_work_with_the_council(api):
+    body = complete(api, model="eqlm-council", prompt=PROMPTS[0], n=2, temperature=1.0, seed=5)
+    again = complete(api, model="eqlm-council", prompt=PROMPTS[0], n=2, temperature=1.0, seed=5)
+    assert [c["text"] for c in body["choices"]] == [c["text"] for c in again["choices"]]
+    assert all("council" in c["eqlm"] for c in body["choices"])
+    assert [t["choice"] for t in body["eqlm"]["council"]["tokens"]] == [0] * 12 + [1] * 12
+    text = body["choices"][0]["text"]
+    stop = text[4:6]
+    cut = complete(api, model="eqlm-council", prompt=PROMPTS[0], temperature=1.0, seed=5, stop=[stop])
+    assert cut["choices"][0]["text"] == text[: text.find(stop)]
+    assert cut["choices"][0]["finish_reason"] == "stop"
+    assert len(cut["eqlm"]["council"]["tokens"]) == cut["usage"]["completion_tokens"]
+
+
+@pytest.mark.parametrize(
+    ("kinetic", "param"),
+    [
+        ({"members": ["eqlm-demo"]}, "kinetic.members"),
+        ({"members": ["eqlm-demo"] * 9}, "kinetic.members"),
+        ({"members": ["eqlm-demo", "no-such-model"]}, "kinetic.members[1]"),
+        ({"members": ["eqlm-demo", "eqlm-council"]}, "kinetic.members[1]"),
+        ({"tau": -0.5}, "kinetic.tau"),
+        ({"beta": -1}, "kinetic.beta"),
+        ({"beta": "high"}, "kinetic.beta"),
+        ({"eta": 0}, "kinetic.eta"),
+        ({"eta": 1.01}, "kinetic.eta"),
+        ({"max_iter": 0}, "kinetic.max_iter"),
+        ({"max_iter": 257}, "kinetic.max_iter"),
+        ({"tol": 0}, "kinetic.tol"),
+        ({"tol": -1e-3}, "kinetic.tol"),
+        ({"reference": "eqlm-demo-unrolled"}, "kinetic.reference"),
+    ],
+)
+def test_every_kinetic_field_is_range_checked_by_name(api, kinetic, param):
+    response = post(api, "/v1/completions", {"model": "eqlm-council", "prompt": "x", "kinetic": kinetic})
+    assert response.status_code == 400, response.content
+    assert response.json()["error"]["param"] == param
+
+
+def test_kinetic_is_refused_for_a_single_model(api):
+    response = post(api, "/v1/completions", {"model": "eqlm-demo", "prompt": "x", "kinetic": {"beta": 1}})
+    assert response.status_code == 400
+    assert response.json()["error"]["param"] == "kinetic"
