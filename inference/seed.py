@@ -1,10 +1,11 @@
-"""Demo seed for the inference app: register the committed demo checkpoint in the model registry (idempotent)."""
+"""Demo seed for the inference app: register the committed (bundled) models in the model registry (idempotent)."""
 
-from .services import register_demo_model
+from .bundled import register_bundled_models
 
 
 def seed() -> str:
-    row, created = register_demo_model()
-    if row is None:
-        return "inference: demo model not present (no inference/demo/eqlm-demo.pt + metrics.json); nothing registered"
-    return f"inference: demo model {row.slug} {'registered' if created else 'already registered'}"
+    results = register_bundled_models()
+    if not results:
+        return "inference: no bundled model present (no inference/demo/eqlm-demo.pt + metrics.json); nothing registered"
+    done = ", ".join(f"{row.slug} ({'registered' if created else 'already registered'})" for row, created in results)
+    return f"inference: bundled models {done}"

@@ -192,36 +192,11 @@ def read_demo_metrics() -> dict:
 
 
 def register_demo_model() -> tuple[RegisteredModel | None, bool]:
-    """Upsert the committed demo checkpoint as a registry row (idempotent); (row, created)."""
-    path = Path(settings.DEMO_MODEL_CHECKPOINT)
-    metrics = read_demo_metrics()
-    if not path.exists() or not metrics:
-        return None, False
-    try:
-        relative = str(path.resolve().relative_to(Path(settings.BASE_DIR).resolve()))
-    except ValueError:
-        relative = str(path)
-    values = {
-        "name": "EqLM demo (KJV, byte-level)",
-        "kind": RegisteredModel.Kind.DEMO,
-        "model_class": metrics.get("model_class", "EqLM"),
-        "checkpoint_path": relative,
-        "sha256": metrics.get("checkpoint_sha256", ""),
-        "size_bytes": path.stat().st_size,
-        "num_params": metrics.get("num_params"),
-        "config": metrics.get("config") or {},
-        "provenance": metrics.get("provenance") or {},
-        "metrics": {k: metrics[k] for k in ("held_out_bits_per_byte", "training", "held_out") if k in metrics},
-    }
-    row = RegisteredModel.objects.filter(slug=DEMO_SLUG).first()
-    if row is None:
-        return RegisteredModel.objects.create(slug=DEMO_SLUG, **values), True
-    changed = [k for k, v in values.items() if getattr(row, k) != v]
-    for key in changed:
-        setattr(row, key, values[key])
-    if changed:
-        row.save(update_fields=changed)
-    return row, False
+    """Upsert every bundled model's registry row (inference.bundled); returns the default model's (row, created)."""
+    from .bundled import register_bundled_models
+
+    results = register_bundled_models()
+    return next(((row, created) for row, created in results if row.slug == DEMO_SLUG), (None, False))
 
 
 # --- running an evaluation (gpu worker: torch is imported inside) ----------------------------------------------------

@@ -57,11 +57,13 @@ def sse_events(live_server, path: str, body: dict) -> list[str]:
     return events
 
 
-def test_models_list_names_the_demo_model(api):
+def test_models_list_names_the_demo_model_first_and_the_unrolled_one(api):
     models = api.models.list()
-    assert [m.id for m in models.data] == ["eqlm-demo"]
+    ids = [m.id for m in models.data]
+    assert ids[0] == "eqlm-demo" and "eqlm-demo-unrolled" in ids
     assert models.data[0].object == "model" and models.data[0].owned_by
     assert api.models.retrieve("eqlm-demo").id == "eqlm-demo"
+    assert api.models.retrieve("eqlm-demo-unrolled").id == "eqlm-demo-unrolled"
 
 
 @pytest.mark.parametrize("depth", [4, 12])
@@ -180,7 +182,7 @@ def test_streamed_chat_sends_role_then_content_then_finish_then_done(api, live_s
     ("extra", "param"),
     [
         ({"depth": 0}, "depth"),
-        ({"depth": 33}, "depth"),
+        ({"depth": 65}, "depth"),
         ({"tol": 0}, "tol"),
         ({"solver": "newton"}, "solver"),
         ({"warm_start": "sometimes"}, "warm_start"),

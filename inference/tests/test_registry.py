@@ -116,7 +116,7 @@ def test_demo_metric_tables_download_as_csv_and_json(client):
 
 
 @pytest.mark.django_db
-def test_seed_registers_the_demo_model_once():
+def test_seed_registers_each_bundled_model_once():
     from inference.seed import seed
 
     first = seed()
@@ -124,7 +124,11 @@ def test_seed_registers_the_demo_model_once():
     assert "registered" in first and "already" in second
     row = RegisteredModel.objects.get(slug="eqlm-demo")
     assert row.kind == "demo" and row.file_path().exists()
-    assert RegisteredModel.objects.count() == 1
+    unrolled = RegisteredModel.objects.get(slug="eqlm-demo-unrolled")
+    assert unrolled.file_path().name == "eqlm-demo-unrolled.pt"
+    assert unrolled.onnx_dir == "static/models/eqlm-demo-unrolled"
+    assert "collapses past 12" in unrolled.notes
+    assert RegisteredModel.objects.count() == 2
 
 
 @pytest.mark.django_db
@@ -134,7 +138,7 @@ def test_anyone_can_list_registered_models(client):
     seed()
     response = client.get("/api/models/")
     assert response.status_code == 200
-    assert [m["slug"] for m in response.json()] == ["eqlm-demo"]
+    assert sorted(m["slug"] for m in response.json()) == ["eqlm-demo", "eqlm-demo-unrolled"]
 
 
 @pytest.mark.worker

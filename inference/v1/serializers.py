@@ -4,7 +4,7 @@ from django.conf import settings
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-DEPTH_MIN, DEPTH_MAX = 1, 32
+DEPTH_MIN, DEPTH_MAX = 1, 64
 DEFAULT_DEPTH = 8
 
 
@@ -95,13 +95,14 @@ class GenerationParamsSerializer(serializers.Serializer):
     stream_options = StreamOptionsSerializer(required=False, allow_null=True, default=None)
     depth = serializers.IntegerField(
         required=False, allow_null=True, default=None, min_value=DEPTH_MIN, max_value=DEPTH_MAX,
-        help_text=f"EqLM: iterations of the weight-tied block per token (default {DEFAULT_DEPTH}; "
-        "with `tol`, the cap on iterations).",
+        help_text=f"EqLM: iterations of the weight-tied block per token, {DEPTH_MIN}–{DEPTH_MAX} (default: the "
+        f"model's default_depth, {DEFAULT_DEPTH} for eqlm-demo; with `tol`, the cap on iterations, {DEPTH_MAX} when "
+        "unset).",
     )  # fmt: skip
     tol = PositiveFractionField(
         required=False, allow_null=True, default=None, max_value=1.0,
         help_text="EqLM: adaptive halting. Each position stops iterating once its relative residual "
-        "‖f(z)−z‖/‖z‖ falls below tol (> 0).",
+        f"‖f(z)−z‖/‖z‖ falls below tol (> 0), or at `depth` (default {DEPTH_MAX}). Without tol, depth is fixed.",
     )  # fmt: skip
     warm_start = serializers.BooleanField(
         required=False, allow_null=True, default=False,

@@ -10,7 +10,6 @@ import logging
 import time
 import uuid
 
-from django.conf import settings
 from django.http import JsonResponse, StreamingHttpResponse
 from django.views.decorators.csrf import csrf_exempt
 from drf_spectacular.utils import OpenApiExample, extend_schema
@@ -70,37 +69,60 @@ class V1View(APIView):
         return self.request.auth
 
 
-def get_generator_or_503():
-    try:
-        from inference.serving import get_generator
+def resolve(model_id: str):
+    """(runtime, card) of a servable model, or the API's 404 model_not_found / 503 model_unavailable."""
+    from inference.serving import ModelUnavailable, UnknownModel, resolve_model
 
-        return get_generator()
-    except Exception as exc:
-        log.exception("the demo model could not be loaded")
-        raise ApiError(f"The model is unavailable on this server: {exc}", status_code=503, code="model_unavailable")
+    try:
+        return resolve_model(model_id)
+    except UnknownModel as exc:
+        raise ApiError(str(exc), status_code=404, param="model", code="model_not_found") from None
+    except ModelUnavailable as exc:
+        log.warning("model %s could not be loaded: %s", model_id, exc)
+        raise ApiError(
+            f"The model '{model_id}' is unavailable on this server: {exc}", status_code=503, code="model_unavailable"
+        ) from None
 
 
 def check_model(name: str):
-    generator = get_generator_or_503()
-    if name != generator.model_id:
-        raise ApiError(
-            f"The model '{name}' does not exist. Available: {generator.model_id}.",
-            status_code=404,
-            param="model",
-            code="model_not_found",
-        )
-    return generator
+    """The runtime serving model id `name` (its `model_id` is that id); raises the API's 404 or 503."""
+    return resolve(name)[0]
 
 
-def model_object(model_id: str) -> dict:
-    return {"id": model_id, "object": "model", "created": model_created(), "owned_by": "eqlm-portal"}
+def get_generator_or_503():
+    """The default model's runtime (kept for callers that know of one model)."""
+    from inference.serving import DEFAULT_MODEL_ID
+
+    return check_model(DEFAULT_MODEL_ID)
+
+
+def model_object(state: dict, created: int) -> dict:
+    """OpenAI's model object, plus an `eqlm` object: the model's name, depths and state in this process."""
+    extra = {k: state[k] for k in ("name", "default", "default_depth", "max_depth", "state", "error") if k in state}
+    return {"id": state["id"], "object": "model", "created": created, "owned_by": "eqlm-portal", "eqlm": extra}
+
+
+def model_objects() -> list[dict]:
+    """Every servable model, the default first; a default model whose files are missing is listed as failed."""
+    from inference.serving import model_cards, model_states
+
+    cards = model_cards()
+    objects = []
+    for state in model_states():
+        card = cards.get(state["id"])
+        if card is not None:
+            state = {**state, "default_depth": card.default_depth, "max_depth": card.max_depth}
+        objects.append(model_object(state, card.created if card else 0))
+    return objects
 
 
 def model_created() -> int:
-    manifest = settings.DEMO_MODEL_ONNX_DIR / "manifest.json"
+    """When the default model's manifest was written (OpenAI's `created`), 0 when it is missing."""
+    from inference.serving import DEFAULT_MODEL_ID, ModelUnavailable, UnknownModel, get_card
+
     try:
-        return int(manifest.stat().st_mtime)
-    except OSError:
+        return get_card(DEFAULT_MODEL_ID).created
+    except (UnknownModel, ModelUnavailable):
         return 0
 
 
@@ -136,6 +158,8 @@ class GenerationView(V1View):
         serializer.is_valid(raise_exception=True)
         data = serializer.validated_data
         generator = council.generator_for(data) or check_model(data["model"])
+        if data.get("depth") is None and data.get("tol") is None:
+            data["depth"] = generator.default_depth  # fixed depth by default, at the model's own default
         plan = self.plan(data)
         choices = len(plan.prompts) * plan.n
         reserve = sum(prompt_token_count(p) for p in plan.prompts) * plan.n + plan.max_tokens * choices
@@ -240,8 +264,7 @@ class ModelListView(V1View):
     )  # fmt: skip
     def get(self, request):
         ratelimit.admit(self.caller, 0)
-        generator = get_generator_or_503()
-        models = [model_object(generator.model_id), council.model_object(model_created())]
+        models = [*model_objects(), council.model_object(model_created())]
         return Response({"object": "list", "data": models})
 
 
@@ -256,8 +279,8 @@ class ModelDetailView(V1View):
         ratelimit.admit(self.caller, 0)
         if model_id == council.COUNCIL_ID:
             return Response(council.model_object(model_created()))
-        generator = check_model(model_id)
-        return Response(model_object(generator.model_id))
+        resolve(model_id)  # 404 for an unknown id, 503 when its files cannot be loaded
+        return Response(next(m for m in model_objects() if m["id"] == model_id))
 
 
 class CompletionView(GenerationView):
