@@ -78,6 +78,7 @@ class GenerationResult:
     completion_tokens: int
     mean_iterations: float
     final_residual: float
+    stats: StreamStats | None = None  # the stream's stats (the echoed prompt's log probabilities among them)
 
 
 @dataclass
@@ -395,6 +396,7 @@ class Generator:
             completion_tokens=len(events),
             mean_iterations=float(np.mean(stats.iterations)) if stats.iterations else 0.0,
             final_residual=stats.residuals[-1] if stats.residuals else 0.0,
+            stats=stats,
         )
 
 

@@ -226,12 +226,13 @@ def runtime_for(card: ModelCard) -> Generator:
 
 
 def resolve_model(model_id: str | None = None) -> tuple[Generator, ModelCard]:
-    """(runtime, card) for a model id (None = the default model).
+    """(runtime, card) for a model id (None = the default model); a configuration suffix (`@depth=12`, parsed and
+    validated by inference/v1/scoring.py) names its base model.
 
     The one place that turns an id into something that generates: raises UnknownModel for an id that names no
     servable model and ModelUnavailable when its files cannot be loaded.
     """
-    model_id = model_id or DEFAULT_MODEL_ID
+    model_id = (model_id or DEFAULT_MODEL_ID).partition("@")[0]  # `eqlm-demo@depth=12` is served by eqlm-demo
     cards = model_cards()
     card = cards.get(model_id)
     if card is None:

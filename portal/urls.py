@@ -5,6 +5,7 @@ from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
 from findings_app.views import home
+from inference.v1 import tokenizer as tokenizer_views
 
 from . import views
 
@@ -25,6 +26,10 @@ urlpatterns = [
     path("lab/", include("lab_app.urls")),
     path("council/", include("council_app.urls")),
     path("", include("inference.urls")),
+    # vLLM-compatible tokenizer endpoints at the root, where harnesses look (inference/v1/tokenizer.py)
+    path("tokenize", tokenizer_views.TokenizeView.as_view(), name="tokenize"),
+    path("detokenize", tokenizer_views.DetokenizeView.as_view(), name="detokenize"),
+    path("tokenizer_info", tokenizer_views.TokenizerInfoView.as_view(), name="tokenizer-info"),
     path("api/", include("findings_app.api_urls")),
     path("api/", include("benchmarks_app.api_urls")),
     path("api/", include("lab_app.api_urls")),

@@ -21,7 +21,7 @@ def chat_prompt(messages: list[dict]) -> str:
 class Plan:
     """A validated request turned into what the generator needs, plus what the response reports."""
 
-    prompts: list[str]
+    prompts: list[str | bytes]  # bytes: a token-id prompt, scored and continued exactly as sent
     n: int
     max_tokens: int
     params: dict
@@ -29,6 +29,13 @@ class Plan:
     include_usage: bool
     echo: bool = False
     eqlm: dict = field(default_factory=dict)
+    logprobs: int | None = None  # alternatives per token when log probabilities were asked for (0-20), else None
+    model: str = ""  # the model id as sent (a suffix included); responses echo it
+
+    @property
+    def scoring(self) -> bool:
+        """Log probabilities or echo: the prompt is scored whole, never left-truncated."""
+        return self.logprobs is not None or self.echo
 
     def requests(self):
         """(choice index, GenerationRequest) for every prompt × n, with per-choice seeds when sampling."""
@@ -40,16 +47,41 @@ class Plan:
                 params = dict(self.params)
                 if params["seed"] is not None:
                     params["seed"] = params["seed"] + copy
-                yield index, prompt, GenerationRequest(prompt=prompt, max_tokens=self.max_tokens, **params)
+                request = GenerationRequest(
+                    prompt=prompt_text(prompt),
+                    max_tokens=self.max_tokens,
+                    prompt_ids=tuple(prompt) if isinstance(prompt, bytes) else None,
+                    logprobs=self.logprobs is not None,
+                    echo_logprobs=self.echo and self.logprobs is not None,
+                    **params,
+                )
+                yield index, prompt_text(prompt), request
                 index += 1
 
 
-def prompt_token_count(text: str) -> int:
-    return len(text.encode("utf-8"))  # the demo model's tokens are UTF-8 bytes
+def prompt_text(prompt: str | bytes) -> str:
+    """A token-id prompt's text (lossy: U+FFFD for bytes that are not valid UTF-8); what echo returns."""
+    return prompt.decode("utf-8", errors="replace") if isinstance(prompt, bytes) else prompt
+
+
+def prompt_token_count(prompt: str | bytes) -> int:
+    return len(prompt) if isinstance(prompt, bytes) else len(prompt.encode("utf-8"))  # tokens are UTF-8 bytes
+
+
+def alternatives_asked(data: dict) -> int | None:
+    """Top alternatives per token when log probabilities were asked for, else None.
+
+    Completions: `logprobs` is that number (0-20). Chat: `logprobs: true`, with `top_logprobs` alternatives.
+    """
+    if "messages" in data:
+        return (data.get("top_logprobs") or 0) if data.get("logprobs") else None
+    return data.get("logprobs")
 
 
 def build_plan(data: dict, prompts: list[str], default_max_tokens: int, param: str) -> Plan:
-    max_tokens = data.get("max_completion_tokens") or data.get("max_tokens") or default_max_tokens
+    max_tokens = data.get("max_completion_tokens") or data.get("max_tokens")
+    if max_tokens is None or (max_tokens == 0 and not data.get("echo")):
+        max_tokens = default_max_tokens
     max_tokens = min(max_tokens, settings.API_MAX_TOKENS)
     for prompt in prompts:
         if prompt_token_count(prompt) > settings.API_MAX_PROMPT_TOKENS:
@@ -83,6 +115,7 @@ def build_plan(data: dict, prompts: list[str], default_max_tokens: int, param: s
         stream=data["stream"],
         include_usage=bool(options.get("include_usage")),
         echo=data.get("echo", False),
+        logprobs=alternatives_asked(data),
         eqlm={
             "depth_requested": depth,
             "mode": "adaptive" if data["tol"] is not None else "fixed",

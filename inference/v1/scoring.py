@@ -10,9 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from portal.api import ApiError
-
 from eqlm.logprobs import chat_logprob_entry, completion_logprobs, merge_completion_logprobs
+from portal.api import ApiError
 
 SUFFIX_KEYS = ("depth", "tol", "solver", "warm_start")
 SUFFIX_SEPARATOR = "@"

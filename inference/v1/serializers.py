@@ -5,6 +5,7 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 DEPTH_MIN, DEPTH_MAX = 1, 64
+MAX_TOP_LOGPROBS = 20
 DEFAULT_DEPTH = 8
 
 
@@ -14,21 +15,43 @@ DEFAULT_DEPTH = 8
             {"type": "string"},
             {"type": "array", "items": {"type": "string"}},
             {"type": "array", "items": {"type": "integer", "minimum": 0, "maximum": 255}},
+            {
+                "type": "array",
+                "items": {"type": "array", "items": {"type": "integer", "minimum": 0, "maximum": 255}},
+            },
         ],
-        "description": "Text to continue: a string, a list of strings (one completion each), or byte token ids.",
+        "description": "Text to continue: a string, a list of strings (one completion each), byte token ids, or a "
+        "list of such lists. Token ids are raw bytes, never re-encoded: [195] is one token.",
     }
 )
 class PromptField(serializers.Field):
-    def to_internal_value(self, data) -> list[str]:
+    """OpenAI's prompt union; strings stay text, token-id lists become `bytes` (the exact tokens to score)."""
+
+    @staticmethod
+    def _is_ids(item) -> bool:
+        if not (isinstance(item, list) and item):
+            return False
+        return all(isinstance(t, int) and not isinstance(t, bool) for t in item)
+
+    @staticmethod
+    def _as_bytes(ids: list[int]) -> bytes:
+        bad = next((t for t in ids if not 0 <= t <= 255), None)
+        if bad is not None:
+            raise serializers.ValidationError(f"Token ids are bytes: integers from 0 to 255 (got {bad}).")
+        return bytes(ids)
+
+    def to_internal_value(self, data) -> list[str | bytes]:
         if isinstance(data, str):
             return [data]
         if isinstance(data, list) and data and all(isinstance(item, str) for item in data):
             return list(data)
-        if isinstance(data, list) and data and all(isinstance(t, int) and not isinstance(t, bool) for t in data):
-            if not all(0 <= t <= 255 for t in data):
-                raise serializers.ValidationError("Token ids are UTF-8 bytes: integers from 0 to 255.")
-            return [bytes(data).decode("utf-8", errors="replace")]
-        raise serializers.ValidationError("Expected a string, a non-empty list of strings, or a list of token ids.")
+        if self._is_ids(data):
+            return [self._as_bytes(data)]
+        if isinstance(data, list) and data and all(self._is_ids(item) for item in data):
+            return [self._as_bytes(item) for item in data]
+        raise serializers.ValidationError(
+            "Expected a string, a non-empty list of strings, a list of token ids, or a list of token-id lists."
+        )
 
     def to_representation(self, value):
         return value
@@ -150,7 +173,33 @@ class GenerationParamsSerializer(serializers.Serializer):
 
 class CompletionRequestSerializer(GenerationParamsSerializer):
     prompt = PromptField(help_text="Text to continue.")
-    echo = serializers.BooleanField(required=False, default=False, help_text="Prefix each choice with its prompt.")
+    echo = serializers.BooleanField(
+        required=False, allow_null=True, default=False,
+        help_text="Prefix each choice with its prompt (and, with `logprobs`, the prompt tokens' log probabilities; "
+        "the first is null). With `max_tokens: 0` the prompt alone is scored.",
+    )  # fmt: skip
+    logprobs = serializers.IntegerField(
+        required=False, allow_null=True, default=None, min_value=0, max_value=MAX_TOP_LOGPROBS,
+        help_text="Return each token's log probability and the `logprobs` most likely alternatives (0–20), at the "
+        "requested depth/tol/solver/warm start.",
+    )  # fmt: skip
+
+    def get_fields(self):
+        fields = super().get_fields()
+        cap = settings.API_MAX_TOKENS
+        fields["max_tokens"] = serializers.IntegerField(
+            required=False, allow_null=True, default=None, min_value=0, max_value=cap,
+            help_text=f"Most tokens (UTF-8 bytes) to generate, 0–{cap} on this server (0 only with echo: score "
+            "the prompt alone).",
+        )  # fmt: skip
+        return fields
+
+    def validate(self, attrs):
+        attrs = super().validate(attrs)
+        attrs["echo"] = bool(attrs.get("echo"))
+        if attrs.get("max_tokens") == 0 and not attrs["echo"]:
+            raise serializers.ValidationError({"max_tokens": "max_tokens 0 needs echo: true (score the prompt alone)."})
+        return attrs
 
 
 @extend_schema_field(
@@ -196,3 +245,18 @@ class ChatCompletionRequestSerializer(GenerationParamsSerializer):
         help_text="The conversation so far.",
         error_messages={"not_a_list": NOT_MESSAGES, "empty": NOT_MESSAGES},
     )
+    logprobs = serializers.BooleanField(
+        required=False, allow_null=True, default=False,
+        help_text="Return each generated token's log probability (`choices[].logprobs.content`).",
+    )  # fmt: skip
+    top_logprobs = serializers.IntegerField(
+        required=False, allow_null=True, default=None, min_value=0, max_value=MAX_TOP_LOGPROBS,
+        help_text="With `logprobs: true`, the most likely alternatives per token (0–20).",
+    )  # fmt: skip
+
+    def validate(self, attrs):
+        attrs = super().validate(attrs)
+        attrs["logprobs"] = bool(attrs.get("logprobs"))
+        if attrs.get("top_logprobs") is not None and not attrs["logprobs"]:
+            raise serializers.ValidationError({"top_logprobs": "top_logprobs needs logprobs: true."})
+        return attrs

@@ -25,13 +25,6 @@ TOKENIZER_TAG = "tokenizer (vLLM-compatible)"
 CHAT_TEMPLATE = "{% for m in messages %}{% if m['content'] %}{{ m['content'] }}\n{% endif %}{% endfor %}"
 
 
-class ByteTokenField(serializers.IntegerField):
-    def __init__(self, **kwargs):
-        super().__init__(min_value=0, max_value=VOCAB_SIZE - 1, **kwargs)
-        self.error_messages["max_value"] = "Token ids are bytes: integers from 0 to 255."
-        self.error_messages["min_value"] = "Token ids are bytes: integers from 0 to 255."
-
-
 class TokenizeRequestSerializer(serializers.Serializer):
     model = serializers.CharField(required=False, allow_null=True, default=None, help_text="Default: eqlm-demo.")
     prompt = serializers.CharField(required=False, allow_blank=True, trim_whitespace=False)
@@ -50,7 +43,13 @@ class TokenizeRequestSerializer(serializers.Serializer):
 
 class DetokenizeRequestSerializer(serializers.Serializer):
     model = serializers.CharField(required=False, allow_null=True, default=None)
-    tokens = serializers.ListField(child=ByteTokenField(), allow_empty=True)
+    tokens = serializers.ListField(child=serializers.IntegerField(), allow_empty=True, help_text="Byte token ids.")
+
+    def validate_tokens(self, tokens: list[int]) -> list[int]:
+        for i, token in enumerate(tokens):
+            if not 0 <= token < VOCAB_SIZE:
+                raise serializers.ValidationError(f"tokens[{i}] is {token}: token ids are bytes, 0 to 255.")
+        return tokens
 
 
 def model_context(model_id: str | None) -> tuple[str, int]:

@@ -6,6 +6,7 @@ the ONNX generation service (eqlm.runtime: onnxruntime + numpy, never torch). Va
 the request plan in plan.py, the response shapes in wire.py and the schema pieces in docs.py.
 """
 
+import itertools
 import logging
 import time
 import uuid
@@ -22,7 +23,7 @@ from rest_framework.views import APIView
 
 from portal.api import ApiError, error_body
 
-from . import council, ratelimit, wire
+from . import council, ratelimit, scoring, wire
 from .docs import ERROR_RESPONSES, MODEL_SCHEMA, V1_TAG, completion_response_schema
 from .keys import ApiKeyAuthentication
 from .plan import (
@@ -143,24 +144,38 @@ class GenerationView(V1View):
     def plan(self, data: dict) -> Plan:
         raise NotImplementedError
 
-    def choice(self, index: int, text: str, reason: str) -> dict:
+    prompt_param = "prompt"
+
+    def choice(self, index: int, text: str, reason: str, logprobs=None) -> dict:
         raise NotImplementedError
 
-    def delta(self, index: int, *, text=None, role=False, reason=None) -> dict:
+    def delta(self, index: int, *, text=None, role=False, reason=None, logprobs=None) -> dict:
         raise NotImplementedError
 
-    def opening_chunks(self, ident, created, model_id, plan: Plan, index: int, prompt: str) -> list[bytes]:
-        """Chunks sent before a choice's first generated text."""
+    def opening_chunks(self, ident, created, model_id, plan: Plan, index: int, prompt: str, logprobs=None):
+        """Chunks sent before a choice's first generated text (`logprobs`: the echoed prompt's, if scored)."""
         return []
+
+    def choice_logprobs(self, plan: Plan, prompt_ids: list[int], stats, events) -> dict:
+        """A whole choice's `logprobs` object."""
+        raise NotImplementedError
+
+    def token_logprobs(self, plan: Plan, event, offset: int) -> dict:
+        """One streamed token's `logprobs` object (offset: its byte offset in the choice's token sequence)."""
+        raise NotImplementedError
 
     def post(self, request):
         serializer = self.serializer_class(data=request.data)
         serializer.is_valid(raise_exception=True)
-        data = serializer.validated_data
+        data = scoring.apply_suffix(serializer.validated_data, request.data)
         generator = council.generator_for(data) or check_model(data["model"])
         if data.get("depth") is None and data.get("tol") is None:
             data["depth"] = generator.default_depth  # fixed depth by default, at the model's own default
         plan = self.plan(data)
+        plan.model = data["model"]  # responses echo the id as sent, suffix included
+        if plan.scoring:
+            lengths = [prompt_token_count(p) for p in plan.prompts]
+            scoring.check_scoring_context(lengths, generator.max_positions, self.prompt_param)
         choices = len(plan.prompts) * plan.n
         reserve = sum(prompt_token_count(p) for p in plan.prompts) * plan.n + plan.max_tokens * choices
         ratelimit.admit(self.caller, reserve)
@@ -193,7 +208,10 @@ class GenerationView(V1View):
                 completion_tokens += result.completion_tokens
                 residual = result.final_residual
                 text = (prompt + result.text) if plan.echo else result.text
-                choices.append(self.choice(index, text, result.finish_reason))
+                logprobs = None
+                if plan.logprobs is not None:
+                    logprobs = self.choice_logprobs(plan, list(req.ids()), result.stats, result.tokens)
+                choices.append(self.choice(index, text, result.finish_reason, logprobs))
                 entries = council.result_entries(generator, result, index)
                 all_entries += entries
                 own = wire.eqlm_summary(plan, iterations, result.final_residual)
@@ -205,11 +223,13 @@ class GenerationView(V1View):
             for choice, own in zip(choices, per_choice, strict=True):
                 choice["eqlm"] = own
         usage = wire.usage(prompt_tokens, completion_tokens)
-        return wire.response_body(ident, self.response_object, created, generator.model_id, choices, usage, summary)
+        return wire.response_body(ident, self.response_object, created, plan.model, choices, usage, summary)
 
     # -- server-sent events
-    def chunk(self, ident, created, model_id, plan, index, *, text=None, role=False, reason=None, eqlm=None):
-        choice = self.delta(index, text=text, role=role, reason=reason)
+    def chunk(
+        self, ident, created, model_id, plan, index, *, text=None, role=False, reason=None, eqlm=None, logprobs=None
+    ):
+        choice = self.delta(index, text=text, role=role, reason=reason, logprobs=logprobs)
         return wire.sse(wire.chunk_body(ident, self.chunk_object, created, model_id, choice, plan, eqlm))
 
     def stream_events(self, generator, plan: Plan, slot, ident: str, created: int):
@@ -217,25 +237,35 @@ class GenerationView(V1View):
         all_iterations: list[int] = []
         try:
             for index, prompt, req in plan.requests():
-                yield from self.opening_chunks(ident, created, generator.model_id, plan, index, prompt)
-                prompt_tokens += prompt_token_count(prompt)
-                iterations, residual = [], None
                 stream = generator.stream(req)
-                for event in stream:
+                events, first, echo_logprobs = iter(stream), [], None
+                if plan.echo and plan.logprobs is not None:  # the prompt's scores exist once its solve has run
+                    first = list(itertools.islice(events, 1))
+                    echo_logprobs = scoring.prompt_logprobs(req.ids(), stream.stats.prompt_logprobs, plan.logprobs)
+                yield from self.opening_chunks(ident, created, plan.model, plan, index, prompt, echo_logprobs)
+                prompt_tokens += len(req.ids())
+                offset = len(req.ids()) if plan.echo else 0
+                iterations, residual = [], None
+                for event in itertools.chain(first, events):
+                    extra = council.on_event(generator, stream, event)  # None unless the council answers
+                    if plan.logprobs is not None:  # every token, even a byte that completes no character yet
+                        logprobs = self.token_logprobs(plan, event, offset + len(iterations))
+                        yield self.chunk(
+                            ident, created, plan.model, plan, index, text=event.text, eqlm=extra, logprobs=logprobs
+                        )
+                    elif event.text:
+                        yield self.chunk(ident, created, plan.model, plan, index, text=event.text, eqlm=extra)
                     iterations.append(event.iterations)
                     residual = event.residual
-                    extra = council.on_event(generator, stream, event)  # None unless the council answers
-                    if event.text:
-                        yield self.chunk(ident, created, generator.model_id, plan, index, text=event.text, eqlm=extra)
                 completion_tokens += len(iterations)
                 all_iterations += iterations
                 reason = stream.finish_reason
                 own = council.close_stream(wire.eqlm_summary(plan, iterations, residual), generator, stream)
-                yield self.chunk(ident, created, generator.model_id, plan, index, reason=reason, eqlm=own)
+                yield self.chunk(ident, created, plan.model, plan, index, reason=reason, eqlm=own)
             if plan.include_usage:
                 usage = wire.usage(prompt_tokens, completion_tokens)
                 summary = wire.eqlm_summary(plan, all_iterations, residual)
-                yield wire.sse(wire.usage_chunk(ident, self.chunk_object, created, generator.model_id, usage, summary))
+                yield wire.sse(wire.usage_chunk(ident, self.chunk_object, created, plan.model, usage, summary))
             yield wire.sse("[DONE]")
         except Exception as exc:
             log.exception("generation failed mid-stream")
@@ -279,8 +309,11 @@ class ModelDetailView(V1View):
         ratelimit.admit(self.caller, 0)
         if model_id == council.COUNCIL_ID:
             return Response(council.model_object(model_created()))
-        resolve(model_id)  # 404 for an unknown id, 503 when its files cannot be loaded
-        return Response(next(m for m in model_objects() if m["id"] == model_id))
+        base, _ = scoring.split_model_id(model_id)
+        resolve(base)  # 404 for an unknown id, 503 when its files cannot be loaded
+        scoring.parse_suffix(model_id)  # 400 for a bad suffix
+        found = next(m for m in model_objects() if m["id"] == base)
+        return Response({**found, "id": model_id})  # a suffixed id is echoed as sent
 
 
 class CompletionView(GenerationView):
@@ -292,15 +325,23 @@ class CompletionView(GenerationView):
     def plan(self, data):
         return build_plan(data, data["prompt"], COMPLETIONS_DEFAULT_MAX_TOKENS, "prompt")
 
-    def choice(self, index, text, reason):
-        return wire.text_choice(index, text, reason)
+    def choice(self, index, text, reason, logprobs=None):
+        return wire.text_choice(index, text, reason, logprobs)
 
-    def delta(self, index, *, text=None, role=False, reason=None):
-        return wire.text_delta(index, text=text, reason=reason)
+    def delta(self, index, *, text=None, role=False, reason=None, logprobs=None):
+        return wire.text_delta(index, text=text, reason=reason, logprobs=logprobs)
 
-    def opening_chunks(self, ident, created, model_id, plan, index, prompt):
-        """With echo, the prompt comes back as the choice's first chunk."""
-        return [self.chunk(ident, created, model_id, plan, index, text=prompt)] if plan.echo else []
+    def opening_chunks(self, ident, created, model_id, plan, index, prompt, logprobs=None):
+        """With echo, the prompt (with logprobs: its tokens' scores) comes back as the choice's first chunk."""
+        if not plan.echo:
+            return []
+        return [self.chunk(ident, created, model_id, plan, index, text=prompt, logprobs=logprobs)]
+
+    def choice_logprobs(self, plan, prompt_ids, stats, events):
+        return scoring.completion_choice_logprobs(prompt_ids, stats, events, plan.logprobs, plan.echo)
+
+    def token_logprobs(self, plan, event, offset):
+        return scoring.events_logprobs([event], plan.logprobs, offset)
 
     @extend_schema(
         operation_id="v1_completions_create",
@@ -336,15 +377,23 @@ class ChatCompletionView(GenerationView):
     def plan(self, data):
         return build_plan(data, [chat_prompt(data["messages"])], CHAT_DEFAULT_MAX_TOKENS, "messages")
 
-    def choice(self, index, text, reason):
-        return wire.chat_choice(index, text, reason)
+    prompt_param = "messages"
 
-    def delta(self, index, *, text=None, role=False, reason=None):
-        return wire.chat_delta(index, text=text, role=role, reason=reason)
+    def choice(self, index, text, reason, logprobs=None):
+        return wire.chat_choice(index, text, reason, logprobs)
 
-    def opening_chunks(self, ident, created, model_id, plan, index, prompt):
+    def delta(self, index, *, text=None, role=False, reason=None, logprobs=None):
+        return wire.chat_delta(index, text=text, role=role, reason=reason, logprobs=logprobs)
+
+    def opening_chunks(self, ident, created, model_id, plan, index, prompt, logprobs=None):
         """Every chat choice opens with the assistant role (OpenAI's first delta)."""
         return [self.chunk(ident, created, model_id, plan, index, role=True)]
+
+    def choice_logprobs(self, plan, prompt_ids, stats, events):
+        return scoring.chat_choice_logprobs(events, plan.logprobs)
+
+    def token_logprobs(self, plan, event, offset):
+        return scoring.chat_choice_logprobs([event], plan.logprobs)
 
     @extend_schema(
         operation_id="v1_chat_completions_create",

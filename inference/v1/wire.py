@@ -43,32 +43,34 @@ def response_body(ident: str, obj: str, created: int, model_id: str, choices: li
     }
 
 
-def text_choice(index: int, text: str, reason: str) -> dict:
-    return {"index": index, "text": text, "logprobs": None, "finish_reason": reason}
+def text_choice(index: int, text: str, reason: str, logprobs: dict | None = None) -> dict:
+    return {"index": index, "text": text, "logprobs": logprobs, "finish_reason": reason}
 
 
-def chat_choice(index: int, text: str, reason: str) -> dict:
+def chat_choice(index: int, text: str, reason: str, logprobs: dict | None = None) -> dict:
     return {
         "index": index,
         "message": {"role": "assistant", "content": text, "refusal": None},
-        "logprobs": None,
+        "logprobs": logprobs,
         "finish_reason": reason,
     }
 
 
-def text_delta(index: int, *, text: str | None = None, reason: str | None = None) -> dict:
-    """A completions stream chunk's choice: the new text (empty on the closing chunk)."""
-    return {"index": index, "text": text or "", "logprobs": None, "finish_reason": reason}
+def text_delta(index: int, *, text: str | None = None, reason: str | None = None, logprobs: dict | None = None):
+    """A completions stream chunk's choice: the new text (empty on the closing chunk) and its tokens' logprobs."""
+    return {"index": index, "text": text or "", "logprobs": logprobs, "finish_reason": reason}
 
 
-def chat_delta(index: int, *, text: str | None = None, role: bool = False, reason: str | None = None) -> dict:
+def chat_delta(
+    index: int, *, text: str | None = None, role: bool = False, reason: str | None = None, logprobs: dict | None = None
+) -> dict:
     """A chat stream chunk's choice: the role first, then content deltas, then an empty delta with the reason."""
     delta = {}
     if role:
         delta = {"role": "assistant", "content": ""}
     elif text is not None:
         delta = {"content": text}
-    return {"index": index, "delta": delta, "logprobs": None, "finish_reason": reason}
+    return {"index": index, "delta": delta, "logprobs": logprobs, "finish_reason": reason}
 
 
 def chunk_body(ident: str, obj: str, created: int, model_id: str, choice: dict, plan: Plan, eqlm=None) -> dict:
