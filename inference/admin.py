@@ -3,6 +3,7 @@
 from django import forms
 from django.contrib import admin, messages
 
+from .convergence import DEFAULT_WINDOWS, queue_convergence_evaluation
 from .models import EvaluationRun, RegisteredModel
 from .services import DEFAULT_DEPTHS, DEFAULT_PAIR_LIMIT, RegistryError, queue_evaluation, register_upload
 from .v1 import admin as v1_admin  # noqa: F401 - registers ApiKeyAdmin
@@ -50,7 +51,7 @@ class RegisteredModelAdmin(admin.ModelAdmin):
         "uploaded_by",
         "created_at",
     ]
-    actions = ["queue_default_evaluation"]
+    actions = ["queue_default_evaluation", "queue_convergence_evaluation"]
 
     def get_form(self, request, obj=None, **kwargs):
         if obj is None:
@@ -80,13 +81,29 @@ class RegisteredModelAdmin(admin.ModelAdmin):
             queue_evaluation(model, DEFAULT_DEPTHS, (), DEFAULT_PAIR_LIMIT, request.user)
         self.message_user(request, f"Queued {queryset.count()} evaluation(s).")
 
+    @admin.action(
+        description=f"Queue a quality-and-convergence evaluation (depths 1-64, Picard and Anderson, "
+        f"{DEFAULT_WINDOWS} held-out windows)"
+    )
+    def queue_convergence_evaluation(self, request, queryset):
+        queued = 0
+        for model in queryset:
+            try:
+                queue_convergence_evaluation(model, None, request.user)
+                queued += 1
+            except RegistryError as exc:
+                self.message_user(request, f"{model.slug}: {exc}", level=messages.ERROR)
+        self.message_user(request, f"Queued {queued} quality-and-convergence evaluation(s).")
+
 
 @admin.register(EvaluationRun)
 class EvaluationRunAdmin(admin.ModelAdmin):
-    list_display = ["id", "model", "status", "progress", "depths", "pair_limit", "device", "rows_written", "created_at"]
-    list_filter = ["status", "device"]
+    list_display = ["id", "model", "kind", "status", "progress", "pair_limit", "device", "rows_written", "created_at"]
+    list_filter = ["kind", "status", "device"]
     search_fields = ["model__name", "model__slug"]
     readonly_fields = [
+        "kind",
+        "options",
         "status",
         "progress",
         "progress_message",
@@ -106,5 +123,8 @@ class EvaluationRunAdmin(admin.ModelAdmin):
     @admin.action(description="Run again (a new evaluation row with the same settings)")
     def rerun(self, request, queryset):
         for run in queryset:
-            queue_evaluation(run.model, run.depths, run.paradigms, run.pair_limit, request.user, run.blimp_dir)
+            if run.kind == EvaluationRun.Kind.CONVERGENCE:
+                queue_convergence_evaluation(run.model, run.options, request.user)
+            else:
+                queue_evaluation(run.model, run.depths, run.paradigms, run.pair_limit, request.user, run.blimp_dir)
         self.message_user(request, f"Queued {queryset.count()} evaluation(s).")

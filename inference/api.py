@@ -8,10 +8,19 @@ from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from eqlm.convergence import SOLVERS
 from portal.api import ApiError
 
+from .convergence import DEFAULT_OPTIONS, MAX_WINDOWS, TEXTS, queue_convergence_evaluation
 from .models import EvaluationRun, RegisteredModel
-from .services import DEFAULT_PAIR_LIMIT, RegistryError, register_upload
+from .services import (
+    DEFAULT_PAIR_LIMIT,
+    RegistryError,
+    parse_depths,
+    parse_paradigms,
+    queue_evaluation,
+    register_upload,
+)
 
 
 class IsStaffForWrites(permissions.BasePermission):
@@ -24,6 +33,7 @@ class EvaluationSerializer(serializers.ModelSerializer):
         model = EvaluationRun
         fields = [
             "id",
+            "kind",
             "status",
             "progress",
             "progress_message",
@@ -31,6 +41,7 @@ class EvaluationSerializer(serializers.ModelSerializer):
             "depths",
             "paradigms",
             "pair_limit",
+            "options",
             "device",
             "results",
             "rows_written",
@@ -104,10 +115,57 @@ class ModelListView(APIView):
         return Response(body, status=201)
 
 
+class QueueEvaluationSerializer(serializers.Serializer):
+    kind = serializers.ChoiceField(choices=EvaluationRun.Kind.choices, default=EvaluationRun.Kind.CONVERGENCE)
+    # quality and convergence by depth (defaults: inference/convergence.py DEFAULT_OPTIONS)
+    solvers = serializers.ListField(child=serializers.ChoiceField(choices=SOLVERS), required=False, min_length=1)
+    max_depth = serializers.IntegerField(required=False, min_value=1, max_value=64)
+    tolerances = serializers.ListField(
+        child=serializers.FloatField(min_value=1e-6, max_value=0.5), required=False, min_length=1, max_length=8
+    )
+    cap = serializers.IntegerField(required=False, min_value=1, max_value=64)
+    windows = serializers.IntegerField(required=False, min_value=1, max_value=MAX_WINDOWS)
+    text = serializers.ChoiceField(choices=TEXTS, required=False)
+    # BLiMP by depth
+    depths = serializers.CharField(required=False, default="1,2,4,8,12")
+    paradigms = serializers.CharField(required=False, allow_blank=True, default="")
+    limit = serializers.IntegerField(required=False, min_value=1, max_value=1000, default=DEFAULT_PAIR_LIMIT)
+
+
+class QueueEvaluationView(APIView):
+    """POST (staff): queue an evaluation of a registered model on the workers."""
+
+    permission_classes = [permissions.IsAdminUser]
+
+    @extend_schema(
+        request=QueueEvaluationSerializer,
+        responses={201: EvaluationSerializer},
+        summary="Queue an evaluation of a model: quality and convergence by depth, or BLiMP by depth (staff)",
+    )
+    def post(self, request, slug: str):
+        model = RegisteredModel.objects.filter(slug=slug).first()
+        if model is None:
+            raise ApiError("no such model", status_code=404, code="not_found", param="slug")
+        data = QueueEvaluationSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        v = data.validated_data
+        try:
+            if v["kind"] == EvaluationRun.Kind.CONVERGENCE:
+                options = {k: v[k] for k in DEFAULT_OPTIONS if k in v}
+                run = queue_convergence_evaluation(model, options, request.user)
+            else:
+                run = queue_evaluation(
+                    model, parse_depths(v["depths"]), parse_paradigms(v["paradigms"]), v["limit"], request.user
+                )
+        except RegistryError as exc:
+            raise ApiError(str(exc), status_code=exc.status_code, param=exc.param, code=exc.code)
+        return Response(EvaluationSerializer(run).data, status=201)
+
+
 class EvaluationDetailView(APIView):
     permission_classes = [permissions.AllowAny]
 
-    @extend_schema(responses=EvaluationSerializer, summary="One BLiMP evaluation run (poll for progress)")
+    @extend_schema(responses=EvaluationSerializer, summary="One evaluation run (poll for progress)")
     def get(self, request, pk: int):
         run = EvaluationRun.objects.filter(pk=pk).first()
         if run is None:

@@ -8,4 +8,5 @@ app_name = "inference-api"
 urlpatterns = [
     path("models/", api.ModelListView.as_view(), name="models-api"),
     path("models/evaluations/<int:pk>/", api.EvaluationDetailView.as_view(), name="evaluation-api"),
+    path("models/<slug:slug>/evaluations/", api.QueueEvaluationView.as_view(), name="queue-evaluation-api"),
 ]

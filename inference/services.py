@@ -165,8 +165,8 @@ def register_upload(
 
 
 def queue_evaluation(model, depths, paradigms=(), pair_limit=None, user=None, blimp_dir: str = "") -> EvaluationRun:
-    """Create the job row and queue its id on commit (the gpu queue runs inference.tasks.evaluate_blimp)."""
-    from .tasks import evaluate_blimp
+    """Create the job row and queue its id on commit (the gpu queue runs inference.tasks.evaluate)."""
+    from .tasks import evaluate
 
     run = EvaluationRun.objects.create(
         model=model,
@@ -176,7 +176,7 @@ def queue_evaluation(model, depths, paradigms=(), pair_limit=None, user=None, bl
         blimp_dir=blimp_dir,
         requested_by=user if getattr(user, "is_authenticated", False) else None,
     )
-    transaction.on_commit(lambda: evaluate_blimp.delay(run.pk))
+    transaction.on_commit(lambda: evaluate.delay(run.pk))
     return run
 
 

@@ -14,7 +14,7 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "portal.settings")
 JOB_ROWS = {
     "benchmarks_app.tasks.ingest_upload": "benchmarks_app.SourceFile",
     "lab_app.tasks.run_lab_job": "lab_app.LabRun",
-    "inference.tasks.evaluate_blimp": "inference.EvaluationRun",
+    "inference.tasks.evaluate": "inference.EvaluationRun",  # every kind (BLiMP, convergence)
 }
 QUEUE_DOWN = "The job queue (Redis) was unavailable, so this job was never started. Please submit it again."
 

@@ -1,0 +1,315 @@
+"""Quality and convergence by depth for any registered model: queue it, run it on a worker, read its rows back.
+
+The worker side (`run_convergence_evaluation`) loads the checkpoint in torch and measures with eqlm.convergence;
+the figures are stored as benchmark result rows (experiment "local", arm = the model's slug), which the dial on
+/demo/ and the table on /benchmarks/ read back through `stored_figures`. Metric and condition names:
+
+- `heldout_bits_per_byte`, `residual_median`, `residual_p95`: condition {"depth": d, "solver": s} (fixed depth);
+- `converged_fraction`: condition {"depth": d, "solver": s, "tol": t}, share of positions with residual < t;
+- adaptive halting: `heldout_bits_per_byte`, `mean_iterations`, `converged_fraction` (share that met the
+  tolerance before the cap) with condition {"cap": c, "solver": s, "tol": t} (no "depth" key).
+
+The residual at depth d is ||f(z_{d-1}) - z_{d-1}|| / ||z_{d-1}||; n on every row is the number of positions.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+from django.conf import settings
+from django.db import transaction
+
+from eqlm.convergence import ADAPTIVE_TOLERANCES, DEFAULT_CAP, DEFAULT_MAX_DEPTH, SOLVERS, tolerance_key
+
+from .models import EvaluationRun
+from .services import MODEL_FAMILY, RegistryError, pick_device
+
+log = logging.getLogger(__name__)
+
+DEFAULT_WINDOWS = 64
+MAX_WINDOWS = 1000
+TEXTS = ("heldout", "slice")  # the corpus's held-out slice (falls back to the committed slice), or the slice
+DEFAULT_OPTIONS = {
+    "solvers": list(SOLVERS),
+    "max_depth": DEFAULT_MAX_DEPTH,
+    "tolerances": list(ADAPTIVE_TOLERANCES),
+    "cap": DEFAULT_CAP,
+    "windows": DEFAULT_WINDOWS,
+    "text": "heldout",
+}
+FIXED_METRICS = ("heldout_bits_per_byte", "residual_median", "residual_p95")
+METRICS = (*FIXED_METRICS, "converged_fraction", "mean_iterations")
+SLICE = Path(settings.BASE_DIR) / "inference" / "demo" / "heldout_slice.txt"
+
+
+def parse_options(data: dict | None) -> dict:
+    """Validated options over the defaults; a bad one raises RegistryError naming its field."""
+    data = dict(data or {})
+    unknown = sorted(set(data) - set(DEFAULT_OPTIONS))
+    if unknown:
+        raise RegistryError(f"unknown options: {', '.join(unknown)}", unknown[0])
+    options = {**DEFAULT_OPTIONS, **{k: v for k, v in data.items() if v not in (None, "")}}
+    solvers = options["solvers"]
+    solvers = solvers.split(",") if isinstance(solvers, str) else solvers
+    if not isinstance(solvers, list | tuple) or not solvers or any(s not in SOLVERS for s in solvers):
+        raise RegistryError("solvers must be picard and/or anderson", "solvers")
+    options["solvers"] = [s for s in SOLVERS if s in solvers]
+    for name, low, high in (("max_depth", 1, 64), ("cap", 1, 64), ("windows", 1, MAX_WINDOWS)):
+        try:
+            value = int(options[name])
+        except (TypeError, ValueError):
+            raise RegistryError(f"{name} must be an integer", name) from None
+        if not low <= value <= high or str(value) != str(options[name]).strip():
+            raise RegistryError(f"{name} must be {low}..{high}", name)
+        options[name] = value
+    tolerances = options["tolerances"]
+    tolerances = tolerances.split(",") if isinstance(tolerances, str) else tolerances
+    try:
+        tolerances = sorted({tolerance_key(float(t)) for t in tolerances}, reverse=True)
+    except (TypeError, ValueError):
+        raise RegistryError("tolerances must be numbers, e.g. 0.03,0.01,0.003", "tolerances") from None
+    if not 1 <= len(tolerances) <= 8 or not all(0 < t < 1 for t in tolerances):
+        raise RegistryError("tolerances must be 1 to 8 numbers between 0 and 1", "tolerances")
+    options["tolerances"] = tolerances
+    if options["text"] not in TEXTS:
+        raise RegistryError(f"text must be one of {', '.join(TEXTS)}", "text")
+    return options
+
+
+def new_convergence_run(model, options: dict | None = None, user=None) -> EvaluationRun:
+    """The job row of a quality-and-convergence evaluation (validated options), not yet queued."""
+    if model.model_class != "EqLM":
+        raise RegistryError("only EqLM checkpoints have depths to iterate", "model")
+    options = parse_options(options)
+    return EvaluationRun.objects.create(
+        model=model,
+        kind=EvaluationRun.Kind.CONVERGENCE,
+        depths=list(range(1, options["max_depth"] + 1)),
+        options=options,
+        requested_by=user if getattr(user, "is_authenticated", False) else None,
+    )
+
+
+def queue_convergence_evaluation(model, options: dict | None = None, user=None) -> EvaluationRun:
+    """Create the job row and queue its id on commit (inference.tasks.evaluate on the gpu queue, by kind)."""
+    from .tasks import evaluate
+
+    run = new_convergence_run(model, options, user)
+    transaction.on_commit(lambda: evaluate.delay(run.pk))
+    return run
+
+
+def evaluation_text(kind: str) -> tuple[bytes, str]:
+    """(held-out bytes, where they came from): the corpus's held-out slice, or the committed 4 KB slice."""
+    if kind == "heldout":
+        try:
+            from eqlm.corpus import load_corpus, split
+
+            return split(load_corpus()[0])[1], "corpus held-out slice"
+        except (RuntimeError, OSError) as exc:
+            log.warning("corpus unavailable (%s); using the committed slice", exc)
+    return SLICE.read_bytes(), "committed held-out slice"
+
+
+def run_label(run: EvaluationRun) -> str:
+    o = run.options
+    solvers = "+".join(o["solvers"])
+    return f"local:{run.model.slug}:{run.model.sha256[:12]}:convergence-{o['text']}-{o['windows']}w-{solvers}"
+
+
+def convergence_records(run: EvaluationRun, evaluation) -> list[dict]:
+    """Long-format rows (the metric and condition names of the module docstring) for ingest_records."""
+    model = run.model
+    provenance = model.provenance or {}
+    base = {
+        "run": run_label(run),
+        "experiment": "local",
+        "arm": model.slug,
+        "seed": provenance.get("seed") if isinstance(provenance.get("seed"), int) else None,
+        "step": None,
+        "model_family": MODEL_FAMILY,
+        "model_name": model.name,
+        "num_params": model.num_params,
+        "config_hash": str(provenance.get("config_hash", ""))[:128],
+        "git_commit": str(provenance.get("git_commit", ""))[:64],
+    }
+    units = {"heldout_bits_per_byte": "bits/byte", "residual_median": "relative residual"}
+    units["residual_p95"] = units["residual_median"]
+    records = []
+    for solver, profile in evaluation.profiles.items():
+        for depth, figures in sorted(profile.by_depth.items()):
+            condition = {"depth": depth, "solver": solver}
+            values = {
+                "heldout_bits_per_byte": figures.bits_per_byte,
+                "residual_median": figures.residual_median,
+                "residual_p95": figures.residual_p95,
+            }
+            for metric, value in values.items():
+                records.append(
+                    {**base, "metric": metric, "value": value, "unit": units[metric], "n": figures.positions}
+                    | {"condition": condition}
+                )
+            for tol, share in figures.converged.items():
+                records.append(
+                    {**base, "metric": "converged_fraction", "value": share, "unit": "fraction"}
+                    | {"n": figures.positions, "condition": {**condition, "tol": tol}}
+                )
+    for point in evaluation.adaptive:
+        condition = {"cap": point.cap, "solver": point.solver, "tol": point.tol}
+        for metric, value, unit in (
+            ("heldout_bits_per_byte", point.bits_per_byte, "bits/byte"),
+            ("mean_iterations", point.mean_iterations, "iterations"),
+            ("converged_fraction", point.halted_fraction, "fraction"),
+        ):
+            records.append(
+                {**base, "metric": metric, "value": value, "unit": unit, "n": point.positions, "condition": condition}
+            )
+    return records
+
+
+def summary(evaluation, source: str) -> dict:
+    """What the run row keeps: a compact table (the rows hold every figure)."""
+    return {
+        "backend": evaluation.backend,
+        "text": source,
+        "windows": evaluation.windows,
+        "window": evaluation.window,
+        "fixed": {
+            solver: {
+                str(d): {"bits_per_byte": round(f.bits_per_byte, 4), "converged_0.01": f.converged.get(0.01)}
+                for d, f in sorted(profile.by_depth.items())
+                if d in (1, 2, 4, 8, 12, 16, 24, 32, 48, 64)
+            }
+            for solver, profile in evaluation.profiles.items()
+        },
+        "adaptive": [
+            {
+                "solver": p.solver,
+                "tol": p.tol,
+                "cap": p.cap,
+                "mean_iterations": round(p.mean_iterations, 3),
+                "bits_per_byte": round(p.bits_per_byte, 4),
+                "fixed_bits_per_byte_at_mean_depth": None
+                if p.matched_bits_per_byte is None
+                else round(p.matched_bits_per_byte, 4),
+                "halted_fraction": round(p.halted_fraction, 4),
+            }
+            for p in evaluation.adaptive
+        ],
+    }
+
+
+def measure(run: EvaluationRun, progress=None):
+    """Load the checkpoint in torch and run eqlm.convergence.evaluate on the run's text; (evaluation, source)."""
+    import torch
+
+    from eqlm import convergence as cv
+    from eqlm.checkpoint import load_checkpoint
+
+    o = run.options
+    device = pick_device()
+    EvaluationRun.objects.filter(pk=run.pk).update(device=device)
+    model, _ = load_checkpoint(run.model.file_path())
+    if not hasattr(model, "solve"):
+        raise ValueError("only EqLM checkpoints have depths to iterate")
+    torch.set_num_threads(max(1, min(2, torch.get_num_threads())))
+    text, source = evaluation_text(o["text"])
+    windows = cv.windows_of(text, model.config.max_positions, limit=o["windows"])
+    if not len(windows):
+        raise ValueError("the held-out text is shorter than one window")
+    evaluation = cv.evaluate(
+        cv.TorchBackend(model, device),
+        windows,
+        solvers=o["solvers"],
+        max_depth=o["max_depth"],
+        tolerances=o["tolerances"],
+        cap=o["cap"],
+        batch=16 if device == "cuda" else 8,
+        progress=progress,
+    )
+    return evaluation, f"{source}, {len(windows)} windows of {model.config.max_positions} bytes"
+
+
+def run_convergence_evaluation(run_id: int) -> EvaluationRun:
+    """Measure on the worker, store the rows (idempotent: rows are keyed by run, metric and condition)."""
+    from benchmarks_app.services import ingest_records
+
+    run = EvaluationRun.objects.select_related("model").get(pk=run_id)
+    if run.is_finished:
+        return run  # a redelivered message does nothing
+    run.mark_running()
+    run.report_progress(0.0, f"quality and convergence, {run.options.get('windows')} windows")
+    evaluation, source = measure(run, progress=lambda f, m: run.report_progress(0.95 * f, m))
+    records = convergence_records(run, evaluation)
+    created = ingest_records(records, source_name=f"inference:convergence:{run.model.slug}")
+    EvaluationRun.objects.filter(pk=run.pk).update(results=summary(evaluation, source), rows_written=created)
+    run.refresh_from_db()
+    run.mark_done()
+    return run
+
+
+# --- reading the stored figures back (web side: no torch) ---------------------------------------------------------
+
+
+def stored_figures(slug: str) -> dict:
+    """The model's convergence figures from its result rows, for charts: {} when none are stored.
+
+    When several evaluations exist (different text or window counts), the one that measured the most positions
+    (then the newest) is used. Shape: {"run", "positions", "solvers": {s: {"depth": [...], "heldout_bits_per_byte":
+    [...], "residual_median": [...], "residual_p95": [...], "converged": {tol: [...]}}}, "adaptive": [...]}.
+    """
+    from benchmarks_app.models import ResultRow
+
+    rows = list(
+        ResultRow.objects.filter(experiment="local", arm_label=slug, metric__in=METRICS)
+        .values_list("arm__run__run_id", "metric", "condition", "value", "n", "id")
+        .order_by("id")
+    )
+    runs: dict[str, tuple[int, int]] = {}
+    for run_id, metric, condition, _, n, pk in rows:
+        if metric == "heldout_bits_per_byte" and "solver" in (condition or {}):
+            runs[run_id] = max(runs.get(run_id, (0, 0)), (n or 0, pk))
+    if not runs:
+        return {}
+    chosen = max(runs, key=lambda r: runs[r])
+    solvers: dict[str, dict] = {}
+    adaptive: dict[tuple, dict] = {}
+    for run_id, metric, condition, value, _n, _ in rows:
+        condition = condition or {}
+        if run_id != chosen or "solver" not in condition:
+            continue
+        solver = condition["solver"]
+        if "depth" in condition:
+            per = solvers.setdefault(solver, {"by_depth": {}, "converged": {}})
+            depth = int(condition["depth"])
+            if metric == "converged_fraction":
+                per["converged"].setdefault(str(condition["tol"]), {})[depth] = value
+            else:
+                per["by_depth"].setdefault(depth, {})[metric] = value
+        elif "cap" in condition:
+            key = (solver, condition["tol"], condition["cap"])
+            point = adaptive.setdefault(key, {"solver": solver, "tol": condition["tol"], "cap": condition["cap"]})
+            point[metric] = value
+    out = {"run": chosen, "positions": runs[chosen][0], "solvers": {}, "adaptive": []}
+    for solver in [s for s in SOLVERS if s in solvers]:
+        per = solvers[solver]
+        depths = sorted(per["by_depth"])
+        series = {"depth": depths}
+        for metric in FIXED_METRICS:
+            series[metric] = [per["by_depth"][d].get(metric) for d in depths]
+        series["converged"] = {
+            tol: [per["converged"][tol].get(d) for d in depths] for tol in sorted(per["converged"], key=float)
+        }
+        out["solvers"][solver] = series
+    from eqlm.convergence import matched_fixed_depth
+
+    for key in sorted(adaptive, key=lambda k: (SOLVERS.index(k[0]) if k[0] in SOLVERS else 9, -k[1])):
+        point = adaptive[key]
+        fixed = out["solvers"].get(point["solver"])
+        if fixed and point.get("mean_iterations") is not None:
+            curve = dict(zip(fixed["depth"], fixed["heldout_bits_per_byte"], strict=True))
+            matched = matched_fixed_depth({d: v for d, v in curve.items() if v is not None}, point["mean_iterations"])
+            point["fixed_bits_per_byte_at_mean_depth"] = matched
+        out["adaptive"].append(point)
+    return out

@@ -1,0 +1,88 @@
+"""The committed models' quality-and-convergence rows (fixtures/local_results.json): written by
+`manage.py evaluate_convergence --write-fixture`, loaded by `manage.py seed` (idempotent, through ingest_records).
+
+Format: {"format": "eqlm-portal-local-results", "version": 1, "models": {slug: {"run", "experiment", "arm", "seed",
+"model_family", "model_name", "num_params", "config_hash", "git_commit", "measured", "columns": [metric, value, unit,
+n, condition], "rows": [[...], ...]}}}.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from django.conf import settings
+
+FIXTURE = Path(settings.BASE_DIR) / "fixtures" / "local_results.json"
+FORMAT = "eqlm-portal-local-results"
+COLUMNS = ("metric", "value", "unit", "n", "condition")
+SHARED = ("run", "experiment", "arm", "seed", "model_family", "model_name", "num_params", "config_hash", "git_commit")
+
+
+def _read(path: Path) -> dict:
+    if not path.exists():
+        return {"format": FORMAT, "version": 1, "models": {}}
+    data = json.loads(path.read_text())
+    if data.get("format") != FORMAT:
+        raise ValueError(f"{path} is not an {FORMAT} fixture")
+    return data
+
+
+def model_entry(slug: str) -> dict:
+    """The model's stored convergence rows (the run the charts use) in the fixture's compact form."""
+    from benchmarks_app.models import ResultRow
+
+    from .convergence import METRICS, stored_figures
+
+    figures = stored_figures(slug)
+    if not figures:
+        raise ValueError(f"no quality-and-convergence rows are stored for {slug!r}")
+    rows = (
+        ResultRow.objects.filter(experiment="local", arm_label=slug, metric__in=METRICS)
+        .filter(arm__run__run_id=figures["run"])
+        .select_related("arm__run")
+        .order_by("metric", "condition_key")
+    )
+    first = rows.first()
+    run, arm = first.arm.run, first.arm
+    entry = {
+        "run": run.run_id,
+        "experiment": run.experiment,
+        "arm": arm.label,
+        "seed": run.seed,
+        "model_family": arm.model_family,
+        "model_name": arm.model_name,
+        "num_params": arm.num_params,
+        "config_hash": run.config_hash,
+        "git_commit": run.git_commit,
+        "columns": list(COLUMNS),
+        "rows": [[r.metric, r.value, r.unit, r.n, r.condition] for r in rows],
+    }
+    return entry
+
+
+def write_fixture(slug: str, path: Path = FIXTURE) -> tuple[Path, int]:
+    """Replace the model's entry in the fixture with its stored rows; (path, rows written)."""
+    data = _read(path)
+    entry = model_entry(slug)
+    data["models"][slug] = entry
+    data["models"] = dict(sorted(data["models"].items()))
+    path.write_text(json.dumps(data, separators=(",", ":")) + "\n")
+    return path, len(entry["rows"])
+
+
+def records(entry: dict) -> list[dict]:
+    shared = {k: entry.get(k) for k in SHARED}
+    return [{**shared, **dict(zip(entry["columns"], row, strict=True)), "step": None} for row in entry["rows"]]
+
+
+def load_fixture(path: Path = FIXTURE) -> int:
+    """Ingest every model's rows (idempotent); returns how many new rows were created."""
+    from benchmarks_app.services import ingest_records
+
+    if not path.exists():
+        return 0
+    created = 0
+    for slug, entry in _read(path)["models"].items():
+        created += ingest_records(records(entry), source_name=f"fixtures/local_results.json:{slug}")
+    return created

@@ -1,0 +1,68 @@
+"""Quality and convergence by depth of a registered model, in this process: an EvaluationRun and result rows.
+
+With --write-fixture the model's rows are also written to fixtures/local_results.json (what `seed` loads), so the
+committed models' figures ship with the portal.
+"""
+
+from django.core.management.base import BaseCommand, CommandError
+
+
+class Command(BaseCommand):
+    help = "Held-out bits/byte, residual quantiles, converged fraction by depth (Picard, Anderson); adaptive halting."
+
+    def add_arguments(self, parser):
+        parser.add_argument("--model", default="eqlm-demo", help="a registered model's slug (bundled ones: their id)")
+        parser.add_argument("--windows", type=int, default=None, help="held-out windows (default 64)")
+        parser.add_argument("--text", default=None, choices=["heldout", "slice"])
+        parser.add_argument("--solvers", default=None, help="picard,anderson")
+        parser.add_argument("--max-depth", type=int, default=None)
+        parser.add_argument("--tolerances", default=None, help="adaptive halting tolerances, e.g. 0.03,0.01,0.003")
+        parser.add_argument("--write-fixture", action="store_true", help="also into fixtures/local_results.json")
+
+    def handle(self, *args, **opts):
+        from inference.bundled import register_bundled_models
+        from inference.convergence import new_convergence_run, run_convergence_evaluation, stored_figures
+        from inference.local_results import write_fixture
+        from inference.models import RegisteredModel
+        from inference.services import RegistryError
+
+        register_bundled_models()
+        model = RegisteredModel.objects.filter(slug=opts["model"]).first()
+        if model is None:
+            raise CommandError(f"no registered model {opts['model']!r}")
+        options = {
+            "windows": opts["windows"],
+            "text": opts["text"],
+            "solvers": opts["solvers"],
+            "max_depth": opts["max_depth"],
+            "tolerances": opts["tolerances"],
+        }
+        try:
+            run = new_convergence_run(model, {k: v for k, v in options.items() if v is not None})
+        except RegistryError as exc:
+            raise CommandError(str(exc))
+        try:
+            run = run_convergence_evaluation(run.pk)
+        except Exception as exc:
+            run.mark_failed(f"{type(exc).__name__}: {exc}")
+            raise
+        self.stdout.write(f"{model.slug} on {run.device}: {run.results['text']}; rows written: {run.rows_written}")
+        figures = stored_figures(model.slug)
+        for solver, series in figures["solvers"].items():
+            self.stdout.write(f"{solver}: depth, bits/byte, residual median, p95, converged < 0.01")
+            converged = series["converged"].get("0.01") or [None] * len(series["depth"])
+            for i, depth in enumerate(series["depth"]):
+                if depth in (1, 2, 4, 8, 12, 16, 24, 32, 48, 64):
+                    self.stdout.write(
+                        f"  {depth:>3} {series['heldout_bits_per_byte'][i]:8.4f} {series['residual_median'][i]:10.3g}"
+                        f" {series['residual_p95'][i]:10.3g} {converged[i]:7.1%}"
+                    )
+        for point in figures["adaptive"]:
+            self.stdout.write(
+                f"adaptive {point['solver']} tol {point['tol']:g} cap {point['cap']}: "
+                f"{point['mean_iterations']:.2f} iterations, {point['heldout_bits_per_byte']:.4f} bits/byte "
+                f"(fixed depth at that mean: {point.get('fixed_bits_per_byte_at_mean_depth') or float('nan'):.4f})"
+            )
+        if opts["write_fixture"]:
+            path, count = write_fixture(model.slug)
+            self.stdout.write(f"wrote {count} rows for {model.slug} to {path}")
