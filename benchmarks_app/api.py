@@ -19,9 +19,7 @@ from portal.api import ApiError
 from . import stats, tables
 from .models import Comparison, ResultRow, SourceFile
 from .parsers import FORMATS, IngestError
-from .uploads import SizeLimitedUploadHandler, pair_companions, queue_uploads, read_limited
-
-MAX_FILES = 50
+from .uploads import MAX_FILES, SizeLimitedUploadHandler, queue_uploads, validate_upload_batch
 
 
 class UploadSerializer(serializers.ModelSerializer):
@@ -69,40 +67,9 @@ class UploadListView(APIView):
             )
         files = request.FILES.getlist("file") or request.FILES.getlist("files")
         oversize = getattr(request._request, "_benchmarks_oversize", [])
-        if oversize:
-            raise ApiError(
-                f"{oversize[0]}: over the {settings.UPLOAD_MAX_BYTES:,}-byte limit; nothing was stored.",
-                status_code=413,
-                param="file",
-                code="too_large",
-            )
-        if not files:
-            raise ApiError("Attach one or more result files in the multipart field 'file'.", param="file")
-        if len(files) > MAX_FILES:
-            raise ApiError(f"At most {MAX_FILES} files per request.", param="file")
         hints = request.data.getlist("path") if hasattr(request.data, "getlist") else []
-        if hints and len(hints) != len(files):
-            raise ApiError("Give one 'path' hint per file (or none).", param="path")
         fmt = request.data.get("format", "") or ""
-        if fmt and fmt not in FORMATS:
-            raise ApiError(f"Unknown format {fmt!r}; understood: {', '.join(FORMATS)}.", param="format")
-        loaded = []
-        for index, upload in enumerate(files):
-            hint = (hints[index] if hints else "") or upload.name
-            if upload.size > settings.UPLOAD_MAX_BYTES:
-                raise ApiError(
-                    f"{upload.name}: {upload.size:,} bytes is over the {settings.UPLOAD_MAX_BYTES:,}-byte limit.",
-                    status_code=413,
-                    param="file",
-                    code="too_large",
-                )
-            try:
-                loaded.append((hint, read_limited(upload)))
-            except IngestError as exc:
-                raise ApiError(f"{upload.name}: {exc.message}", status_code=413, param="file", code="too_large")
-        paired, problems = pair_companions(loaded)
-        if problems:
-            raise ApiError(f"{problems[0]['file']}: {problems[0]['message']}", param="file", code="lone_config")
+        paired = validate_upload_batch(files, hints, fmt, oversize)  # UploadRefused is an ApiError
         try:
             stored = queue_uploads(paired, fmt=fmt, uploader=request.user)
         except IngestError as exc:

@@ -12,7 +12,7 @@ Conventions (from the programme's own analysis scripts, see ../shared/anchor-res
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
 
@@ -48,26 +48,47 @@ def decimals_of(text: str) -> int:
     return len(text.split(".", 1)[1]) if "." in text else 0
 
 
+def decimals_of_value(value: float) -> int:
+    """Decimal places a figure stored as a number was written with (0.4833 -> 4, 4.42 -> 2, 1.0 -> 0)."""
+    text = repr(float(value))
+    if "e" in text or "." not in text:
+        return 0
+    return len(text.split(".", 1)[1].rstrip("0"))
+
+
+def agrees(printed: float | None, derived: float | None, places: int | None = None) -> bool:
+    """The one rule for "agrees with a printed figure", as the pages state it: the derived value is within half a
+    unit of the printed figure's last digit (plus a float tolerance). `places` defaults to the decimals the figure
+    was written with; two missing values agree, one missing value does not."""
+    if printed is None or derived is None:
+        return printed is None and derived is None
+    if places is None:
+        places = decimals_of_value(printed)
+    return abs(printed - derived) <= 0.5 * 10**-places + 1e-9
+
+
 def agrees_with_published(recomputed: float | None, published: str | float) -> bool:
-    """True when the recomputed value, rounded to the published figure's own precision, equals it."""
+    """`agrees` for a published figure given as text: its precision is the decimals it was printed with."""
     if recomputed is None:
         return False
     text = str(published)
-    return round_figure(recomputed, decimals_of(text)) == round_figure(float(text), decimals_of(text))
+    return agrees(float(text), recomputed, decimals_of(text))
 
 
-def mean(values: Sequence[float]) -> float | None:
+def mean(values: Iterable[float]) -> float | None:
     """Arithmetic mean; None for no values."""
-    return float(sum(values) / len(values)) if len(values) else None
+    items = [float(v) for v in values]
+    return sum(items) / len(items) if items else None
 
 
-def sample_sd(values: Sequence[float]) -> float | None:
-    """Sample standard deviation (ddof = 1); None when fewer than two values."""
-    n = len(values)
+def sample_sd(values: Iterable[float]) -> float | None:
+    """Sample standard deviation (ddof = 1), the programme's "±"; None when fewer than two values."""
+    items = [float(v) for v in values]
+    n = len(items)
     if n < 2:
         return None
-    m = sum(values) / n
-    return math.sqrt(sum((v - m) ** 2 for v in values) / (n - 1))
+    m = sum(items) / n
+    return math.sqrt(sum((v - m) ** 2 for v in items) / (n - 1))
 
 
 @dataclass

@@ -12,6 +12,7 @@ from django.core.files.base import ContentFile
 from django.core.files.uploadhandler import SkipFile, TemporaryFileUploadHandler
 from django.db import transaction
 
+from portal.api import ApiError
 from portal.models import JobStatus
 
 from .models import SourceFile
@@ -70,6 +71,52 @@ class SizeLimitedUploadHandler(TemporaryFileUploadHandler):
             self.request._benchmarks_oversize = oversize
             raise SkipFile()
         return super().receive_data_chunk(raw_data, start)
+
+
+MAX_FILES = 50  # per request, on the page and through the API
+
+
+class UploadRefused(ApiError):
+    """A batch refused before anything is stored; the API answers it in the error shape, the page as a message."""
+
+    @property
+    def message(self) -> str:
+        return str(self.detail)
+
+
+def validate_upload_batch(files: list, hints: list[str], fmt: str, oversize: list[str] = ()) -> list:
+    """The one check of an upload batch, for the page and the API: sizes, counts, hints, format, lone configs.
+
+    `oversize` names files the size-limiting handler cut off while they streamed in. Returns the files read and
+    paired with their config.yaml, ready for `queue_uploads`; raises `UploadRefused` naming the bad field.
+    """
+    limit = settings.UPLOAD_MAX_BYTES
+    if oversize:
+        raise UploadRefused(
+            f"{oversize[0]}: over the {limit:,}-byte limit; nothing was stored.", status_code=413, param="file",
+            code="too_large",
+        )  # fmt: skip
+    if not files:
+        raise UploadRefused("Attach one or more result files (the field 'file').", param="file")
+    if len(files) > MAX_FILES:
+        raise UploadRefused(f"At most {MAX_FILES} files per upload.", param="file")
+    if hints and len(hints) != len(files):
+        raise UploadRefused(
+            f"Give one path hint per file ({len(files)} files, {len(hints)} hints), or none.", param="path"
+        )
+    if fmt and fmt not in FORMATS:
+        raise UploadRefused(f"Unknown format {fmt!r}; understood: {', '.join(FORMATS)}.", param="format")
+    loaded = []
+    for index, upload in enumerate(files):
+        hint = (hints[index] if hints else "") or upload.name
+        try:
+            loaded.append((hint, read_limited(upload)))
+        except IngestError as exc:
+            raise UploadRefused(f"{upload.name}: {exc.message}", status_code=413, param="file", code="too_large")
+    paired, problems = pair_companions(loaded)
+    if problems:
+        raise UploadRefused(f"{problems[0]['file']}: {problems[0]['message']}", param="file", code="lone_config")
+    return paired
 
 
 def find_duplicate(sha: str, path_hint: str) -> SourceFile | None:

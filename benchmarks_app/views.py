@@ -17,7 +17,7 @@ from . import stats, tables
 from .models import Arm, Comparison, ResultRow, Run, SourceFile
 from .parsers import FORMATS, IngestError
 from .records import tables_cache_version
-from .uploads import SizeLimitedUploadHandler, pair_companions, queue_uploads, read_limited
+from .uploads import SizeLimitedUploadHandler, UploadRefused, queue_uploads, validate_upload_batch
 
 
 def index(request):
@@ -205,28 +205,10 @@ def _uploads(request):
         oversize = getattr(request, "_benchmarks_oversize", [])
         hints = [h.strip() for h in request.POST.get("paths", "").splitlines() if h.strip()]
         fmt = request.POST.get("format", "")
-        error = ""
-        if oversize:
-            error = f"{oversize[0]}: over the {settings.UPLOAD_MAX_BYTES:,}-byte limit; nothing was stored."
-        elif not files:
-            error = "Choose at least one result file."
-        elif hints and len(hints) != len(files):
-            error = f"Give one path hint per file ({len(files)} files, {len(hints)} hints), or none."
-        elif fmt and fmt not in FORMATS:
-            error = "Unknown format."
-        loaded = []
-        if not error:
-            try:
-                for i, f in enumerate(files):
-                    loaded.append(((hints[i] if hints else f.name), read_limited(f)))
-            except IngestError as exc:
-                error = exc.message
-        if not error:
-            paired, problems = pair_companions(loaded)
-            if problems:
-                error = f"{problems[0]['file']}: {problems[0]['message']}"
-        if error:
-            messages.error(request, error)
+        try:
+            paired = validate_upload_batch(files, hints, fmt, oversize)
+        except UploadRefused as exc:
+            messages.error(request, exc.message)
             return redirect("benchmarks:uploads")
         try:
             stored = queue_uploads(paired, fmt=fmt, uploader=request.user)

@@ -39,7 +39,7 @@ def check(entry: dict, recomputed) -> dict:
     if len(numbers) != len(values):
         out["status"] = "known_problem" if known else "unavailable"
         return out
-    agree = all(abs(v - p) <= 0.5 * 10 ** (-digits) + 1e-9 for v, p in zip(values, numbers, strict=True))
+    agree = all(stats.agrees(p, v, digits) for v, p in zip(values, numbers, strict=True))
     diffs = [v - p for v, p in zip(values, numbers, strict=True)]
     out["difference"] = max(diffs, key=abs)
     # A documented problem keeps its mark even when the bare number happens to agree (F44's 0.72 is right,
