@@ -1,6 +1,7 @@
 """The lab's pages render for everyone, carry no inline script, and the job page shows status and results."""
 
 import pytest
+from django.conf import settings
 
 from lab_app.models import LabRun
 from lab_app.services import create_job
@@ -12,11 +13,28 @@ def test_lab_page_renders_with_presets_solvers_and_scripts(client):
     response = client.get("/lab/")
     assert response.status_code == 200
     html = response.content.decode()
-    for text in ('id="game-preset"', "biased_rps", 'value="qre_path"', "js/lab/solvers.js", "vendor/plotly.min.js"):
+    for text in ('id="game-preset"', "biased_rps", 'value="qre_path"', "vendor/plotly.min.js"):
         assert text in html
+    # The page's script is an ES module that imports the solvers (static/js/lab/solvers.js and solvers/*.js).
+    assert '<script type="module" src="/static/js/lab/lab.js">' in html
+    assert 'from "./solvers.js"' in (settings.BASE_DIR / "static/js/lab/lab.js").read_text()
     assert "onclick=" not in html
     assert 'aria-current="page"' in html
     assert response.cookies.get("csrftoken"), "the page sets the CSRF cookie its POSTs need"
+
+
+def test_every_import_between_the_lab_modules_names_a_file_that_exists():
+    import re
+
+    root = settings.BASE_DIR / "static/js/lab"
+    modules = [root / "lab.js", root / "job.js", root / "render.js", root / "solvers.js", *root.glob("solvers/*.js")]
+    assert len(modules) >= 9
+    found = 0
+    for module in modules:
+        for target in re.findall(r'^import .* from "(\./[^"]+)";$', module.read_text(), re.M):
+            assert (module.parent / target).resolve().is_file(), f"{module.name} imports {target}"
+            found += 1
+    assert found >= 10
 
 
 def test_job_page_shows_progress_then_results(client, django_capture_on_commit_callbacks):
