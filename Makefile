@@ -84,7 +84,7 @@ services: system-deps ## Start Redis and PostgreSQL when they are installed but 
 	  pg_ctlcluster --skip-systemctl-redirect $$(ls /etc/postgresql | head -1) main start || true; \
 	fi
 
-test: setup services ## Run the whole suite on SQLite, then again on PostgreSQL when it is reachable
+test: setup services lmeval-env ## Run the whole suite on SQLite, then again on PostgreSQL when it is reachable
 	$(BIN)/python manage.py collectstatic --noinput -v 0
 	$(MAKE) --no-print-directory test-sqlite
 	@if pg_isready -q -h 127.0.0.1 -p 5432 2>/dev/null; then \
@@ -98,6 +98,16 @@ test-sqlite: ## The suite on SQLite
 test-postgres: ## The suite on PostgreSQL (PG_TEST_URL, default: the local server's database `test`)
 	@echo "== test suite on PostgreSQL =="
 	env -u CELERY_BROKER_URL -u CELERY_RESULT_BACKEND DATABASE_URL=$(PG_TEST_URL) $(BIN)/pytest $(PYTEST_ARGS)
+
+# lm-evaluation-harness in its own venv (its datasets/pyarrow stack stays out of .venv); offline once installed.
+LMEVAL_VENV := .venv-lmeval
+$(LMEVAL_VENV)/.deps: requirements-lmeval.txt
+	test -x $(LMEVAL_VENV)/bin/python || $(PYTHON) -m venv $(LMEVAL_VENV)
+	$(LMEVAL_VENV)/bin/pip install -q --disable-pip-version-check -r requirements-lmeval.txt
+	touch $@
+
+.PHONY: lmeval-env
+lmeval-env: $(LMEVAL_VENV)/.deps ## Install EleutherAI lm-evaluation-harness (pinned) into .venv-lmeval for its tests
 
 lint: setup ## ruff check
 	$(BIN)/ruff check .
