@@ -8,7 +8,7 @@ from django.urls import reverse
 from django.utils.http import urlencode
 from django.views.decorators.http import require_safe
 
-from . import exports, services
+from . import exports, live, services
 from .forms import ReplayFilterForm
 from .models import Seed
 
@@ -45,6 +45,7 @@ def index(request):
         sorted_players=players,
         player_columns=_sort_links(sort, direction),
         plot_data=_plot_data(context["baselines"]),
+        live=live.live_context(),
     )
     return render(request, "council/index.html", context)
 

@@ -166,3 +166,22 @@ def test_kinetic_is_refused_for_a_single_model(api):
     response = post(api, "/v1/completions", {"model": "eqlm-demo", "prompt": "x", "kinetic": {"beta": 1}})
     assert response.status_code == 400
     assert response.json()["error"]["param"] == "kinetic"
+
+
+def test_the_pages_chat_endpoint_needs_its_csrf_token_but_no_api_key(settings, api, client):
+    from django.test import Client
+
+    settings.API_REQUIRE_KEY = True
+    body = {"model": "eqlm-council", "messages": [{"role": "user", "content": "Hi"}], "max_tokens": 4}
+    assert post(api, "/v1/chat/completions", body).status_code == 401  # the API itself wants a key
+    browser = Client(enforce_csrf_checks=True)
+    page = browser.get("/council/")
+    assert b'id="live-form"' in page.content
+    token = page.cookies["csrftoken"].value
+    refused = browser.post("/council/live/chat", json.dumps(body), content_type="application/json")
+    assert refused.status_code == 403
+    answered = browser.post(
+        "/council/live/chat", json.dumps(body), content_type="application/json", HTTP_X_CSRFTOKEN=token
+    )
+    assert answered.status_code == 200, answered.content
+    assert len(answered.json()["eqlm"]["council"]["tokens"]) == 4
