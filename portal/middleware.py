@@ -6,6 +6,7 @@ from urllib.parse import parse_qsl, unquote_to_bytes
 from django.conf import settings
 from django.db import DatabaseError, InterfaceError, OperationalError
 from django.http import HttpResponse, JsonResponse
+from rest_framework.views import APIView
 
 DEFAULT_CSP = {
     "default-src": "'self'",
@@ -197,7 +198,7 @@ def check_request_input(request, view_func) -> None:
         length = int(request.META.get("CONTENT_LENGTH") or 0)
     except ValueError:
         raise BadInput(400, "Content-Length is not a number.", "body", "invalid_request")
-    is_api = request.path.startswith(API_PREFIXES)
+    is_api = is_api_request(request)
     limit = view_body_limit(view_func) or (settings.API_MAX_BODY_BYTES if is_api else None)
     if limit and length > limit:
         raise BadInput(
@@ -213,8 +214,16 @@ def check_request_input(request, view_func) -> None:
         raise BadInput(400, f"The request body {problem}.", "body", "invalid_encoding")
 
 
+def is_api_request(request, view_func=None) -> bool:
+    """An API request answers in the error shape: under /api/ or /v1/, or served by any DRF view."""
+    if view_func is not None:
+        view_class = getattr(view_func, "cls", None)
+        request.served_by_api_view = view_class is not None and issubclass(view_class, APIView)
+    return getattr(request, "served_by_api_view", False) or request.path.startswith(API_PREFIXES)
+
+
 def bad_input_response(request, exc: BadInput) -> HttpResponse:
-    if request.path.startswith(API_PREFIXES):
+    if is_api_request(request):
         from .api import error_body
 
         return JsonResponse(error_body(exc.message, exc.status, exc.param, exc.code), status=exc.status)
@@ -238,6 +247,7 @@ class RequestInputMiddleware:
         return self.get_response(request)
 
     def process_view(self, request, view_func, view_args, view_kwargs):
+        is_api_request(request, view_func)
         try:
             check_request_input(request, view_func)
         except BadInput as exc:
@@ -255,7 +265,7 @@ class ApiErrorShapeMiddleware:
         response = self.get_response(request)
         if (
             response.status_code < 400
-            or not request.path.startswith(API_PREFIXES)
+            or not is_api_request(request)
             or getattr(response, "streaming", False)
             or response.get("Content-Type", "").startswith("application/json")
         ):

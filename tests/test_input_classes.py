@@ -20,7 +20,7 @@ from .hostile import attack_operation, attack_route, route_paths, row_counts, un
 from .report import record
 
 pytestmark = pytest.mark.django_db
-EXAMPLES = int(os.environ.get("HOSTILE_EXAMPLES", "4"))  # make reliability: many more
+EXAMPLES = int(os.environ.get("HOSTILE_EXAMPLES", "2"))  # per class and target; make reliability: many more
 
 
 def schema_operations():
@@ -127,10 +127,11 @@ def test_an_escaped_backslash_before_u_is_text_not_a_surrogate(client):
 
 def test_a_lab_job_whose_sweep_key_holds_a_surrogate_is_refused_and_nothing_is_stored(client):
     body = '{"game": "rps", "solver": "mmd", "sweep": {"t\\udc00au": [0.1, 0.2]}}'
+    before = row_counts()
     response = client.post("/api/lab/jobs/", body, content_type="application/json")
     assert response.status_code == 400
     assert response.json()["error"]["code"] == "invalid_encoding"
-    assert LabRun.objects.count() == 0
+    assert row_counts() == before
 
 
 def test_invalid_utf8_in_a_query_string_is_a_400_on_pages_and_in_the_api(client):
@@ -187,12 +188,13 @@ def post_json(client, url, body):
 
 def test_anonymous_job_submissions_are_throttled_per_client_with_retry_after(client, settings):
     settings.LAB_JOB_ANON_RATE = "2/minute"
+    before = LabRun.objects.count()
     assert [post_json(client, "/api/lab/jobs/", JOB).status_code for _ in range(2)] == [201, 201]
     refused = post_json(client, "/api/lab/jobs/", JOB)
     assert refused.status_code == 429
     assert int(refused["Retry-After"]) > 0
     assert refused.json()["error"]["type"] == "rate_limit_error"
-    assert LabRun.objects.count() == 2
+    assert LabRun.objects.count() == before + 2
     other = Client(REMOTE_ADDR="10.0.0.9")  # another client address has its own allowance
     assert post_json(other, "/api/lab/jobs/", JOB).status_code == 201
 
@@ -213,11 +215,12 @@ def test_a_job_asking_for_more_work_than_the_cap_is_refused_before_it_is_stored(
         "params": {"steps": 200_000},
         "sweep": {"tau": [0.1, 0.2]},
     }
+    before = LabRun.objects.count()
     response = post_json(client, "/api/lab/jobs/", body)
     assert response.status_code == 400
     error = response.json()["error"]
     assert error["param"] == "sweep" and "units of work" in error["message"]
-    assert LabRun.objects.count() == 0
+    assert LabRun.objects.count() == before
 
 
 @pytest.mark.parametrize("url", ["/api/lab/solve", "/api/lab/jobs/"])
@@ -237,8 +240,9 @@ def test_a_payoff_too_large_for_a_double_is_a_400_naming_the_matrix(client, url,
 
 
 def test_a_sweep_over_a_parameter_the_solver_does_not_take_is_refused(client):
+    before = LabRun.objects.count()
     response = post_json(client, "/api/lab/jobs/", {"game": "rps", "solver": "gda", "sweep": {"tau": [0.1, 0.2]}})
     assert response.status_code == 400
     error = response.json()["error"]
     assert error["param"] == "sweep.tau" and "not a parameter of gda" in error["message"]
-    assert LabRun.objects.count() == 0
+    assert LabRun.objects.count() == before
