@@ -53,6 +53,8 @@ def profile(A: np.ndarray, B: np.ndarray, x: np.ndarray, y: np.ndarray, zero_sum
 
 def fraction_string(value: float, max_denominator: int = 1000, tol: float = 1e-9) -> str | None:
     """ "3/7" when the value is within tol of a fraction with a small denominator, else None."""
+    if value == 0.0 or value == 1.0:  # most entries of a limiting equilibrium; Fraction is slow
+        return "0" if value == 0.0 else "1"
     frac = Fraction(float(value)).limit_denominator(max_denominator)
     if abs(float(frac) - value) > tol:
         return None

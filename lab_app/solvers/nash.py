@@ -11,6 +11,7 @@ import itertools
 import time
 
 import numpy as np
+from scipy.linalg.lapack import dgesv
 
 from .core import fraction_string, nash_conv, profile
 
@@ -152,11 +153,11 @@ def solve_support(A: np.ndarray, B: np.ndarray, rows, cols) -> tuple[np.ndarray,
         return None
     # y on cols: A[rows, cols] y − v = 0, Σy = 1.
     My = np.zeros((len(rows) + 1, len(cols) + 1))
-    My[: len(rows), : len(cols)] = A[np.ix_(rows, cols)]
+    My[: len(rows), : len(cols)] = A[rows][:, cols]
     My[: len(rows), -1] = -1
     My[-1, : len(cols)] = 1
     Mx = np.zeros((len(cols) + 1, len(rows) + 1))
-    Mx[: len(cols), : len(rows)] = B[np.ix_(rows, cols)].T
+    Mx[: len(cols), : len(rows)] = B[rows][:, cols].T
     Mx[: len(cols), -1] = -1
     Mx[-1, : len(rows)] = 1
     rhs_y = np.zeros(len(rows) + 1)
@@ -165,8 +166,11 @@ def solve_support(A: np.ndarray, B: np.ndarray, rows, cols) -> tuple[np.ndarray,
     rhs_x[-1] = 1
     try:
         if My.shape[0] == My.shape[1] and Mx.shape[0] == Mx.shape[1]:
-            sy = np.linalg.solve(My, rhs_y)
-            sx = np.linalg.solve(Mx, rhs_x)
+            # LAPACK's dgesv directly: numpy's wrapper costs more than these small solves.
+            *_, sy, info_y = dgesv(My, rhs_y)
+            *_, sx, info_x = dgesv(Mx, rhs_x)
+            if info_y or info_x:
+                return None
         else:
             sy = np.linalg.lstsq(My, rhs_y, rcond=None)[0]
             sx = np.linalg.lstsq(Mx, rhs_x, rcond=None)[0]
@@ -187,9 +191,14 @@ def solve_support(A: np.ndarray, B: np.ndarray, rows, cols) -> tuple[np.ndarray,
 def polish(A: np.ndarray, B: np.ndarray, x: np.ndarray, y: np.ndarray, thresholds=(1e-6,)) -> tuple:
     """Re-solve an approximate equilibrium exactly on its support; keep it only if NashConv improves."""
     best = (x, y, nash_conv(A, B, x, y))
+    tried = set()
     for thr in thresholds:
         rows = np.nonzero(x > thr)[0]
         cols = np.nonzero(y > thr)[0]
+        support = (rows.tobytes(), cols.tobytes())
+        if support in tried:  # thresholds often cut the same support: the same solve again
+            continue
+        tried.add(support)
         sol = solve_support(A, B, rows, cols)
         if sol is not None:
             nc = nash_conv(A, B, *sol)

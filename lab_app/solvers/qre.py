@@ -136,7 +136,7 @@ def qre(
         w, x, y, res, ok, its = _newton(sys, lam, w, tol, max_iter=8)
         method = "newton"
     if not ok:
-        path = trace_path(A, B, lam_max=lam, tol=1e-10, stop_at=lam, compiled=False)
+        path = trace_path(A, B, lam_max=lam, stop_at=lam, compiled=False)
         p, q, w = _rebase(m, path["_w_at_stop"])
         w, x, y, res, ok, its2 = _newton(_System(A[p][:, q], B[p][:, q]), lam, w, tol)
         x, y = x[p], y[q]
@@ -170,7 +170,7 @@ def _qre_compiled(lib, A: np.ndarray, B: np.ndarray, lam: float, tol: float, zer
     if ok != 1:
         counts = np.empty(4)
         w[:] = 0.0
-        status = lib.lab_trace(m, n, a, b, lam, 2000, 1e-10, lam, -1.0, None, None, wp, counts.ctypes.data)
+        status = lib.lab_trace(m, n, a, b, lam, 2000, 1e-7, lam, -1.0, None, None, wp, counts.ctypes.data)
         p, q, w = _rebase(m, w)
         Ap, Bp = np.ascontiguousarray(A[p][:, q]), np.ascontiguousarray(B[p][:, q])
         ok = lib.lab_newton(m, n, Ap.ctypes.data, Bp.ctypes.data, lam, w.ctypes.data, tol, 60, xp, yp, ip)
