@@ -1,21 +1,15 @@
 """The Celery app: JSON only, late acks, time limits, a `default` and a `gpu` queue, a sweeper for lost jobs."""
 
-import base64
-import json
 import os
 
 from celery import Celery, Task
+from celery.exceptions import SoftTimeLimitExceeded, TimeLimitExceeded
+from celery.utils import uuid
 from kombu import Queue
 from kombu.exceptions import OperationalError as BrokerError
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "portal.settings")
 
-# The job row each task works on (its first argument is the row's id), so a job the broker refused ends failed.
-JOB_ROWS = {
-    "benchmarks_app.tasks.ingest_upload": "benchmarks_app.SourceFile",
-    "lab_app.tasks.run_lab_job": "lab_app.LabRun",
-    "inference.tasks.evaluate": "inference.EvaluationRun",  # every kind (BLiMP, convergence)
-}
 QUEUE_DOWN = "The job queue (Redis) was unavailable, so this job was never started. Please submit it again."
 
 
@@ -27,30 +21,57 @@ CRASHED = (
     "The job stopped with an unexpected error ({name}); nothing it was writing was kept. The details are in the "
     "worker's log; please submit it again or report it."
 )
+TIMED_OUT = "The job exceeded its time limit of {limit:g} s and was stopped."
 
 
 class PortalTask(Task):
-    def fail_job_row(self, args, message: str, statuses: tuple[str, ...]) -> None:
-        """End this task's job row (its id is the first argument) failed, if it is still in one of `statuses`."""
+    """The base of every task: it owns job-row bookkeeping, so tasks only take an id and call a service.
+
+    Before a message goes out its id is stored on the job row (the sweeper looks for that id in the broker);
+    a refused message fails the row; a task that raises (a crash, its soft time limit) ends its row failed.
+    """
+
+    show_error_text = False  # staff-only jobs (evaluations) put the exception's text on their row
+
+    def job_rows(self, args):
+        """The queryset of this task's job row (its id is the first argument), or None for a task without one."""
+        from .jobs import JOB_ROWS
+
         label = JOB_ROWS.get(self.name)
         if not label or not args:
-            return
+            return None
         from django.apps import apps
 
-        row = apps.get_model(label).objects.filter(pk=args[0]).first()
+        return apps.get_model(label).objects.filter(pk=args[0])
+
+    def fail_job_row(self, args, message: str, statuses: tuple[str, ...]) -> None:
+        """End this task's job row failed, if it is still in one of `statuses`."""
+        rows = self.job_rows(args)
+        row = rows.first() if rows is not None else None
         if row is not None and row.status in statuses:
             row.mark_failed(message)
+
+    def failure_message(self, exc) -> str:
+        if isinstance(exc, SoftTimeLimitExceeded | TimeLimitExceeded):
+            return TIMED_OUT.format(limit=self.soft_time_limit or self.app.conf.task_soft_time_limit or 0)
+        if self.show_error_text:
+            return f"{type(exc).__name__}: {exc}"[:2000]
+        return CRASHED.format(name=type(exc).__name__)
 
     def on_failure(self, exc, task_id, args, kwargs, einfo):
         """A task that raised must not leave its row `running` (or `queued`) forever: the row ends failed."""
         from billiard.exceptions import WorkerLostError
 
         if not isinstance(exc, WorkerLostError):  # a lost worker's message is redelivered
-            self.fail_job_row(args, CRASHED.format(name=type(exc).__name__), ("queued", "running"))
+            self.fail_job_row(args, self.failure_message(exc), ("queued", "running"))
 
-    def apply_async(self, args=None, kwargs=None, **options):
+    def apply_async(self, args=None, kwargs=None, task_id=None, **options):
+        task_id = task_id or uuid()
+        rows = self.job_rows(args)
+        if rows is not None:
+            rows.update(task_id=task_id)
         try:
-            return super().apply_async(args, kwargs, **options)
+            return super().apply_async(args, kwargs, task_id=task_id, **options)
         except BrokerError as exc:
             self.fail_job_row(args, QUEUE_DOWN, ("queued",))
             raise QueueUnavailable(QUEUE_DOWN) from exc
@@ -97,40 +118,6 @@ def sweep_lost_jobs() -> dict:
     from .jobs import requeue_lost_jobs
 
     return requeue_lost_jobs(settings.JOB_STALE_SECONDS).as_dict()
-
-
-def messages_in_broker() -> set[tuple[str, object]] | None:
-    """(task name, first argument) of every message Redis holds: waiting in a queue, or taken by a worker and not
-    yet acknowledged (kombu keeps those in its `unacked` hash until the ack). None when there is no Redis to read.
-    """
-    broker = str(app.conf.broker_url or "")
-    if app.conf.task_always_eager or not broker.startswith(("redis://", "rediss://")):
-        return None
-    import redis
-    from kombu.transport.redis import PRIORITY_STEPS, Channel
-
-    keys = [f"{q.name}{Channel.sep}{step}" if step else q.name for q in app.conf.task_queues for step in PRIORITY_STEPS]
-    try:
-        client = redis.Redis.from_url(broker, socket_timeout=5, socket_connect_timeout=5)
-        with client.pipeline(transaction=True) as pipe:  # one snapshot: a message moves from a queue to unacked
-            for key in keys:
-                pipe.lrange(key, 0, -1)
-            *queued, unacked = pipe.hvals(Channel.unacked_key).execute()
-        raw = [item for items in queued for item in items]
-    except redis.RedisError as exc:
-        raise QueueUnavailable(f"Redis could not be read ({type(exc).__name__}: {exc}).") from exc
-    found = set()
-    for item, taken in [(item, False) for item in raw] + [(item, True) for item in unacked]:
-        try:
-            payload = json.loads(item)[0] if taken else json.loads(item)  # unacked: [message, exchange, key]
-            body = payload["body"]
-            if payload.get("properties", {}).get("body_encoding") == "base64":
-                body = base64.b64decode(body)
-            args = json.loads(body)[0]
-            found.add((payload["headers"]["task"], args[0] if args else None))
-        except (KeyError, IndexError, TypeError, ValueError):
-            continue  # not a Celery task message of ours
-    return found
 
 
 def override_conf(**options) -> dict:

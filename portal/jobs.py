@@ -3,9 +3,12 @@
 A Redis without persistence forgets every queued message when it restarts, while the rows stay `queued`.
 Only rows whose message is really gone are re-sent (a long backlog is not a loss), and each row at most
 MAX_REQUEUES times, so a job that keeps vanishing ends `failed` with a message instead of waiting forever.
-The tasks take the row's id and leave a finished row alone, so a message sent twice does no harm.
+The tasks take the row's id and leave a finished row alone, so a message sent twice does no harm. Each row
+holds the id of the message last sent for it (`Job.task_id`), which is what the sweeper looks for in Redis; a row
+queued before task ids were stored has none and counts as lost (re-sending it is harmless).
 """
 
+import json
 from dataclasses import dataclass, field
 from datetime import timedelta
 
@@ -14,8 +17,17 @@ from django.db.models import F
 from django.utils import timezone
 from django.utils.module_loading import import_string
 
+from .celery import QueueUnavailable, app
 from .models import JobStatus
 
+# The job row each task works on (its first argument is the row's id): PortalTask stores the message's id on it
+# and fails it when the task fails; the sweeper re-sends the rows whose message the broker lost.
+JOB_ROWS = {
+    "benchmarks_app.tasks.ingest_upload": "benchmarks_app.SourceFile",
+    "lab_app.tasks.run_lab_job": "lab_app.LabRun",
+    "inference.tasks.evaluate": "inference.EvaluationRun",  # every kind (BLiMP, convergence)
+    "inference.tasks.evaluate_blimp": "inference.EvaluationRun",  # the old name, for messages queued before
+}
 MAX_REQUEUES = 3
 LOST = (
     "The job queue (Redis) lost this job: it was sent again {count} times and no worker ever started it, "
@@ -45,15 +57,14 @@ def requeue_lost_jobs(older_than_s: float) -> Sweep:
     A row is claimed with a conditional UPDATE before its message goes out, so two sweeps at once never both
     send it. Raises QueueUnavailable when Redis cannot be read (nothing is changed then).
     """
-    from .celery import JOB_ROWS, messages_in_broker
-
     cutoff = timezone.now() - timedelta(seconds=older_than_s)
-    in_broker = messages_in_broker()  # None: no broker to ask (eager mode), so every stale row counts as lost
+    in_broker = task_ids_in_broker()  # None: no broker to ask (eager mode), so every stale row counts as lost
     sweep = Sweep()
-    for task_name, label in JOB_ROWS.items():
+    for label in dict.fromkeys(JOB_ROWS.values()):
         model = apps.get_model(label)
-        for pk, count in model.objects.queued_before(cutoff).values_list("pk", "requeue_count"):
-            if in_broker is not None and (task_name, pk) in in_broker:
+        task_name = next(name for name, row_label in JOB_ROWS.items() if row_label == label)
+        for pk, count, task_id in model.objects.queued_before(cutoff).values_list("pk", "requeue_count", "task_id"):
+            if in_broker is not None and task_id and task_id in in_broker:
                 sweep.waiting += 1
                 continue
             unchanged = model.objects.filter(pk=pk, status=JobStatus.QUEUED, requeue_count=count)
@@ -66,3 +77,34 @@ def requeue_lost_jobs(older_than_s: float) -> Sweep:
                 import_string(task_name).apply_async(args=[pk])
                 sweep.resent.append(f"{label}#{pk}")
     return sweep
+
+
+def task_ids_in_broker() -> set[str] | None:
+    """The id of every message Redis holds: waiting in a queue, or taken by a worker and not yet acknowledged
+    (kombu keeps those in its `unacked` hash until the ack). None when there is no Redis to read.
+
+    Only each message's headers are read (the id is there); its body, the task's arguments, is never decoded.
+    """
+    broker = str(app.conf.broker_url or "")
+    if app.conf.task_always_eager or not broker.startswith(("redis://", "rediss://")):
+        return None
+    import redis
+    from kombu.transport.redis import PRIORITY_STEPS, Channel
+
+    keys = [f"{q.name}{Channel.sep}{step}" if step else q.name for q in app.conf.task_queues for step in PRIORITY_STEPS]
+    try:
+        client = redis.Redis.from_url(broker, socket_timeout=5, socket_connect_timeout=5)
+        with client.pipeline(transaction=True) as pipe:  # one snapshot: a message moves from a queue to unacked
+            for key in keys:
+                pipe.lrange(key, 0, -1)
+            *queued, unacked = pipe.hvals(Channel.unacked_key).execute()
+    except redis.RedisError as exc:
+        raise QueueUnavailable(f"Redis could not be read ({type(exc).__name__}: {exc}).") from exc
+    found = set()
+    for item, taken in [(item, False) for items in queued for item in items] + [(item, True) for item in unacked]:
+        try:
+            message = json.loads(item)
+            found.add((message[0] if taken else message)["headers"]["id"])  # unacked: [message, exchange, key]
+        except (KeyError, IndexError, TypeError, ValueError):
+            continue  # not a Celery task message
+    return found

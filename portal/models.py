@@ -35,6 +35,8 @@ class Job(models.Model):
     # How often the sweeper (portal/jobs.py) re-sent this job's message because the broker had lost it.
     requeue_count = models.PositiveSmallIntegerField(default=0, editable=False)
     requeued_at = models.DateTimeField(null=True, blank=True, editable=False)
+    # The Celery id of the message last sent for this row (PortalTask.apply_async stores it before sending).
+    task_id = models.CharField(max_length=64, blank=True, editable=False)
 
     objects = JobQuerySet.as_manager()
 

@@ -112,3 +112,16 @@ def test_the_worker_beat_sweeps_every_job_sweep_seconds(settings):
     assert entry["task"] == "portal.sweep_lost_jobs"
     assert entry["schedule"] == settings.JOB_SWEEP_SECONDS
     assert "portal.sweep_lost_jobs" in app.tasks
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_queued_job_row_holds_the_id_of_the_message_sent_for_it(idle_broker):
+    import json
+
+    from portal.jobs import task_ids_in_broker
+
+    run = create_job(SPEC)
+    run.refresh_from_db()
+    message = json.loads(idle_broker.lrange("default", 0, -1)[0])
+    assert run.task_id and message["headers"]["id"] == run.task_id
+    assert task_ids_in_broker() == {run.task_id}
