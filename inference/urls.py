@@ -7,7 +7,12 @@ from . import views
 app_name = "inference"
 urlpatterns = [
     path("demo/", views.demo, name="demo"),
-    re_path(r"^demo/model/(?P<name>[A-Za-z0-9_.-]+)$", views.model_file, name="demo-model-file"),
+    re_path(r"^demo/models/(?P<model_id>[A-Za-z0-9_.-]+)/manifest\.json$", views.model_manifest, name="model-manifest"),
+    re_path(
+        r"^demo/models/(?P<model_id>[A-Za-z0-9_.-]+)/graphs/(?P<sha256>[0-9a-f]{64})\.onnx$",
+        views.model_graph,
+        name="model-graph",
+    ),
     re_path(r"^demo/ort/(?P<name>[A-Za-z0-9_.-]+)$", views.ort_worker_script, name="demo-ort"),
     re_path(r"^demo/quality\.(?P<fmt>csv|json)$", views.quality_download, name="demo-quality"),
     path("models/", views.models_page, name="models"),

@@ -22,7 +22,6 @@ from django.templatetags.static import static
 from django.urls import reverse
 
 from .models import EvaluationRun, RegisteredModel
-from .services import DEMO_SLUG, read_demo_metrics
 
 log = logging.getLogger(__name__)
 
@@ -47,31 +46,63 @@ def read_json(path: Path) -> dict | None:
         return None
 
 
-def manifest_url() -> str | None:
-    """Where the browser reads the manifest (the graphs sit beside it).
+def manifest_url(model_id: str | None = None) -> str | None:
+    """Where the browser reads a model's manifest; the manifest names each graph by a URL carrying its sha256."""
+    from .serving import DEFAULT_MODEL_ID, UnknownModel, get_card
 
-    Inside the static folder (the committed demo model) the files are static files; a DEMO_MODEL_ONNX_DIR
-    elsewhere is served by `model_file` below.
-    """
-    folder = onnx_dir()
-    if not (folder / "manifest.json").exists():
-        return None
     try:
-        relative = folder.resolve().relative_to((settings.BASE_DIR / "static").resolve())
-    except ValueError:
-        return reverse("inference:demo-model-file", args=["manifest.json"])
-    return static(f"{relative.as_posix()}/manifest.json")
+        card = get_card(model_id or DEFAULT_MODEL_ID)
+    except UnknownModel:
+        return None
+    return reverse("inference:model-manifest", args=[card.id])
 
 
-def model_file(request, name: str):
-    """The manifest or one of the graphs it names, from DEMO_MODEL_ONNX_DIR (nothing else in that folder)."""
-    manifest = read_json(onnx_dir() / "manifest.json")
-    allowed = {"manifest.json", *((manifest or {}).get("graphs") or {}).values()}
-    if manifest is None or name not in allowed:
-        raise Http404("No such model file.")
-    content_type = "application/json" if name.endswith(".json") else "application/octet-stream"
-    response = FileResponse(open(onnx_dir() / name, "rb"), content_type=content_type)  # noqa: SIM115
-    response["Cache-Control"] = "public, max-age=3600"
+def served_manifest(card) -> dict:
+    """The manifest as the browser gets it: its own id, and each graph's content-addressed URL."""
+    manifest = dict(card.manifest)
+    manifest["model_id"] = card.id
+    manifest["max_depth"] = card.max_depth
+    manifest["graph_sha256"] = dict(card.graph_sha256)
+    manifest["graph_urls"] = {
+        role: reverse("inference:model-graph", args=[card.id, sha]) for role, sha in card.graph_sha256.items()
+    }
+    return manifest
+
+
+def _card_or_404(model_id: str):
+    from .serving import UnknownModel, get_card
+
+    try:
+        card = get_card(model_id)
+    except UnknownModel:
+        raise Http404("No such model.") from None
+    if card.error:
+        raise Http404(f"The model's files cannot be served: {card.error}")
+    return card
+
+
+def model_manifest(request, model_id: str):
+    """A servable model's manifest. Revalidated on every load (ETag = its export's version), so a new export of
+    the model is seen at once; the graphs it names never change under their URLs."""
+    card = _card_or_404(model_id)
+    etag = f'"{card.version}"'
+    if request.headers.get("If-None-Match") == etag:
+        response = HttpResponse(status=304)
+    else:
+        response = JsonResponse(served_manifest(card))
+    response["ETag"] = etag
+    response["Cache-Control"] = "no-cache"
+    return response
+
+
+def model_graph(request, model_id: str, sha256: str):
+    """One ONNX graph by its sha256: immutable, cached for a year. A hash that is not one of the model's current
+    graphs is a 404, so a page holding an old manifest can never mix its graphs with a new export's."""
+    path = _card_or_404(model_id).file_for_sha(sha256)
+    if path is None:
+        raise Http404("No such graph in this model's current export.")
+    response = FileResponse(open(path, "rb"), content_type="application/octet-stream")  # noqa: SIM115
+    response["Cache-Control"] = "public, max-age=31536000, immutable"
     return response
 
 
@@ -91,9 +122,17 @@ def _depth_series(mapping) -> dict[int, float]:
     return dict(sorted(series.items()))
 
 
-def held_out_bits_per_byte() -> dict[int, float]:
-    """Held-out bits/byte by depth, as measured on the ONNX files and stored with the demo model."""
-    sources = [onnx_dir() / "manifest.json", Path(settings.DEMO_MODEL_CHECKPOINT).parent / "metrics.json"]
+def held_out_bits_per_byte(model_id: str | None = None) -> dict[int, float]:
+    """Held-out bits/byte by depth, as measured on the ONNX files and stored with the model (manifest, metrics)."""
+    from .bundled import bundled_model
+    from .serving import DEFAULT_MODEL_ID, UnknownModel, get_card
+
+    model_id = model_id or DEFAULT_MODEL_ID
+    try:
+        folder = get_card(model_id).onnx_dir
+    except UnknownModel:
+        folder = bundled_model(model_id).onnx_dir
+    sources = [folder / "manifest.json", bundled_model(model_id).metrics_path]
     for path in sources:
         data = read_json(path) or {}
         for holder in (data, data.get("metrics") or {}):
@@ -106,8 +145,8 @@ def held_out_bits_per_byte() -> dict[int, float]:
     return {}
 
 
-def blimp_by_depth() -> dict[int, float]:
-    """BLiMP accuracy by depth for the demo model, from result rows its evaluations wrote (empty until then).
+def blimp_by_depth(model_id: str | None = None) -> dict[int, float]:
+    """BLiMP accuracy by depth for a model, from result rows its evaluations wrote (empty until then).
 
     Evaluations of different pair subsets may coexist; per depth the one that scored the most pairs is shown.
     """
@@ -118,7 +157,7 @@ def blimp_by_depth() -> dict[int, float]:
     except ImportError:
         return {}
     try:
-        rows = ResultRow.objects.filter(experiment="local", metric="blimp_accuracy", arm_label=DEMO_SLUG)
+        rows = ResultRow.objects.filter(experiment="local", metric="blimp_accuracy", arm_label=model_id or DEMO_SLUG)
         best: dict[int, tuple[int, float]] = {}
         for condition, value, n in rows.values_list("condition", "value", "n"):
             depth = (condition or {}).get("depth")
@@ -130,38 +169,95 @@ def blimp_by_depth() -> dict[int, float]:
         return {}
 
 
-def quality_table() -> list[dict]:
-    bpb, blimp = held_out_bits_per_byte(), blimp_by_depth()
+def quality_table(model_id: str | None = None) -> list[dict]:
+    bpb, blimp = held_out_bits_per_byte(model_id), blimp_by_depth(model_id)
     return [
         {"depth": d, "held_out_bits_per_byte": bpb.get(d), "blimp_accuracy": blimp.get(d)}
         for d in sorted(set(bpb) | set(blimp))
     ]
 
 
-def training_facts(manifest: dict | None) -> dict:
-    """Bytes seen and training time, from the manifest's metrics or the demo model's metrics file."""
+def training_facts(manifest: dict | None, model_id: str | None = None) -> dict:
+    """Bytes seen and training time, from the manifest's metrics or the model's metrics file."""
+    from .bundled import bundled_model
+    from .serving import DEFAULT_MODEL_ID
+
     metrics = (manifest or {}).get("metrics") or {}
-    stored = read_json(Path(settings.DEMO_MODEL_CHECKPOINT).parent / "metrics.json") or {}
+    stored = bundled_model(model_id or DEFAULT_MODEL_ID).metrics()
     training = stored.get("training") or {}
     tokens = metrics.get("tokens_seen") or training.get("tokens_seen")
     seconds = metrics.get("train_seconds") or training.get("train_seconds")
     return {"tokens_seen": tokens, "train_minutes": round(seconds / 60) if seconds else None}
 
 
+DEPTH_MARKS = (4, 8, 12, 16, 32, 64)
+
+
+def depth_marks(max_depth: int) -> list[dict]:
+    """The dial's labelled notches up to max_depth, each with its position along the slider (percent)."""
+    span = max(1, max_depth - 1)
+    return [{"value": v, "left": f"{(v - 1) / span * 100:.2f}"} for v in DEPTH_MARKS if v <= max_depth]
+
+
+def dial_models() -> list[dict]:
+    """Every model the dial can load: id and name, the default first."""
+    from .bundled import bundled_model
+    from .serving import model_cards
+
+    names = dict(RegisteredModel.objects.values_list("slug", "name"))
+    models = []
+    for card in model_cards().values():
+        if card.error:
+            continue
+        name = names.get(card.id) or (bundled_model(card.id).name() if card.source == "bundled" else card.name)
+        models.append({"id": card.id, "name": name})
+    return models
+
+
+def selected_model(request) -> dict:
+    """The model the page shows (?model=<id>, default eqlm-demo): id, name, depths, card; 404 for an unknown id."""
+    from .bundled import bundled_model
+    from .serving import DEFAULT_MODEL_ID, UnknownModel, get_card
+
+    model_id = request.GET.get("model") or DEFAULT_MODEL_ID
+    try:
+        card = get_card(model_id)
+    except UnknownModel:
+        if model_id != DEFAULT_MODEL_ID:
+            raise Http404("No such model.") from None
+        card = None
+    bundled = bundled_model(model_id)
+    story = bundled.card()
+    return {
+        "id": model_id,
+        "name": bundled.name(),
+        "default_depth": card.default_depth if card else 8,
+        "max_depth": card.max_depth if card else 64,
+        "manifest": card.manifest if card else None,
+        "card": story,
+        "summary": story.get("shows") or story.get("summary", ""),
+    }
+
+
 def demo(request):
-    manifest = read_json(onnx_dir() / "manifest.json")
-    quality = quality_table()
+    model = selected_model(request)
+    manifest = model["manifest"]
+    quality = quality_table(model["id"])
     context = {
         "section": "demo",
-        "manifest_url": manifest_url(),
+        "manifest_url": manifest_url(model["id"]),
+        "model": model,
+        "models": dial_models(),
+        "depth_marks": depth_marks(model["max_depth"]),
         "model_available": manifest is not None,
         "manifest": manifest or {},
         "quality": quality,
         "has_blimp": any(row["blimp_accuracy"] is not None for row in quality),
-        "training": training_facts(manifest),
+        "training": training_facts(manifest, model["id"]),
         "examples": EXAMPLE_PROMPTS,
         "page_config": {
-            "manifestUrl": manifest_url(),
+            "manifestUrl": manifest_url(model["id"]),
+            "model": {"id": model["id"], "defaultDepth": model["default_depth"], "maxDepth": model["max_depth"]},
             "ortWasm": static("vendor/ort/ort-wasm-simd-threaded.wasm"),
             "ortMjs": reverse("inference:demo-ort", args=["ort-wasm-simd-threaded.mjs"]),
             "quality": quality,
@@ -204,16 +300,17 @@ def ort_worker_script(request, name: str):
 
 
 def quality_download(request, fmt: str):
-    rows = quality_table()
+    model_id = selected_model(request)["id"]
+    rows = quality_table(model_id)
     if fmt == "json":
-        response = JsonResponse({"model": "eqlm-demo", "rows": rows})
+        response = JsonResponse({"model": model_id, "rows": rows})
     else:
         buffer = io.StringIO()
         writer = csv.DictWriter(buffer, fieldnames=["depth", "held_out_bits_per_byte", "blimp_accuracy"])
         writer.writeheader()
         writer.writerows(rows)
         response = HttpResponse(buffer.getvalue(), content_type="text/csv; charset=utf-8")
-    response["Content-Disposition"] = f'attachment; filename="eqlm-demo-quality-by-depth.{fmt}"'
+    response["Content-Disposition"] = f'attachment; filename="{model_id}-quality-by-depth.{fmt}"'
     return response
 
 
@@ -270,35 +367,60 @@ def blimp_rows(run: EvaluationRun | None) -> list[dict]:
     return rows
 
 
+def bundled_metrics(slug: str) -> dict | None:
+    """A bundled model's metrics file ({} when missing), or None when slug is not a bundled model."""
+    from .bundled import bundled_models
+
+    for model in bundled_models():
+        if model.id == slug:
+            return model.metrics()
+    return None
+
+
+def bundled_entry(model) -> dict:
+    """What /models/ shows for one bundled model: its card, facts, tables and latest BLiMP evaluation."""
+    metrics = model.metrics()
+    run = latest_evaluation(RegisteredModel.objects.filter(slug=model.id).first())
+    samples = (metrics.get("greedy_samples") or {}).get("by_depth") or {}
+    return {
+        "id": model.id,
+        "prefix": "demo" if model.is_default else model.id,
+        "is_default": model.is_default,
+        "name": model.name(),
+        "card": model.card(),
+        "metrics": metrics,
+        "metrics_path": model.metrics_path.name,
+        "bpb": bpb_rows(metrics),
+        "blimp": blimp_rows(run),
+        "eval": run,
+        "samples": [{"depth": int(d), **s} for d, s in sorted(samples.items(), key=lambda kv: int(kv[0]))],
+        "sample_prompts": (metrics.get("greedy_samples") or {}).get("prompts", []),
+    }
+
+
 def models_page(request):
-    metrics = read_demo_metrics()
-    demo_row = RegisteredModel.objects.filter(slug=DEMO_SLUG).first()
-    demo_eval = latest_evaluation(demo_row)
+    from .bundled import bundled_models
+
     uploaded = []
     for model in RegisteredModel.objects.uploaded().select_related("uploaded_by"):
         last = model.evaluations.order_by("-created_at").first()
         uploaded.append({"model": model, "last": last, "rows": blimp_rows(latest_evaluation(model))})
-    samples = (metrics.get("greedy_samples") or {}).get("by_depth") or {}
     context = {
         "section": "models",
         "cards": published_cards(),
-        "demo": metrics,
-        "demo_bpb": bpb_rows(metrics),
-        "demo_blimp": blimp_rows(demo_eval),
-        "demo_eval": demo_eval,
-        "demo_samples": [{"depth": int(d), **s} for d, s in sorted(samples.items(), key=lambda kv: int(kv[0]))],
-        "sample_prompts": (metrics.get("greedy_samples") or {}).get("prompts", []),
+        "bundled": [bundled_entry(model) for model in bundled_models()],
         "uploaded": uploaded,
     }
     return render(request, "inference/models.html", context)
 
 
 def _table(slug: str, table: str) -> tuple[list[dict], list[str]]:
-    if table == "bpb" and slug == DEMO_SLUG:
-        rows = bpb_rows(read_demo_metrics())
+    metrics = bundled_metrics(slug)
+    if table == "bpb" and metrics is not None:
+        rows = bpb_rows(metrics)
         return rows, ["depth", "held_out_bits_per_byte", "ci_slice_bits_per_byte"]
-    if table == "warm" and slug == DEMO_SLUG:
-        warm = read_demo_metrics().get("warm_start_decoding")
+    if table == "warm" and metrics is not None:
+        warm = metrics.get("warm_start_decoding")
         if warm:
             columns = [
                 "prompts",
@@ -313,8 +435,8 @@ def _table(slug: str, table: str) -> tuple[list[dict], list[str]]:
                 "exact_sequences",
             ]
             return [{k: warm.get(k) for k in columns}], columns
-    if table == "samples" and slug == DEMO_SLUG:
-        samples = read_demo_metrics().get("greedy_samples") or {}
+    if table == "samples" and metrics is not None:
+        samples = metrics.get("greedy_samples") or {}
         rows = [
             {"depth": int(d), "prompt": prompt, "real_word_share": s.get("real_word_share"), "text": text}
             for d, s in sorted((samples.get("by_depth") or {}).items(), key=lambda kv: int(kv[0]))

@@ -135,3 +135,34 @@ def test_the_quality_chart_has_a_table_and_downloads(client, settings):
     assert csv.content.decode().splitlines()[0] == "depth,held_out_bits_per_byte,blimp_accuracy"
     if rows:
         assert 'id="quality-table"' in body and len(csv.content.decode().splitlines()) == len(rows) + 1
+
+
+def test_the_model_select_switches_to_the_unrolled_model_and_depth_64_matches_the_api(page, live_server, dial_model):
+    page.goto("/demo/")
+    page.wait_for_selector("body[data-dial-ready=true]", timeout=60_000)
+    with page.expect_navigation():
+        page.select_option("#model", "eqlm-demo-unrolled")
+    page.wait_for_selector("body[data-dial-ready=true]", timeout=60_000)
+    assert page.evaluate("window.eqlmDemo.runtime.modelId") == "eqlm-demo-unrolled"
+    graph_urls = [url for url in page.watch.requests if "/graphs/" in url]
+    assert len(graph_urls) >= 3 and all(url.endswith(".onnx") and "/eqlm-demo-unrolled/graphs/" in url
+                                        for url in graph_urls[-3:])  # fmt: skip
+    assert page.locator("#depth").get_attribute("max") == "64"
+
+    run = generate_in_page(page, 64, max_tokens=6)
+    assert run["meanIterations"] == 64 and run["requests"] == []
+    api = httpx.post(
+        f"{live_server.url}/v1/completions",
+        json={"model": "eqlm-demo-unrolled", "prompt": PROMPT, "max_tokens": 6, "temperature": 0, "depth": 64},
+        timeout=60,
+    ).json()
+    assert api["model"] == "eqlm-demo-unrolled" and api["choices"][0]["text"] == run["text"]
+
+    refused = page.evaluate(
+        "async () => { try { for await (const _ of window.eqlmDemo.runtime.generate({prompt: 'a', depth: 65})) {} "
+        "return 'ran'; } catch (e) { return String(e.message); } }"
+    )
+    assert refused == "depth must be between 1 and 64"
+    set_control(page, "#depth", 65)  # the slider itself stops at its max
+    assert page.locator("#depth").input_value() == "64"
+    page.watch.assert_clean()

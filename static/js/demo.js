@@ -13,7 +13,10 @@
     status: $("runtime-status"), output: $("output"), tps: $("fig-tps"), iters: $("fig-iters"),
     residual: $("fig-residual"), threads: $("fig-threads"), swatches: $("legend-swatches"),
   };
-  const state = { runtime: null, running: false, abort: null, lastRun: null };
+  const model = config.model || {};
+  const maxDepth = Number(model.maxDepth) || 64; // the server renders the same range on the slider
+  const defaultDepth = Number(model.defaultDepth) || 8;
+  const state = { runtime: null, running: false, abort: null, lastRun: null, modelId: model.id || null };
   window.eqlmDemo = state; // read by the browser tests and the browser benchmark
 
   function tolerance() { return Math.pow(10, Number(els.tol.value)); }
@@ -106,12 +109,14 @@
     span.style.background = shade(event.iterations, cap);
     span.title = `${event.iterations} iteration${event.iterations === 1 ? "" : "s"}, residual ${event.residual.toExponential(2)}`;
     els.output.append(span);
+    span.eqlmResiduals = event.residuals || null; // its residual after each iteration (the convergence panel)
+    els.output.dispatchEvent(new CustomEvent("eqlm:token", { detail: { span, event } }));
   }
 
   async function generate(evt) {
     evt.preventDefault();
     if (!state.runtime || state.running) return;
-    const depth = Number(els.depth.value);
+    const depth = Math.max(1, Math.min(maxDepth, Math.round(Number(els.depth.value)) || defaultDepth));
     const adaptive = mode() === "adaptive";
     const request = {
       prompt: els.prompt.value,
@@ -152,6 +157,7 @@
       state.lastRun = { request, text, tokens: count, seconds, tokensPerSecond: count / seconds,
                         meanIterations: count ? iterSum / count : 0, finalResidual: residual, firstTokenMs };
       els.output.dataset.state = "done";
+      els.output.dispatchEvent(new CustomEvent("eqlm:done"));
       setStatus(`Done: ${count} tokens in ${seconds.toFixed(2)} s.`);
     } catch (error) {
       els.output.dataset.state = "error";
@@ -166,6 +172,8 @@
 
   // --- start-up ---------------------------------------------------------------------------------------------
   async function start() {
+    const picker = $("model");
+    if (picker) picker.addEventListener("change", () => picker.form.submit()); // each model has its own page state
     form.addEventListener("input", syncControls);
     form.addEventListener("change", syncControls);
     form.addEventListener("submit", generate);
@@ -182,7 +190,7 @@
       return;
     }
     if (!config.manifestUrl) {
-      setStatus("The demo model is not installed on this server.");
+      setStatus(`The model ${model.id || ""} is not installed on this server.`);
       return;
     }
     // Two wasm threads need cross-origin isolation; ?threads=1 forces one (to compare, or on a busy machine).

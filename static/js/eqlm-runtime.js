@@ -12,7 +12,7 @@
 (function (root) {
   "use strict";
 
-  const MAX_DEPTH = 32;
+  const MAX_DEPTH = 64;
 
   /* numpy compares a float32 array with a Python float in float32 (NEP 50): do the same. */
   const f32 = Math.fround;
@@ -175,16 +175,17 @@
       const response = await fetch(manifestUrl, { credentials: "same-origin" });
       if (!response.ok) throw new Error(`manifest: HTTP ${response.status}`);
       const manifest = await response.json();
-      const base = new URL(".", new URL(manifestUrl, root.location ? root.location.href : undefined)).href;
+      const manifestHref = new URL(manifestUrl, root.location ? root.location.href : undefined).href;
       const options = { executionProviders: ["wasm"], graphOptimizationLevel: "all" };
-      const open = async (name) => {
-        const bytes = await fetch(base + name, { credentials: "same-origin" });
-        if (!bytes.ok) throw new Error(`${name}: HTTP ${bytes.status}`);
+      /* The portal serves each graph under a URL carrying its sha256 (manifest.graph_urls), so the graphs always
+         belong to the manifest just read; a plain folder of files (tests, bench) is read beside the manifest. */
+      const open = async (role) => {
+        const url = new URL((manifest.graph_urls && manifest.graph_urls[role]) || manifest.graphs[role], manifestHref);
+        const bytes = await fetch(url.href, { credentials: "same-origin" });
+        if (!bytes.ok) throw new Error(`${manifest.graphs[role]}: HTTP ${bytes.status}`);
         return ort.InferenceSession.create(new Uint8Array(await bytes.arrayBuffer()), options);
       };
-      const [embed, step, head] = await Promise.all(
-        [manifest.graphs.embed, manifest.graphs.step, manifest.graphs.head].map(open),
-      );
+      const [embed, step, head] = await Promise.all(["embed", "step", "head"].map(open));
       return new EqlmRuntime(ort, manifest, { embed, step, head }, threads);
     }
 

@@ -1,0 +1,99 @@
+"""The dial and the models page address every servable model; graphs are served under content-addressed URLs."""
+
+import hashlib
+import json
+import re
+import shutil
+
+import pytest
+
+from eqlm.testing import export_tiny_model
+from inference import serving
+
+pytestmark = pytest.mark.django_db
+
+
+def page_config(html: str) -> dict:
+    return json.loads(re.search(r'<script id="demo-config" type="application/json">(.*?)</script>', html, re.S)[1])
+
+
+def test_the_dial_offers_every_model_and_defaults_to_eqlm_demo(client):
+    html = client.get("/demo/").content.decode()
+    options = re.findall(r'<option value="([^"]+)"( selected)?>', html)
+    assert [value for value, _ in options] == ["eqlm-demo", "eqlm-demo-unrolled"]
+    assert options[0][1] == " selected"
+    config = page_config(html)
+    assert config["model"] == {"id": "eqlm-demo", "defaultDepth": 8, "maxDepth": 64}
+    assert config["manifestUrl"] == "/demo/models/eqlm-demo/manifest.json"
+
+
+def test_the_dial_spans_depths_1_to_64_starting_at_the_models_default(client):
+    html = client.get("/demo/?model=eqlm-demo-unrolled").content.decode()
+    slider = re.search(r'<input type="range" id="depth"[^>]*>', html)[0]
+    assert 'min="1"' in slider and 'max="64"' in slider and 'value="8"' in slider
+    assert re.findall(r'<option value="(\d+)" label', html) == ["4", "8", "12", "16", "32", "64"]
+
+
+def test_the_unrolled_models_page_on_the_dial_carries_its_card_and_measured_table(client):
+    html = client.get("/demo/?model=eqlm-demo-unrolled").content.decode()
+    assert page_config(html)["model"]["id"] == "eqlm-demo-unrolled"
+    card = html[html.index('id="model-card"') :]
+    assert "collapses past 12" in card
+    for cell in ("2.183", "3.895", "32.0%", "5.66"):
+        assert f'<td class="num">{cell}</td>' in card
+
+
+def test_an_unknown_model_on_the_dial_is_a_404(client):
+    assert client.get("/demo/?model=gpt-4").status_code == 404
+
+
+def test_the_quality_download_follows_the_selected_model(client):
+    data = client.get("/demo/quality.json?model=eqlm-demo-unrolled").json()
+    assert data["model"] == "eqlm-demo-unrolled" and data["rows"][7]["held_out_bits_per_byte"] == 2.1835
+    response = client.get("/demo/quality.csv?model=eqlm-demo-unrolled")
+    assert 'filename="eqlm-demo-unrolled-quality-by-depth.csv"' in response["Content-Disposition"]
+
+
+def test_the_manifest_names_each_graph_by_a_url_carrying_its_sha256(client):
+    response = client.get("/demo/models/eqlm-demo-unrolled/manifest.json")
+    assert response.status_code == 200 and response["Cache-Control"] == "no-cache" and response["ETag"]
+    manifest = response.json()
+    assert manifest["model_id"] == "eqlm-demo-unrolled" and manifest["max_depth"] == 64
+    assert set(manifest["graph_urls"]) == {"embed", "step", "head"}
+    for role, url in manifest["graph_urls"].items():
+        assert url == f"/demo/models/eqlm-demo-unrolled/graphs/{manifest['graph_sha256'][role]}.onnx"
+        graph = client.get(url)
+        assert graph.status_code == 200 and graph["Cache-Control"] == "public, max-age=31536000, immutable"
+        assert hashlib.sha256(b"".join(graph.streaming_content)).hexdigest() == manifest["graph_sha256"][role]
+    again = client.get("/demo/models/eqlm-demo-unrolled/manifest.json", HTTP_IF_NONE_MATCH=response["ETag"])
+    assert again.status_code == 304
+
+
+def test_a_graph_url_of_a_replaced_export_is_gone_and_the_new_manifest_names_new_urls(client, settings, tmp_path):
+    settings.MODELS_DIR = tmp_path
+    settings.DEMO_MODEL_ONNX_DIR = export_tiny_model(tmp_path / "eqlm-demo")
+    serving.reset()
+    old = client.get("/demo/models/eqlm-demo/manifest.json")
+    shutil.rmtree(tmp_path / "eqlm-demo")
+    export_tiny_model(tmp_path / "eqlm-demo", seed=1)
+    new = client.get("/demo/models/eqlm-demo/manifest.json", HTTP_IF_NONE_MATCH=old["ETag"])
+    assert new.status_code == 200 and new["ETag"] != old["ETag"]
+    step_old, step_new = old.json()["graph_urls"]["step"], new.json()["graph_urls"]["step"]
+    assert step_old != step_new
+    assert client.get(step_old).status_code == 404 and client.get(step_new).status_code == 200
+    serving.reset()
+
+
+def test_model_files_of_an_unknown_model_or_hash_are_404s(client):
+    assert client.get("/demo/models/nope/manifest.json").status_code == 404
+    assert client.get(f"/demo/models/eqlm-demo/graphs/{'0' * 64}.onnx").status_code == 404
+    assert client.get("/demo/models/eqlm-demo/graphs/step.onnx").status_code == 404
+
+
+def test_the_models_page_shows_each_bundled_model_with_its_card(client):
+    html = client.get("/models/").content.decode()
+    assert 'id="local-demo"' in html and 'id="local-eqlm-demo-unrolled"' in html
+    unrolled = html[html.index('id="local-eqlm-demo-unrolled"') :]
+    assert "collapses past 12" in unrolled and 'id="eqlm-demo-unrolled-card-table"' in unrolled
+    assert 'href="/demo/?model=eqlm-demo-unrolled"' in unrolled
+    assert client.get("/models/eqlm-demo-unrolled/bpb.json").json()["rows"][7]["held_out_bits_per_byte"] == 2.1835
