@@ -185,3 +185,43 @@ def test_the_pages_chat_endpoint_needs_its_csrf_token_but_no_api_key(settings, a
     )
     assert answered.status_code == 200, answered.content
     assert len(answered.json()["eqlm"]["council"]["tokens"]) == 4
+
+
+def test_a_council_of_one_model_listed_twice_gives_that_models_logprobs(api):
+    for prompt in PROMPTS:
+        alone = complete(api, model="eqlm-demo", prompt=prompt, logprobs=5, echo=True)
+        twice = complete(api, model="eqlm-council", prompt=prompt, logprobs=5, echo=True,
+                         kinetic={"members": ["eqlm-demo", "eqlm-demo"]})  # fmt: skip
+        a, b = alone["choices"][0]["logprobs"], twice["choices"][0]["logprobs"]
+        assert b["tokens"] == a["tokens"]
+        assert a["token_logprobs"][0] is None and b["token_logprobs"][0] is None
+        assert b["token_logprobs"][1:] == pytest.approx(a["token_logprobs"][1:], abs=1e-6)
+        for top_a, top_b in zip(a["top_logprobs"][1:], b["top_logprobs"][1:], strict=True):
+            assert top_b.keys() == top_a.keys()
+            assert list(top_b.values()) == pytest.approx(list(top_a.values()), abs=1e-6)
+
+
+def test_beta_zero_tau_zero_is_logit_averaging_of_the_members(api):
+    """Log-prob differences between tokens equal the mean of the members' differences, once converged tightly.
+
+    Each context is scored with several last bytes (echo, max_tokens 0): the last token's log-probabilities are
+    then several tokens' log-probabilities at one position, for each member and for the council.
+    """
+    kinetic = {"beta": 0, "tau": 0, "tol": 1e-12, "max_iter": 256}
+    endings = "aeghinst"
+
+    def last_logprobs(model: str, context: str) -> list[float]:
+        extra = {"kinetic": kinetic} if model == "eqlm-council" else {}
+        out = []
+        for start in range(0, len(endings), 4):  # prompts x n <= API_MAX_N
+            prompts = [context + c for c in endings[start : start + 4]]
+            body = complete(api, model=model, prompt=prompts, max_tokens=0, echo=True, logprobs=0, **extra)
+            out += [choice["logprobs"]["token_logprobs"][-1] for choice in body["choices"]]
+        return out
+
+    for context in ("In the beginnin", "And God sai"):
+        demo, code, game = (last_logprobs(m, context) for m in ("eqlm-demo", "eqlm-code", "eqlm-council"))
+        for k in range(1, len(endings)):
+            expected = ((demo[k] - demo[0]) + (code[k] - code[0])) / 2
+            assert game[k] - game[0] == pytest.approx(expected, abs=1e-4)
+        assert game != pytest.approx(demo, abs=1e-3)  # the members differ, so the test can fail
