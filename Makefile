@@ -126,6 +126,10 @@ bench-generate: setup ## Server generation speed: tokens/s at depths 4/8/12, col
 bench-browser: setup ## The depth dial's tokens/s at depths 4/8/12 in headless Chromium
 	$(BIN)/python bench/browser_generate.py
 
+.PHONY: bench-scoring
+bench-scoring: setup ## Prompt scoring (echo, max_tokens 0) bytes/s against generation tokens/s at depth 12, over /v1
+	$(BIN)/python bench/scoring.py
+
 .PHONY: evaluate-blimp bench-decode
 train-demo: setup ## Train the demo EqLM on the KJV (CPU, hours: run in the background; checkpoints in var/train/)
 	nice -n 10 $(BIN)/python manage.py train_demo_model --out var/train --max-minutes $${MINUTES:-70}

@@ -15,6 +15,7 @@ import numpy as np
 from .tokenizer import token_string
 
 MAX_TOP_LOGPROBS = 20
+TOKEN_NAMES = [token_string(t) for t in range(256)]
 
 
 def log_softmax(logits: np.ndarray) -> np.ndarray:
@@ -32,6 +33,22 @@ def top_k(row: np.ndarray, k: int) -> list[tuple[int, float]]:
     return [(int(i), float(row[i])) for i in order]
 
 
+def top_k_rows(matrix: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """(ids [N, k], values [N, k]) of each row's k most likely tokens, in top_k's order, by k argmax passes.
+
+    Much faster than a full sort of every row for the k <= 20 the API allows; ties go to the lowest id.
+    """
+    work = np.array(matrix, dtype=np.float64, copy=True)
+    rows = np.arange(work.shape[0])
+    ids = np.empty((work.shape[0], max(k, 0)), dtype=np.int64)
+    values = np.empty(ids.shape, dtype=np.float64)
+    for j in range(ids.shape[1]):
+        ids[:, j] = np.argmax(work, axis=1)
+        values[:, j] = work[rows, ids[:, j]]
+        work[rows, ids[:, j]] = -np.inf
+    return ids, values
+
+
 def completion_logprobs(
     token_ids: Sequence[int],
     rows: Sequence[np.ndarray | None],
@@ -42,16 +59,18 @@ def completion_logprobs(
 
     `text_offset` is the byte offset of each token in the choice's text, starting at `offset`.
     """
-    tokens, token_logprobs, top, offsets = [], [], [], []
-    for i, (token, row) in enumerate(zip(token_ids, rows, strict=True)):
-        tokens.append(token_string(token))
-        offsets.append(offset + i)
-        if row is None:
-            token_logprobs.append(None)
-            top.append(None)
-        else:
-            token_logprobs.append(float(row[token]))
-            top.append({token_string(t): lp for t, lp in top_k(row, k)})
+    tokens = [TOKEN_NAMES[t] for t in token_ids]
+    token_logprobs: list[float | None] = [None] * len(tokens)
+    top: list[dict | None] = [None] * len(tokens)
+    scored = [i for i, row in enumerate(rows) if row is not None]
+    if scored:  # one vectorised pass over every scored row
+        matrix = np.stack([rows[i] for i in scored])
+        picked = matrix[np.arange(len(scored)), [token_ids[i] for i in scored]]
+        order, best = top_k_rows(matrix, k)
+        for n, i in enumerate(scored):
+            token_logprobs[i] = float(picked[n])
+            top[i] = {TOKEN_NAMES[t]: lp for t, lp in zip(order[n].tolist(), best[n].tolist(), strict=True)}
+    offsets = list(range(offset, offset + len(tokens)))
     return {"tokens": tokens, "token_logprobs": token_logprobs, "top_logprobs": top, "text_offset": offsets}
 
 
