@@ -1,0 +1,107 @@
+"""/v1 addresses every servable model by id: its state, its own default depth, depth 1-64 and tol's cap of 64."""
+
+import json
+import shutil
+
+import pytest
+from django.core.cache import cache
+
+from eqlm.testing import export_tiny_model
+from inference import serving
+
+pytestmark = pytest.mark.django_db
+
+PROMPT = "In the beginning"
+
+
+@pytest.fixture(scope="module")
+def exports(tmp_path_factory):
+    root = tmp_path_factory.mktemp("v1-models")
+    return {
+        "default": export_tiny_model(root / "default"),
+        "five": export_tiny_model(root / "five", seed=1, default_depth=5),
+    }
+
+
+@pytest.fixture
+def models(settings, tmp_path, exports):
+    """eqlm-demo (default depth 8) and tiny-five (default depth 5, other weights) under a fresh MODELS_DIR."""
+    shutil.copytree(exports["default"], tmp_path / "eqlm-demo")
+    shutil.copytree(exports["five"], tmp_path / "tiny-five")
+    settings.MODELS_DIR = tmp_path
+    settings.DEMO_MODEL_ONNX_DIR = tmp_path / "eqlm-demo"
+    serving.reset()
+    cache.clear()
+    yield tmp_path
+    serving.reset()
+    cache.clear()
+
+
+def complete(client, **body):
+    response = client.post("/v1/completions", json.dumps({"prompt": PROMPT, "max_tokens": 4, **body}),
+                           content_type="application/json")  # fmt: skip
+    return response.status_code, response.json()
+
+
+def test_the_list_names_every_model_with_its_depths_and_state(client, models):
+    serving.resolve_model("tiny-five")
+    data = client.get("/v1/models").json()["data"]
+    assert [m["id"] for m in data][:2] == ["eqlm-demo", "tiny-five"]  # served models first (then any virtual one)
+    five = data[1]
+    assert five["object"] == "model" and five["created"] > 0
+    eqlm = {k: five["eqlm"][k] for k in ("name", "default", "default_depth", "max_depth", "state")}
+    assert eqlm == {"name": "tiny-five", "default": False, "default_depth": 5, "max_depth": 64, "state": "loaded"}
+    assert data[0]["eqlm"]["default"] is True and data[0]["eqlm"]["state"] == "not loaded"
+    assert client.get("/v1/models/tiny-five").json()["id"] == "tiny-five"
+
+
+def test_each_model_answers_under_its_own_id_with_its_own_weights(client, models):
+    _, default = complete(client, model="eqlm-demo", temperature=0, depth=4)
+    _, five = complete(client, model="tiny-five", temperature=0, depth=4)
+    assert default["model"] == "eqlm-demo" and five["model"] == "tiny-five"
+    assert default["choices"][0]["text"] != five["choices"][0]["text"]
+
+
+def test_without_tol_the_depth_is_fixed_at_the_models_default_depth(client, models):
+    _, five = complete(client, model="tiny-five", temperature=0)
+    assert five["eqlm"]["mode"] == "fixed" and five["eqlm"]["depth_requested"] == 5
+    assert five["eqlm"]["iterations_per_token"] == [5, 5, 5, 5]
+    _, default = complete(client, model="eqlm-demo", temperature=0)
+    assert default["eqlm"]["iterations_per_token"] == [8, 8, 8, 8]
+
+
+def test_tol_alone_halts_adaptively_with_a_cap_of_64(client, models):
+    status, body = complete(client, model="eqlm-demo", temperature=0, tol=1e-9)  # never met: every token hits the cap
+    assert status == 200 and body["eqlm"]["mode"] == "adaptive"
+    assert body["eqlm"]["iterations_per_token"] == [64, 64, 64, 64]
+    _, capped = complete(client, model="eqlm-demo", temperature=0, tol=1e-9, depth=20)
+    assert capped["eqlm"]["iterations_per_token"] == [20, 20, 20, 20]
+
+
+@pytest.mark.parametrize(("depth", "status"), [(1, 200), (64, 200), (0, 400), (65, 400)])
+def test_depth_is_1_to_64(client, models, depth, status):
+    code, body = complete(client, model="tiny-five", temperature=0, depth=depth, max_tokens=1)
+    assert code == status
+    if status == 400:
+        assert body["error"]["param"] == "depth"
+    else:
+        assert body["eqlm"]["iterations_per_token"] == [depth]
+
+
+def test_an_unknown_model_is_a_404_naming_the_available_ones(client, models):
+    status, body = complete(client, model="gpt-4")
+    assert status == 404 and body["error"]["code"] == "model_not_found" and body["error"]["param"] == "model"
+    assert "eqlm-demo, tiny-five" in body["error"]["message"]
+    assert client.get("/v1/models/gpt-4").status_code == 404
+
+
+def test_a_model_whose_files_fail_answers_503_and_the_others_still_serve(client, models):
+    (models / "tiny-five" / "step.onnx").write_bytes(b"broken")
+    manifest = json.loads((models / "tiny-five" / "manifest.json").read_text())
+    manifest.pop("graph_sha256")
+    (models / "tiny-five" / "manifest.json").write_text(json.dumps(manifest))
+    status, body = complete(client, model="tiny-five")
+    assert status == 503 and body["error"]["code"] == "model_unavailable"
+    listed = {m["id"]: m.get("eqlm") for m in client.get("/v1/models").json()["data"]}
+    assert listed["tiny-five"]["state"] == "failed" and listed["tiny-five"]["error"]
+    assert complete(client, model="eqlm-demo", temperature=0)[0] == 200
