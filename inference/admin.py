@@ -33,7 +33,7 @@ class UploadForm(forms.ModelForm):
 
 @admin.register(RegisteredModel)
 class RegisteredModelAdmin(admin.ModelAdmin):
-    list_display = ["name", "slug", "kind", "model_class", "num_params", "size_bytes", "created_at"]
+    list_display = ["name", "slug", "kind", "model_class", "num_params", "size_bytes", "serving", "created_at"]
     list_filter = ["kind", "model_class"]
     search_fields = ["name", "slug", "sha256"]
     readonly_fields = [
@@ -42,6 +42,8 @@ class RegisteredModelAdmin(admin.ModelAdmin):
         "model_class",
         "checkpoint",
         "checkpoint_path",
+        "onnx_dir",
+        "serving",
         "sha256",
         "size_bytes",
         "num_params",
@@ -52,6 +54,16 @@ class RegisteredModelAdmin(admin.ModelAdmin):
         "created_at",
     ]
     actions = ["queue_default_evaluation", "queue_convergence_evaluation"]
+
+    @admin.display(description="served on /v1 and the dial")
+    def serving(self, obj) -> str:
+        """Whether this web process serves the model: loaded, not loaded (yet), failed (why), or not served."""
+        from .serving import model_states
+
+        state = next((s for s in model_states() if s["id"] == obj.slug), None)
+        if state is None:
+            return "not served (no ONNX export)"
+        return f"{state['state']}: {state['error']}" if state.get("error") else state["state"]
 
     def get_form(self, request, obj=None, **kwargs):
         if obj is None:

@@ -7,7 +7,6 @@ import shutil
 
 import pytest
 
-from eqlm.testing import export_tiny_model
 from inference import serving
 
 pytestmark = pytest.mark.django_db
@@ -69,13 +68,15 @@ def test_the_manifest_names_each_graph_by_a_url_carrying_its_sha256(client):
     assert again.status_code == 304
 
 
-def test_a_graph_url_of_a_replaced_export_is_gone_and_the_new_manifest_names_new_urls(client, settings, tmp_path):
+def test_a_graph_url_of_a_replaced_export_is_gone_and_the_new_manifest_names_new_urls(
+    client, settings, tmp_path, tiny_onnx_export
+):
     settings.MODELS_DIR = tmp_path
-    settings.DEMO_MODEL_ONNX_DIR = export_tiny_model(tmp_path / "eqlm-demo")
+    settings.DEMO_MODEL_ONNX_DIR = shutil.copytree(tiny_onnx_export(0), tmp_path / "eqlm-demo")
     serving.reset()
     old = client.get("/demo/models/eqlm-demo/manifest.json")
     shutil.rmtree(tmp_path / "eqlm-demo")
-    export_tiny_model(tmp_path / "eqlm-demo", seed=1)
+    shutil.copytree(tiny_onnx_export(1), tmp_path / "eqlm-demo")
     new = client.get("/demo/models/eqlm-demo/manifest.json", HTTP_IF_NONE_MATCH=old["ETag"])
     assert new.status_code == 200 and new["ETag"] != old["ETag"]
     step_old, step_new = old.json()["graph_urls"]["step"], new.json()["graph_urls"]["step"]
@@ -97,3 +98,16 @@ def test_the_models_page_shows_each_bundled_model_with_its_card(client):
     assert "collapses past 12" in unrolled and 'id="eqlm-demo-unrolled-card-table"' in unrolled
     assert 'href="/demo/?model=eqlm-demo-unrolled"' in unrolled
     assert client.get("/models/eqlm-demo-unrolled/bpb.json").json()["rows"][7]["held_out_bits_per_byte"] == 2.1835
+
+
+def test_the_admin_lists_each_registered_models_serving_state(staff_client):
+    from inference.seed import seed
+
+    seed()
+    serving.reset()
+    serving.resolve_model("eqlm-demo-unrolled")
+    html = staff_client.get("/admin/inference/registeredmodel/").content.decode()
+    rows = {slug: html[html.index(f">{slug}<") :][:400] for slug in ("eqlm-demo", "eqlm-demo-unrolled")}
+    assert "loaded" in rows["eqlm-demo-unrolled"] and "not loaded" not in rows["eqlm-demo-unrolled"]
+    assert "not loaded" in rows["eqlm-demo"]
+    serving.reset()
