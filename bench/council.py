@@ -95,21 +95,16 @@ def time_per_token(generator, prompts: list[str], tokens: int, depth: int | None
     return (time.perf_counter() - started) / count * 1000
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--members", nargs="+", default=["eqlm-demo", "eqlm-code"], help="ids under static/models/")
-    parser.add_argument("--passages", type=int, default=48, help="passages per domain")
-    parser.add_argument("--depth", type=int, default=None, help="member depth (default: each member's own)")
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--timing-prompts", type=int, default=3)
-    parser.add_argument("--timing-tokens", type=int, default=24)
-    parser.add_argument("--json", action="store_true", help="print one JSON object")
-    parser.add_argument("--record", action="store_true", help="store result rows in the portal's database")
-    parser.add_argument("--fixture", default=None, help="write the result records to this JSON file")
-    args = parser.parse_args()
-
-    members = [Generator(ROOT / "static" / "models" / m) for m in args.members]
-    ids = list(args.members)
+def measure(
+    members: list[Generator],
+    ids: list[str],
+    passages_per_domain: int = 48,
+    seed: int = 0,
+    depth: int | None = None,
+    timing_prompts: int = 3,
+    timing_tokens: int = 24,
+) -> dict:
+    """Score the mixed held-out text with every decoder and time the council against its first member."""
     window = min(g.max_positions for g in members)
 
     kjv_data, kjv_sha = corpus.load_corpus()
@@ -117,7 +112,7 @@ def main() -> int:
     kjv_held = corpus.split(kjv_data)[1]
     code_held = corpus.split(code_data)[1]
     data, domain, passage = mixed_stream(
-        passages(kjv_held, args.passages), passages(code_held, args.passages), args.seed
+        passages(kjv_held, passages_per_domain), passages(code_held, passages_per_domain), seed
     )
     arr = np.frombuffer(data, dtype=np.uint8).astype(np.int64)
     n = (len(arr) // window) * window
@@ -127,10 +122,7 @@ def main() -> int:
     dom = domain[:n].reshape(-1, window)[:, 1:].ravel()
     psg = passage[:n].reshape(-1, window)[:, 1:].ravel()
 
-    lps = []
-    for g in members:
-        depth = args.depth or g.default_depth
-        lps.append(window_log_probs(g, windows[:, :-1], depth))
+    lps = [window_log_probs(g, windows[:, :-1], depth or g.default_depth) for g in members]
     stacked = np.stack(lps, axis=-2)  # [B, T, M, V]
 
     def nll_of(log_y: np.ndarray) -> np.ndarray:
@@ -165,9 +157,9 @@ def main() -> int:
     rows.append(("oracle (better member per passage)", scores(oracle(member_nll, psg, dom), dom), {}))
 
     prompts = [line[:24] for line in kjv_held.decode("utf-8", "replace").splitlines() if len(line) > 40]
-    prompts = prompts[: args.timing_prompts]
-    single_ms = time_per_token(members[0], prompts, args.timing_tokens, args.depth)
-    council_ms = time_per_token(CouncilGenerator(members, Kinetic()), prompts, args.timing_tokens, args.depth)
+    prompts = prompts[:timing_prompts]
+    single_ms = time_per_token(members[0], prompts, timing_tokens, depth)
+    council_ms = time_per_token(CouncilGenerator(members, Kinetic()), prompts, timing_tokens, depth)
 
     best_member = min(r[1]["mixed"] for r in rows[: len(ids)])
     average = next(r for r in rows if r[0] == "average (beta=0)")[1]["mixed"]
@@ -175,7 +167,7 @@ def main() -> int:
     report = {
         "members": ids,
         "corpora": {"kjv_sha256": kjv_sha, "code_sha256": code_sha, "code_corpus": corpus.CODE_CORPUS_NAME},
-        "passages_per_domain": args.passages,
+        "passages_per_domain": passages_per_domain,
         "passage_bytes": PASSAGE,
         "window": window,
         "scored_bytes": {"mixed": int(dom.size), "kjv": int((dom == 0).sum()), "code": int((dom == 1).sum())},
@@ -187,6 +179,26 @@ def main() -> int:
         },
         "load_average": os.getloadavg()[0],
     }
+    return report
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--members", nargs="+", default=["eqlm-demo", "eqlm-code"], help="ids under static/models/")
+    parser.add_argument("--passages", type=int, default=48, help="passages per domain")
+    parser.add_argument("--depth", type=int, default=None, help="member depth (default: each member's own)")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--timing-prompts", type=int, default=3)
+    parser.add_argument("--timing-tokens", type=int, default=24)
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
+    parser.add_argument("--record", action="store_true", help="store result rows in the portal's database")
+    parser.add_argument("--fixture", default=None, help="write the result records to this JSON file")
+    args = parser.parse_args()
+
+    members = [Generator(ROOT / "static" / "models" / m) for m in args.members]
+    report = measure(
+        members, list(args.members), args.passages, args.seed, args.depth, args.timing_prompts, args.timing_tokens
+    )
     records = to_records(report, members)
     if args.fixture:
         Path(args.fixture).write_text(json.dumps({"records": records}, indent=1) + "\n")
@@ -239,7 +251,7 @@ def record(records: list[dict]) -> int:
     import django
 
     django.setup()
-    from benchmarks_app.services import ingest_records
+    from benchmarks_app.records import ingest_records
 
     return ingest_records(records, source_name=f"bench:council:{records[0]['run']}")
 

@@ -220,6 +220,21 @@ COMPARISONS = [
         "published": [],
     },
     {
+        "slug": "local-council-mixed",
+        "title": "This portal's live council · bits/byte on held-out mixed text (KJV + code)",
+        "kind": "council",
+        "order": 56,
+        "description": "The portal's own EqLMs decoding together (eqlm-council) on passages of the KJV held-out slice "
+        "interleaved with held-out Python source: each member alone, plain logit averaging (beta = 0), the "
+        "equilibrium of the influence game at the default controls and over a beta x tau grid, and a routing "
+        "oracle that picks the better member per passage (an upper reference, not a decoder). Written by "
+        "bench/council.py (experiment 'local-council'); lower is better.",
+        "treatment_experiment": "local-council",
+        "metric": "bits_per_byte",
+        "findings": [],
+        "published": [],
+    },
+    {
         "slug": "exp31-adaptive-depth",
         "title": "exp31 · Adaptive vs uniform depth vs explicit",
         "kind": "adaptive",

@@ -142,6 +142,7 @@ class Comparison(models.Model):
         ADAPTIVE = "adaptive", "Adaptive vs uniform vs explicit depth"
         AUDIT = "audit", "Compute audit"
         LADDER = "ladder", "Benchmark ladder"
+        COUNCIL = "council", "Live council on mixed text (members, averaging, equilibrium, oracle)"
 
     slug = models.SlugField(max_length=80, unique=True)
     title = models.CharField(max_length=200)

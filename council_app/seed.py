@@ -22,6 +22,7 @@ from .models import (
 from .services import bump_revision
 
 FIXTURE = Path(settings.BASE_DIR) / "fixtures" / "council.json"
+BENCH_FIXTURE = Path(settings.BASE_DIR) / "fixtures" / "council_bench.json"  # bench/council.py --fixture
 FORMAT = "eqlm-portal/council-record@1"
 
 
@@ -149,7 +150,21 @@ def _complete_seed(count: Counter, seed: Seed, block: dict, rules: dict, players
             count.created += 1
 
 
+def load_bench(path: Path = BENCH_FIXTURE) -> int:
+    """The live council's measured rows (benchmark result rows, experiment local-council); 0 when none are shipped."""
+    if not path.is_file():
+        return 0
+    from benchmarks_app.records import ingest_records
+
+    records = json.loads(path.read_text())["records"]
+    return ingest_records(records, source_name="fixtures/council_bench.json")
+
+
 def seed(path: Path | None = None) -> str:
     data = json.loads((path or FIXTURE).read_text())
     count = load(data)
-    return f"council record: {count.created} rows created, {count.kept} already present"
+    bench = load_bench() if path is None else 0
+    return (
+        f"council record: {count.created} rows created, {count.kept} already present; "
+        f"live council bench: {bench} new result rows"
+    )

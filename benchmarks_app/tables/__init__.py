@@ -1,6 +1,6 @@
 """Live tables: every declared comparison computed at request time from stored rows (cached until the next ingest).
 
-One module per kind of table (ratio, curve, adaptive, audit, ladder), the queries they share in queries.py, their
+One module per kind of table (ratio, curve, adaptive, audit, ladder, council), the queries they share in queries.py, their
 cells in cells.py, and every published-vs-recomputed check in checks.py. A new kind: a builder module returning
 the same body, registered in BUILDERS.
 """
@@ -14,6 +14,7 @@ from ..records import tables_cache_version
 from .adaptive import build_adaptive
 from .audit import build_audit
 from .checks import STATUS_TEXT, check, place_checks
+from .council import build_council
 from .curve import build_curve
 from .ladder import build_ladder
 from .queries import compare, finding_links, parse_side, per_seed, provenance, side_rows
@@ -40,6 +41,7 @@ BUILDERS = {
     Comparison.Kind.ADAPTIVE: build_adaptive,
     Comparison.Kind.AUDIT: build_audit,
     Comparison.Kind.LADDER: build_ladder,
+    Comparison.Kind.COUNCIL: build_council,
 }
 
 

@@ -1,0 +1,68 @@
+"""The live council on held-out mixed text (bench/council.py): bits/byte per domain for every decoder, newest run."""
+
+from __future__ import annotations
+
+from ..models import Comparison, ResultRow, Run
+from .cells import _cell, fmt
+from .queries import provenance
+
+DOMAINS = [("mixed", "mixed"), ("kjv", "KJV"), ("code", "code")]
+DEFAULT_ARM = "equilibrium (defaults)"
+AVERAGE_ARM = "average (beta=0)"
+MEMBER_SUFFIX = " alone"
+
+
+def build_council(c: Comparison) -> dict:
+    """One row per decoder (each member alone, averaging, the equilibrium at defaults and over the grid, the oracle)."""
+    exp = c.treatment_experiment
+    run = Run.objects.filter(experiment=exp).order_by("-created_at", "-pk").first()
+    qs = ResultRow.objects.filter(experiment=exp, arm__run=run) if run else ResultRow.objects.none()
+    values: dict[str, dict[str, float]] = {}
+    for row in qs.order_by("pk").values("arm_label", "metric", "condition", "value"):
+        arm = values.setdefault(row["arm_label"], {})
+        key = row["condition"].get("domain", "") if row["metric"] == "bits_per_byte" else row["metric"]
+        arm[key] = row["value"]
+    members = [arm for arm in values if arm.endswith(MEMBER_SUFFIX)]
+    best_member = min((values[m].get("mixed") for m in members if "mixed" in values[m]), default=None)
+    rows = []
+    for arm, figures in values.items():
+        cells = [_cell(arm, False)] + [_cell(fmt(figures.get(d), 4)) for d, _ in DOMAINS]
+        mixed = figures.get("mixed")
+        delta = mixed - best_member if mixed is not None and best_member is not None else None
+        cells.append(_cell("" if delta is None else f"{delta:+.4f}"))
+        cells.append(
+            _cell(fmt(figures.get("equilibrium_iterations"), 1) if "equilibrium_iterations" in figures else "")
+        )
+        cells.append(_cell(fmt(figures.get("ms_per_token"), 2) if "ms_per_token" in figures else ""))
+        rows.append({"id": arm, "cells": cells})
+    notes = []
+    game, average = values.get(DEFAULT_ARM, {}).get("mixed"), values.get(AVERAGE_ARM, {}).get("mixed")
+    if game is not None and best_member is not None and average is not None:
+        verdict = "holds" if game < best_member and game < average else "is missed"
+        notes.append(
+            f"Goal (the equilibrium beats either member and averaging on the mixed text) {verdict}: "
+            f"{fmt(game, 4)} bits/byte against {fmt(best_member, 4)} for the best member alone and "
+            f"{fmt(average, 4)} for averaging."
+        )
+    times = {arm: f["ms_per_token"] for arm, f in values.items() if "ms_per_token" in f}
+    single = next((t for arm, t in times.items() if arm.endswith(MEMBER_SUFFIX)), None)
+    if single and DEFAULT_ARM in times:
+        notes.append(f"Cost: the council takes {times[DEFAULT_ARM] / single:.2f}× one member's time per token.")
+    if run is not None:
+        notes.append(f"Run {run.run_id} (commit {run.git_commit[:12] or 'unknown'}).")
+    return {
+        "columns": [
+            "Decoder",
+            *(f"bits/byte, {label}" for _, label in DOMAINS),
+            "mixed vs best member",
+            "game iterations",
+            "ms/token",
+        ],  # fmt: skip
+        "rows": rows,
+        "checks": [],
+        "notes": notes,
+        "interval_note": "One run on a fixed sample of passages; no interval.",
+        "empty": not rows,
+        "provenance": provenance(qs, limit=100),
+        "plot": None,
+    }

@@ -1,0 +1,65 @@
+"""bench/council.py measures two members on held-out mixed text; its rows become the council table on /benchmarks/."""
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+
+from benchmarks_app.declared import COMPARISONS
+from benchmarks_app.models import Comparison, ResultRow
+from benchmarks_app.records import ingest_records
+from benchmarks_app.tables import build_table
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def load_bench():
+    spec = importlib.util.spec_from_file_location("bench_council", ROOT / "bench" / "council.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def measured(tmp_path_factory):
+    """A real (small) bench run over two tiny random EqLMs: 4 passages per domain."""
+    from eqlm.runtime import Generator
+    from eqlm.testing import export_tiny_model
+
+    bench = load_bench()
+    root = tmp_path_factory.mktemp("council-bench")
+    members = [Generator(export_tiny_model(root / name, seed=s)) for name, s in (("tiny-a", 1), ("tiny-b", 2))]
+    report = bench.measure(members, ["tiny-a", "tiny-b"], passages_per_domain=4, timing_prompts=1, timing_tokens=4)
+    return bench, report, bench.to_records(report, members)
+
+
+def test_the_oracle_is_never_worse_than_either_member_and_averaging_converges_at_once(measured):
+    _, report, _ = measured
+    by_arm = {row["arm"]: row for row in report["rows"]}
+    oracle = by_arm["oracle (better member per passage)"]["bits_per_byte"]["mixed"]
+    assert oracle <= min(by_arm[f"{m} alone"]["bits_per_byte"]["mixed"] for m in ("tiny-a", "tiny-b")) + 1e-12
+    assert by_arm["average (beta=0)"]["mean_iterations"] <= 32
+    assert report["scored_bytes"]["kjv"] + report["scored_bytes"]["code"] == report["scored_bytes"]["mixed"]
+    assert report["ms_per_token"]["council"] > 0
+
+
+def test_the_bench_rows_are_the_council_table_on_the_benchmarks_page(db, client, measured):
+    _, report, records = measured
+    spec = next(c for c in COMPARISONS if c["slug"] == "local-council-mixed")
+    Comparison.objects.create(**spec)
+    assert ingest_records(records, source_name="test:council-bench") == len(records)
+    assert ResultRow.objects.filter(experiment="local-council").count() == len(records)
+
+    table = build_table(Comparison.objects.get(slug="local-council-mixed"), use_cache=False)
+    rows = {row["id"]: [cell["text"] for cell in row["cells"]] for row in table["rows"]}
+    assert list(rows)[:4] == ["tiny-a alone", "tiny-b alone", "average (beta=0)", "equilibrium (defaults)"]
+    stored = {row["arm"]: row["bits_per_byte"] for row in report["rows"]}
+    for arm, cells in rows.items():
+        assert cells[1:4] == [f"{stored[arm][d]:.4f}" for d in ("mixed", "kjv", "code")]
+    best = min(stored["tiny-a alone"]["mixed"], stored["tiny-b alone"]["mixed"])
+    assert rows["equilibrium (defaults)"][4] == f"{stored['equilibrium (defaults)']['mixed'] - best:+.4f}"
+    assert any(note.startswith("Goal (the equilibrium beats") for note in table["notes"])
+
+    page = client.get("/benchmarks/local-council-mixed/")
+    assert page.status_code == 200
+    assert "equilibrium (defaults)" in page.content.decode()
