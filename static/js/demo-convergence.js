@@ -1,0 +1,223 @@
+/* The dial's convergence panel: the selected model's stored figures by depth (bits/byte, residual median and p95,
+   share converged at the current tolerance) and the residual-by-iteration curve of the token under focus, from
+   the run just made (each token span carries its event's `residuals`, see eqlm-runtime.js). Plotly draws; the
+   tables under the charts hold the same numbers. */
+(function () {
+  "use strict";
+
+  const $ = (id) => document.getElementById(id);
+  const panel = $("convergence");
+  if (!panel) return;
+  const dataNode = $("convergence-data");
+  const figures = dataNode ? JSON.parse(dataNode.textContent) || {} : {};
+  const solvers = Object.keys(figures.solvers || {});
+  const COLORS = { picard: "#0072B2", anderson: "#D55E00" }; // Okabe-Ito: colour-blind safe
+  const DASH = { picard: "solid", anderson: "dash" };
+  const SYMBOL = { picard: "circle", anderson: "square" };
+  const output = $("output");
+
+  function dial() {
+    const depth = Number(($("depth") || {}).value || 8);
+    const tolInput = $("tol");
+    const tol = tolInput ? Math.pow(10, Number(tolInput.value)) : 0.01;
+    return { depth, tol };
+  }
+
+  /* The stored tolerance nearest (on a log scale) to the slider's. */
+  function nearestTolerance(tol) {
+    const keys = Object.keys(((figures.solvers || {})[solvers[0]] || {}).converged || {});
+    let best = null;
+    for (const key of keys) {
+      if (best === null || Math.abs(Math.log10(Number(key)) - Math.log10(tol)) <
+          Math.abs(Math.log10(Number(best)) - Math.log10(tol))) best = key;
+    }
+    return best;
+  }
+
+  function theme() {
+    const styles = getComputedStyle(document.documentElement);
+    return { fg: styles.getPropertyValue("--fg").trim(), grid: styles.getPropertyValue("--border").trim() };
+  }
+
+  function layout(yTitle, extra = {}) {
+    const { fg, grid } = theme();
+    const depth = dial().depth;
+    return {
+      margin: { l: 60, r: 12, t: 12, b: 45 }, height: 250,
+      paper_bgcolor: "rgba(0,0,0,0)", plot_bgcolor: "rgba(0,0,0,0)", font: { color: fg },
+      xaxis: { title: { text: "depth (iterations)" }, gridcolor: grid, range: [0.5, (figures.solvers ? maxDepth() : 64) + 0.5] },
+      yaxis: { title: { text: yTitle }, gridcolor: grid, ...(extra.yaxis || {}) },
+      legend: { orientation: "h", y: -0.32 }, showlegend: true,
+      shapes: [{ type: "line", xref: "x", yref: "paper", x0: depth, x1: depth, y0: 0, y1: 1,
+                 line: { color: fg, width: 1, dash: "dot" } }, ...(extra.shapes || [])],
+    };
+  }
+
+  function maxDepth() {
+    return Math.max(...solvers.map((s) => Math.max(...figures.solvers[s].depth)));
+  }
+
+  function plot(id, traces, lay) {
+    const target = $(id);
+    if (!target || !window.Plotly) return;
+    window.Plotly.react(target, traces, lay, { displayModeBar: false, responsive: true });
+  }
+
+  function line(solver, y, name, hover, extra = {}) {
+    const series = figures.solvers[solver];
+    return {
+      x: series.depth, y, name, mode: "lines+markers", hovertemplate: hover,
+      line: { color: COLORS[solver] || "#009E73", dash: DASH[solver] || "dot", width: 2 },
+      marker: { symbol: SYMBOL[solver] || "diamond", size: 4 }, ...extra,
+    };
+  }
+
+  function drawStored() {
+    if (!solvers.length) return;
+    const { tol } = dial();
+    const key = nearestTolerance(tol);
+    plot("cv-bpb-plot", solvers.map((s) => line(s, figures.solvers[s].heldout_bits_per_byte, s,
+      "depth %{x}: %{y:.3f} bits/byte<extra>" + s + "</extra>")), layout("bits/byte (log)", { yaxis: { type: "log" } }));
+    const residual = [];
+    for (const s of solvers) {
+      residual.push(line(s, figures.solvers[s].residual_median, `${s} median`, "depth %{x}: median %{y:.3g}<extra></extra>"));
+      residual.push(line(s, figures.solvers[s].residual_p95, `${s} p95`, "depth %{x}: p95 %{y:.3g}<extra></extra>",
+        { line: { color: COLORS[s], dash: "dot", width: 1 }, marker: { symbol: "triangle-up", size: 4 } }));
+    }
+    const { fg } = theme();
+    plot("cv-residual-plot", residual, layout("relative residual (log)", {
+      yaxis: { type: "log" },
+      shapes: [{ type: "line", xref: "paper", x0: 0, x1: 1, y0: tol, y1: tol, line: { color: fg, width: 1, dash: "dash" } }],
+    }));
+    if (key) {
+      plot("cv-converged-plot", solvers.map((s) => line(s, figures.solvers[s].converged[key], s,
+        "depth %{x}: %{y:.1%}<extra>" + s + "</extra>")), layout("share of positions", { yaxis: { range: [0, 1.02], tickformat: ".0%" } }));
+    }
+  }
+
+  function percent(value) {
+    return value === null || value === undefined ? "—" : `${(100 * value).toFixed(1)}%`;
+  }
+
+  function updateReadout() {
+    const { depth, tol } = dial();
+    const key = nearestTolerance(tol);
+    const set = (id, text) => { const node = $(id); if (node) node.textContent = text; };
+    set("cv-depth", String(depth));
+    set("cv-tol", key || tol.toPrecision(2));
+    set("cv-tol-caption", key || tol.toPrecision(2));
+    for (const node of panel.querySelectorAll(".cv-tol-text")) node.textContent = key || tol.toPrecision(2);
+    if (!key) return;
+    const at = (s) => {
+      const series = figures.solvers[s];
+      const i = series.depth.indexOf(depth);
+      return i < 0 ? null : series.converged[key][i];
+    };
+    set("cv-share", percent(at("picard") ?? at(solvers[0])));
+    if (solvers.includes("anderson")) set("cv-share-anderson", percent(at("anderson")));
+    const table = $("cv-converged-table");
+    if (table) {
+      const rows = table.tBodies[0].rows;
+      const depths = figures.solvers[solvers[0]].depth;
+      for (let r = 0; r < rows.length; r++) {
+        solvers.forEach((s, c) => {
+          const series = figures.solvers[s];
+          const i = series.depth.indexOf(depths[r]);
+          rows[r].cells[c + 1].textContent = percent(i < 0 ? null : series.converged[key][i]);
+        });
+      }
+    }
+  }
+
+  // --- the token under focus ---------------------------------------------------------------------------------
+  function tokens() { return output ? Array.from(output.querySelectorAll(".tok")) : []; }
+
+  function showToken(span) {
+    const residuals = span && span.eqlmResiduals;
+    if (!residuals || !residuals.length) return;
+    for (const other of tokens()) other.classList.toggle("tok-focus", other === span);
+    const run = (window.eqlmDemo || {}).lastRun || {};
+    const tol = run.request && run.request.tol;
+    const iterations = residuals.map((_, i) => i + 1);
+    const { fg, grid } = theme();
+    const shapes = tol ? [{ type: "line", xref: "paper", x0: 0, x1: 1, y0: tol, y1: tol, line: { color: fg, width: 1, dash: "dash" } }] : [];
+    const target = $("cv-focus-plot");
+    target.hidden = false;
+    if (window.Plotly) {
+      window.Plotly.react(target, [{
+        x: iterations, y: residuals, mode: "lines+markers", name: "residual",
+        line: { color: COLORS.picard, width: 2 }, marker: { size: 5 },
+        hovertemplate: "iteration %{x}: %{y:.3g}<extra></extra>",
+      }], {
+        margin: { l: 60, r: 12, t: 12, b: 45 }, height: 230, paper_bgcolor: "rgba(0,0,0,0)", plot_bgcolor: "rgba(0,0,0,0)",
+        font: { color: fg }, showlegend: false, shapes,
+        xaxis: { title: { text: "iteration" }, gridcolor: grid, rangemode: "tozero" },
+        yaxis: { title: { text: "relative residual (log)" }, type: "log", gridcolor: grid },
+      }, { displayModeBar: false, responsive: true });
+    }
+    const table = $("cv-focus-table");
+    table.hidden = false;
+    const label = JSON.stringify(span.textContent);
+    $("cv-focus-caption").textContent = `Residual by iteration of token ${label} (${residuals.length} iteration${residuals.length === 1 ? "" : "s"}${tol ? `, tolerance ${tol.toPrecision(2)}` : ""})`;
+    table.tBodies[0].replaceChildren(...residuals.map((value, i) => {
+      const row = document.createElement("tr");
+      const a = document.createElement("td");
+      const b = document.createElement("td");
+      a.textContent = String(i + 1);
+      b.className = "num";
+      b.textContent = Number(value).toExponential(3);
+      row.append(a, b);
+      return row;
+    }));
+    panel.dataset.focusIterations = String(residuals.length);
+  }
+
+  function focusToken(span) {
+    for (const other of tokens()) other.tabIndex = other === span ? 0 : -1;
+    span.focus();
+    showToken(span);
+  }
+
+  if (output) {
+    output.addEventListener("eqlm:token", (event) => {
+      const span = event.detail && event.detail.span;
+      if (!span) return;
+      span.tabIndex = tokens().length === 1 ? 0 : -1; // one tab stop: the arrow keys move between tokens
+      span.setAttribute("aria-label", `${span.textContent}: ${span.title}`);
+    });
+    output.addEventListener("eqlm:done", () => {
+      const last = tokens().filter((t) => t.eqlmResiduals).pop();
+      if (last) showToken(last);
+    });
+    output.addEventListener("mouseover", (event) => {
+      const span = event.target.closest && event.target.closest(".tok");
+      if (span) showToken(span);
+    });
+    output.addEventListener("focusin", (event) => {
+      if (event.target.classList && event.target.classList.contains("tok")) showToken(event.target);
+    });
+    output.addEventListener("keydown", (event) => {
+      const list = tokens();
+      const at = list.indexOf(document.activeElement);
+      if (at < 0) return;
+      const moves = { ArrowRight: at + 1, ArrowDown: at + 1, ArrowLeft: at - 1, ArrowUp: at - 1, Home: 0, End: list.length - 1 };
+      if (!(event.key in moves)) return;
+      event.preventDefault();
+      focusToken(list[Math.max(0, Math.min(list.length - 1, moves[event.key]))]);
+    });
+  }
+
+  function refresh() { drawStored(); updateReadout(); }
+  const form = $("dial-form");
+  if (form) {
+    form.addEventListener("input", refresh);
+    form.addEventListener("change", refresh);
+  }
+  document.addEventListener("eqlm:themechange", () => {
+    drawStored();
+    const focused = tokens().find((t) => t.classList.contains("tok-focus"));
+    if (focused) showToken(focused);
+  });
+  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", refresh);
+  else refresh();
+})();
