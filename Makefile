@@ -150,6 +150,10 @@ bench-benchmarks: setup ## Benchmark tables: ingest rows/s and compare/table lat
 results-fixture: setup ## Rebuild fixtures/results.json from ../shared/anchor-results (the programme's result files)
 	$(BIN)/python scripts/build_results_fixture.py
 
+.PHONY: bench-council
+bench-council: setup ## Live council on held-out mixed KJV + code: bits/byte of members, averaging, equilibrium, oracle
+	$(BIN)/python bench/council.py
+
 .PHONY: bench-lab
 bench-lab: setup ## Lab solvers: times against the goals and ratios against nashpy (and pygambit when installed)
 	$(BIN)/python bench/lab.py
