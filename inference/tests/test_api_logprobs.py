@@ -206,3 +206,32 @@ def test_tokenizer_endpoints_speak_vllms_shapes_over_bytes(api, live_server):
     ]:
         response = post(live_server, path, body)
         assert response.status_code in (400, 404) and response.json()["error"]["param"] == param, response.text
+
+
+def test_the_scoring_examples_on_the_api_page_run_against_the_server(api, client, live_server):
+    import html
+    import re
+    import shutil
+    import subprocess
+
+    if not shutil.which("curl"):
+        pytest.skip("curl is not installed")
+    page = client.get("/api/").content.decode()
+    outputs = {}
+    for name in ("score", "tokenize"):
+        command = html.unescape(re.search(rf'<pre><code id="{name}-example">(.*?)</code></pre>', page, re.S)[1])
+        command = command.replace("http://testserver", live_server.url)
+        run = subprocess.run(
+            ["bash", "-c", command],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env={"EQLM_API_KEY": "", "PATH": "/usr/bin:/bin"},
+        )
+        assert run.returncode == 0, run.stderr
+        outputs[name] = json.loads(run.stdout)
+    logprobs = outputs["score"]["choices"][0]["logprobs"]
+    assert outputs["score"]["model"] == "eqlm-demo@depth=12" and logprobs["token_logprobs"][0] is None
+    assert len(logprobs["tokens"]) == len("In the beginning God") and len(logprobs["top_logprobs"][1]) == 2
+    assert outputs["tokenize"]["token_strs"] == ["C", "a", "f", "bytes:\\xc3", "bytes:\\xa9"]
+    assert "lm_eval run --model local-completions" in html.unescape(page) and "tokenizer_backend=remote" in page

@@ -202,6 +202,24 @@ def examples(base_url: str) -> dict[str, str]:
             '       "max_tokens": 48, "stream": true, "stream_options": {"include_usage": true},\n'
             '       "tol": 0.01, "depth": 16, "warm_start": true}\''
         ),
+        "curl_score": (
+            f"curl -s {base_url}/completions \\\n"
+            "  -H \"Authorization: Bearer $EQLM_API_KEY\" -H 'Content-Type: application/json' \\\n"
+            '  -d \'{"model": "eqlm-demo@depth=12", "prompt": "In the beginning God", "max_tokens": 0,\n'
+            '       "echo": true, "logprobs": 2}\''
+        ),
+        "curl_tokenize": (
+            f"curl -s {base_url.removesuffix('/v1')}/tokenize \\\n"
+            "  -H \"Authorization: Bearer $EQLM_API_KEY\" -H 'Content-Type: application/json' \\\n"
+            '  -d \'{"prompt": "Café", "return_token_strs": true}\''
+        ),
+        "lm_eval": (
+            "cd inference/tests/fixtures/lmeval  # the tasks' data files are read relative to it\n"
+            "OPENAI_API_KEY=$EQLM_API_KEY ../../../../.venv-lmeval/bin/lm_eval run --model local-completions \\\n"
+            f"  --model_args model=eqlm-demo@depth=12,base_url={base_url}/completions,"
+            "tokenizer_backend=remote,max_length=256,auth_token=$EQLM_API_KEY \\\n"
+            "  --tasks eqlm_blimp_mini,eqlm_heldout_rolling --include_path . --log_samples --output_path /tmp/lm-eval"
+        ),
         "python": (
             "import os\n"
             "from openai import OpenAI\n\n"
