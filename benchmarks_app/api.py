@@ -7,7 +7,7 @@ from django.conf import settings
 from django.http import HttpResponse
 from django.shortcuts import get_object_or_404
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_field
 from rest_framework import permissions, serializers, status
 from rest_framework.pagination import PageNumberPagination
 from rest_framework.renderers import JSONRenderer
@@ -36,8 +36,35 @@ class UploadSerializer(serializers.ModelSerializer):
         return f"/api/benchmarks/uploads/{obj.pk}/"
 
 
+class UploadResultSerializer(UploadSerializer):
+    """One file of an upload batch: the row as it stands when the answer is sent, and what happened to it."""
+
+    duplicate = serializers.BooleanField(help_text="identical bytes were uploaded before and did not fail")
+    message = serializers.CharField()
+
+    class Meta(UploadSerializer.Meta):
+        fields = [*UploadSerializer.Meta.fields, "duplicate", "message"]
+
+
+class UploadBatchSerializer(serializers.Serializer):
+    uploads = UploadResultSerializer(many=True)
+
+
+UPLOAD_MESSAGES = {
+    "queued": "Queued for ingest.",
+    "running": "Being ingested.",
+    "done": "Ingested.",
+    "failed": "The file was refused; see error and errors. Nothing was stored; fix it and upload it again.",
+}
+
+
+@extend_schema_field({"type": "string", "format": "binary"})
+class UploadedFileField(serializers.FileField):
+    """A file sent in the multipart body (the schema documents bytes, not a URL)."""
+
+
 class UploadRequestSerializer(serializers.Serializer):
-    file = serializers.ListField(child=serializers.FileField(), help_text="one or more result files")
+    file = serializers.ListField(child=UploadedFileField(), help_text="one or more result files")
     path = serializers.ListField(child=serializers.CharField(), required=False, help_text="path hint per file")
     format = serializers.ChoiceField(choices=list(FORMATS), required=False)
 
@@ -52,9 +79,7 @@ class UploadListView(APIView):
         request.upload_handlers = [SizeLimitedUploadHandler(request)]
         return super().initialize_request(request, *args, **kwargs)
 
-    @extend_schema(
-        request={"multipart/form-data": UploadRequestSerializer}, responses={202: UploadSerializer(many=True)}
-    )
+    @extend_schema(request={"multipart/form-data": UploadRequestSerializer}, responses={202: UploadBatchSerializer})
     def post(self, request):
         declared = int(request.META.get("CONTENT_LENGTH") or 0)
         if declared > settings.UPLOAD_MAX_BYTES * MAX_FILES + 1024 * 1024:  # refuse before the body is read
@@ -76,14 +101,14 @@ class UploadListView(APIView):
             raise ApiError(exc.message, param="format")
         results = []
         for _hint, source, duplicate in stored:
-            body = UploadSerializer(source).data
-            body["duplicate"] = duplicate
-            body["message"] = (
+            source.refresh_from_db()  # with eager tasks the ingest has already run: report where the row stands
+            source.duplicate = duplicate
+            source.message = (
                 f"Identical bytes were already uploaded as #{source.pk} ({source.status}); nothing new to ingest."
                 if duplicate
-                else "Queued for ingest."
+                else UPLOAD_MESSAGES.get(source.status, "")
             )
-            results.append(body)
+            results.append(UploadResultSerializer(source).data)
         return Response({"uploads": results}, status=status.HTTP_202_ACCEPTED)
 
 

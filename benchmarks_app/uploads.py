@@ -14,6 +14,7 @@ from django.db import transaction
 
 from portal.api import ApiError
 from portal.models import JobStatus
+from portal.unicode import stored_text_problem
 
 from .models import SourceFile
 from .parsers import FORMATS, IngestError, parse_bytes
@@ -38,9 +39,29 @@ def ingest_bytes(
     if len(data) > settings.UPLOAD_MAX_BYTES:
         raise IngestError(f"The file is larger than the {settings.UPLOAD_MAX_BYTES:,}-byte limit.")
     parsed = parse_bytes(data, name=name, path_hint=path_hint, fmt=fmt, companion=companion, experiment=experiment)
+    refuse_unstorable_text(parsed.records, parsed.run_configs)
     clean = clean_records(parsed.records)
     created = write_clean(clean, source_file, parsed.run_configs)
     return created, len(clean), parsed.format, parsed.notes
+
+
+def refuse_unstorable_text(records: list, run_configs: dict) -> None:
+    """Lone surrogates (a JSON or YAML `\\ud800` escape) and NUL characters, row by row, before anything is written."""
+    problems = []
+    for index, record in enumerate(records if isinstance(records, list) else []):
+        found = stored_text_problem(record)
+        if found:
+            where = (record.get("pointer") if isinstance(record, dict) else None) or f"/{index}"
+            problems.append({"record": index, "pointer": where, "message": f"{found[0].lstrip('/')} {found[1]}"})
+            if len(problems) >= 50:
+                break
+    found = stored_text_problem(run_configs or {})
+    if found:
+        problems.append({"pointer": "config.yaml" + found[0], "message": f"config.yaml {found[1]}"})
+    if problems:
+        first = problems[0]
+        raise IngestError(f"{len(problems)} record(s) hold text that cannot be stored; first at {first['pointer']}: "
+                          f"{first['message']}", problems)  # fmt: skip
 
 
 def read_limited(fileobj, limit: int | None = None) -> bytes:
@@ -184,11 +205,22 @@ def create_upload(
         uploader=uploader,
     )
     # Stored under a generated name; the client's file name is kept only as text.
-    source.file.save(f"{sha[:16]}.dat", ContentFile(data), save=False)
-    if companion:
-        source.companion.save(f"{sha[:16]}.config.yaml", ContentFile(companion), save=False)
-    source.save()
+    try:
+        source.file.save(f"{sha[:16]}.dat", ContentFile(data), save=False)
+        if companion:
+            source.companion.save(f"{sha[:16]}.config.yaml", ContentFile(companion), save=False)
+        source.save()
+    except BaseException:
+        discard_files(source)
+        raise
     return source, False
+
+
+def discard_files(source: SourceFile) -> None:
+    """Remove an upload's stored bytes from media (a rejected or rolled-back upload keeps no file)."""
+    for field_file in (source.file, source.companion):
+        if field_file:
+            field_file.delete(save=False)
 
 
 def queue_uploads(
@@ -201,14 +233,20 @@ def queue_uploads(
     from .tasks import ingest_upload  # the tasks module imports this one
 
     stored = []
-    with transaction.atomic():
-        for hint, data, companion in paired:
-            source, duplicate = create_upload(
-                data, name=hint, path_hint=hint, fmt=fmt, companion=companion, uploader=uploader
-            )
-            if not duplicate:
-                transaction.on_commit(lambda pk=source.pk: ingest_upload.delay(pk))
-            stored.append((hint, source, duplicate))
+    try:
+        with transaction.atomic():
+            for hint, data, companion in paired:
+                source, duplicate = create_upload(
+                    data, name=hint, path_hint=hint, fmt=fmt, companion=companion, uploader=uploader
+                )
+                if not duplicate:
+                    transaction.on_commit(lambda pk=source.pk: ingest_upload.delay(pk))
+                stored.append((hint, source, duplicate))
+    except BaseException:
+        for _hint, source, duplicate in stored:  # rows rolled back take their files with them
+            if not duplicate and not SourceFile.objects.filter(pk=source.pk).exists():
+                discard_files(source)
+        raise
     return stored
 
 
@@ -247,9 +285,10 @@ def ingest_source_file(source_id: int) -> SourceFile:
             source.save(update_fields=["rows_created", "rows_seen", "detected_format", "summary", "errors"])
         source.mark_done()
     except IngestError as exc:
+        discard_files(source)  # a rejected file is not kept in media; uploading it again retries it
         source.errors = exc.errors
         source.rows_created = 0
-        source.save(update_fields=["errors", "rows_created"])
+        source.save(update_fields=["errors", "rows_created", "file", "companion"])
         source.mark_failed(exc.message)
     return source
 

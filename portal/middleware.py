@@ -1,12 +1,15 @@
 """Project middleware: security headers, 503s for lost services, request input checks and the API error shape."""
 
-import re
-from urllib.parse import parse_qsl, unquote_to_bytes
+from urllib.parse import parse_qsl
 
 from django.conf import settings
 from django.db import DatabaseError, InterfaceError, OperationalError
 from django.http import HttpResponse, JsonResponse
 from rest_framework.views import APIView
+
+from .unicode import json_escape_problem, text_problem
+
+INT64_MAX = 2**63 - 1
 
 DEFAULT_CSP = {
     "default-src": "'self'",
@@ -110,10 +113,6 @@ def storage_unavailable_response(request, exception) -> HttpResponse:
 
 API_PREFIXES = ("/api/", "/v1/")
 FORM_TYPES = ("multipart/form-data", "application/x-www-form-urlencoded")
-# A backslash run before `u` + a surrogate or NUL code; an even run is an escaped backslash, not an escape.
-_SUSPECT_ESCAPE = re.compile(r"(\\+)u(d[89ab][0-9a-f]{2}|d[c-f][0-9a-f]{2}|0000)", re.IGNORECASE)
-INT64_MAX = 2**63 - 1
-_LOW_ESCAPE = re.compile(r"\\ud[c-f][0-9a-f]{2}", re.IGNORECASE)
 
 
 class BadInput(Exception):
@@ -122,45 +121,6 @@ class BadInput(Exception):
     def __init__(self, status: int, message: str, param: str, code: str):
         super().__init__(message)
         self.status, self.message, self.param, self.code = status, message, param, code
-
-
-def json_escape_problem(text: str) -> str | None:
-    """What is wrong with the JSON escapes in `text` (a lone surrogate or a NUL), or None.
-
-    A surrogate pair (`\\ud83d\\ude00`) is a valid character and passes. Scans with a regular expression
-    instead of parsing, so it costs microseconds and works on any body the view may read as JSON.
-    """
-    if "\\u" not in text and "\\U" not in text:
-        return None
-    paired_low = -1
-    for match in _SUSPECT_ESCAPE.finditer(text):
-        backslashes = match.group(1)
-        if len(backslashes) % 2 == 0:
-            continue
-        escape_at = match.start(1) + len(backslashes) - 1
-        code = int(match.group(2), 16)
-        if code == 0:
-            return "contains a NUL character (\\u0000), which cannot be stored"
-        if code <= 0xDBFF:
-            if _LOW_ESCAPE.match(text, match.end()):
-                paired_low = match.end()
-                continue
-            return f"contains a lone surrogate (\\u{code:04x}), which is not valid Unicode"
-        if escape_at != paired_low:
-            return f"contains a lone surrogate (\\u{code:04x}), which is not valid Unicode"
-    return None
-
-
-def text_problem(raw: bytes, *, percent_encoded: bool) -> str | None:
-    """What is wrong with a query string or body as UTF-8 text (after percent-decoding), or None."""
-    data = unquote_to_bytes(raw.replace(b"+", b" ")) if percent_encoded else raw
-    try:
-        data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        return f"is not valid UTF-8 (byte {exc.start}: {data[exc.start : exc.start + 1]!r})"
-    if percent_encoded and b"\x00" in data:
-        return "contains a NUL character (%00), which cannot be stored"
-    return None
 
 
 def check_query_numbers(query: str) -> None:
