@@ -1,4 +1,5 @@
-"""Shared test fixtures: personas, a real Redis broker with a real Celery worker, headless Chromium.
+"""Shared test fixtures: personas, a real Redis broker with a real Celery worker, headless Chromium, the tiny
+ONNX model, and `wait_for_job`.
 
 Live-worker tests use `transactional_db` (the worker is another process and only sees committed
 rows) and the `live_celery` fixture; browser tests use the `page` fixture and are marked `browser`.
@@ -78,12 +79,64 @@ def shared_dir():
 
 
 @pytest.fixture(autouse=True)
+def _fast_password_hasher(settings):
+    """Personas and logins cost milliseconds: the whole suite hashes passwords with MD5 (never in production)."""
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
+@pytest.fixture(autouse=True)
 def _no_job_submissions_counted():
     """Each test starts with no job submissions counted by the throttles (their counts live in the cache)."""
     from django.core.cache import cache
 
     yield
     cache.clear()
+
+
+# --- the tiny ONNX model ------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def tiny_onnx_export(tmp_path_factory):
+    """`export(seed=0)`: the folder of eqlm.testing's tiny model exported to ONNX, exported once per seed per run.
+
+    The folders are shared by every test: copy one (shutil.copytree) to change it or to give it another name.
+    """
+    from eqlm.testing import export_tiny_model
+
+    folders: dict[int, Path] = {}
+
+    def export(seed: int = 0) -> Path:
+        if seed not in folders:
+            folders[seed] = export_tiny_model(tmp_path_factory.mktemp(f"tiny-onnx-seed{seed}"), seed=seed)
+        return folders[seed]
+
+    return export
+
+
+@pytest.fixture(scope="session")
+def tiny_onnx_dir(tiny_onnx_export) -> Path:
+    """The tiny model (seed 0) exported to ONNX once per test run (read-only; a Generator opens it)."""
+    return tiny_onnx_export(0)
+
+
+# --- waiting for a job row ------------------------------------------------------------------------
+
+
+@pytest.fixture
+def wait_for_job():
+    """`wait_for_job(row, timeout=60)`: poll a job row until it is done or failed; returns it refreshed."""
+
+    def wait(row, timeout: float = 60, interval: float = 0.2):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            row.refresh_from_db()
+            if row.is_finished:
+                return row
+            time.sleep(interval)
+        pytest.fail(f"{type(row).__name__} {row.pk} did not finish within {timeout} s (status {row.status})")
+
+    return wait
 
 
 # --- media shared with the worker -----------------------------------------------------------------

@@ -1,11 +1,6 @@
-"""Cross-cutting test settings: a fast password hasher so persona fixtures cost milliseconds."""
+"""Fixtures of the cross-cutting tests: the reference data seeded once per module."""
 
 import pytest
-
-
-@pytest.fixture(autouse=True)
-def _fast_password_hasher(settings):
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 
 
 @pytest.fixture(scope="module")

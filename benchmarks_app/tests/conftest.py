@@ -1,12 +1,7 @@
-"""Benchmarks test fixtures: a fast password hasher, a clean cache per test, and the seeded rows once per module."""
+"""Benchmarks test fixtures: a clean cache per test, and the seeded rows once per module."""
 
 import pytest
 from django.db import transaction
-
-
-@pytest.fixture(autouse=True)
-def _fast_password_hasher(settings):
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 
 
 @pytest.fixture(autouse=True)

@@ -3,16 +3,7 @@
 import pytest
 
 from benchmarks_app.seed import seed
-
-
-def serious_axe_violations(page) -> list[str]:
-    page.add_script_tag(url="/static/vendor/axe.min.js")
-    result = page.evaluate("axe.run(document, {resultTypes: ['violations']})")
-    return [
-        f"{v['id']}: {v['help']} at {[n['target'] for n in v['nodes']][:3]}"
-        for v in result["violations"]
-        if v["impact"] in ("serious", "critical")
-    ]
+from tests.axe import serious_violations
 
 
 @pytest.mark.browser
@@ -23,10 +14,10 @@ def test_table_pages_draw_their_plots_accessibly_without_console_errors(page):
     page.goto("/benchmarks/f24-budget-sweep/")
     page.wait_for_selector("#bench-plot .main-svg")
     assert page.locator("table.bench-table tbody tr").count() == 3
-    assert serious_axe_violations(page) == []
+    assert serious_violations(page) == []
     page.goto("/benchmarks/")
     assert page.locator("section.bench-section").count() >= 9
-    assert serious_axe_violations(page) == []
+    assert serious_violations(page) == []
     page.goto("/benchmarks/runs/exp13_seed42/")
     page.wait_for_selector("#bench-plot .main-svg")
     before = page.locator("#bench-plot .main-svg").first.evaluate("n => getComputedStyle(n).backgroundColor")

@@ -4,6 +4,8 @@ import re
 
 import pytest
 
+from tests.axe import serious_violations
+
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 
@@ -11,21 +13,11 @@ def transcript_index(page) -> int:
     return int(page.get_attribute("#transcript", "data-index"))
 
 
-def serious_axe_violations(page) -> list[str]:
-    page.add_script_tag(url="/static/vendor/axe.min.js")
-    result = page.evaluate("axe.run(document, {resultTypes: ['violations']})")
-    return [
-        f"{v['id']}: {v['help']} at {[n['target'] for n in v['nodes']][:3]}"
-        for v in result["violations"]
-        if v["impact"] in ("serious", "critical")
-    ]
-
-
 def test_open_the_council_then_step_through_three_questions_with_the_keyboard(page, council):
     page.goto("/council/")
     assert page.locator('[data-figure="council-accuracy"]').inner_text() == "0.6194"
     page.wait_for_selector("#council-cost-plot .main-svg")
-    assert serious_axe_violations(page) == []
+    assert serious_violations(page) == []
 
     page.get_by_role("link", name="Step through the recorded questions one by one").click()
     page.wait_for_url(re.compile(r"/council/replay/"))
@@ -40,7 +32,7 @@ def test_open_the_council_then_step_through_three_questions_with_the_keyboard(pa
     page.wait_for_url(re.compile(r"[?&]q=2(#|&|$)"))
     assert transcript_index(page) == 2
     assert page.evaluate("document.activeElement.id") == "transcript"
-    assert serious_axe_violations(page) == []
+    assert serious_violations(page) == []
 
     page.focus("#id_domain")  # keys typed into a filter control do not move the replay
     page.keyboard.press("ArrowRight")

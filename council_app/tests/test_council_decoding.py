@@ -8,12 +8,8 @@ from eqlm.runtime import GenerationRequest, Generator
 
 
 @pytest.fixture(scope="module")
-def two_models(tmp_path_factory):
-    from eqlm.testing import export_tiny_model
-
-    a = Generator(export_tiny_model(tmp_path_factory.mktemp("council-a"), seed=1))
-    b = Generator(export_tiny_model(tmp_path_factory.mktemp("council-b"), seed=2))
-    return a, b
+def two_models(tiny_onnx_export):
+    return Generator(tiny_onnx_export(1)), Generator(tiny_onnx_export(2))
 
 
 def run(generator, **params):

@@ -7,6 +7,7 @@ from playwright.sync_api import expect
 
 from findings_app.models import Finding
 from findings_app.services import import_findings
+from tests.axe import serious_violations
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -62,10 +63,7 @@ def test_a_figure_permalink_scrolls_to_and_highlights_its_row(page, loaded):
 def test_the_findings_pages_have_no_serious_accessibility_violations(page, loaded):
     for path in ["/", "/findings/", "/findings/F24/"]:
         page.goto(path)
-        page.add_script_tag(url="/static/vendor/axe.min.js")
-        result = page.evaluate("axe.run(document, {resultTypes: ['violations']})")
-        serious = [(v["id"], v["help"]) for v in result["violations"] if v["impact"] in ("serious", "critical")]
-        assert serious == [], (path, serious)
+        assert serious_violations(page) == [], path
 
 
 def test_the_admin_preview_renders_as_the_editor_types(page, loaded, staff_user, live_server, client):

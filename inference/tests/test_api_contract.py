@@ -19,13 +19,6 @@ pytestmark = pytest.mark.django_db(transaction=True)
 PROMPT = "In the beginning"
 
 
-@pytest.fixture(scope="module")
-def tiny_onnx_dir(tmp_path_factory):
-    from eqlm.testing import export_tiny_model
-
-    return export_tiny_model(tmp_path_factory.mktemp("api-tiny-onnx"))
-
-
 @pytest.fixture
 def served_model(settings, tiny_onnx_dir, monkeypatch):
     """Point the generation service at the tiny model for this test (fresh generator, fresh rate counters)."""

@@ -6,13 +6,6 @@ from django.core.cache import cache
 pytestmark = pytest.mark.django_db
 
 
-@pytest.fixture(scope="module")
-def tiny_onnx_dir(tmp_path_factory):
-    from eqlm.testing import export_tiny_model
-
-    return export_tiny_model(tmp_path_factory.mktemp("reference-onnx"))
-
-
 @pytest.fixture
 def served_model(settings, tiny_onnx_dir, monkeypatch):
     from inference import serving

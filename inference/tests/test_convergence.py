@@ -5,17 +5,12 @@ import pytest
 
 from eqlm import convergence as cv
 from eqlm.runtime import OnnxEqLM
-from eqlm.testing import export_tiny_model, tiny_model
+from eqlm.testing import tiny_model
 
 TEXT = (
     b"In the beginning God created the heaven and the earth. And the earth was without form, and void; "
     b"and darkness was upon the face of the deep. And the Spirit of God moved upon the face of the waters. "
 ) * 4
-
-
-@pytest.fixture(scope="module")
-def onnx_dir(tmp_path_factory):
-    return export_tiny_model(tmp_path_factory.mktemp("tiny-convergence"))
 
 
 @pytest.fixture(scope="module")
@@ -53,9 +48,9 @@ def test_windows_leave_out_the_incomplete_tail():
 # Anderson's least-squares step amplifies float rounding on a random (non-contracting) map, so the two
 # backends' Anderson iterates agree tightly for the first depths only; Picard's agree at every depth.
 @pytest.mark.parametrize(("solver", "tight_until", "rel"), [("picard", 16, 1e-4), ("anderson", 8, 2e-3)])
-def test_torch_and_onnx_measure_the_same_quality_and_convergence(onnx_dir, windows, solver, tight_until, rel):
+def test_torch_and_onnx_measure_the_same_quality_and_convergence(tiny_onnx_dir, windows, solver, tight_until, rel):
     torch_profile = cv.profile_by_depth(cv.TorchBackend(tiny_model()), windows, solver, max_depth=16, batch=4)
-    onnx_profile = cv.profile_by_depth(cv.OnnxBackend(OnnxEqLM(onnx_dir)), windows, solver, max_depth=16, batch=4)
+    onnx_profile = cv.profile_by_depth(cv.OnnxBackend(OnnxEqLM(tiny_onnx_dir)), windows, solver, max_depth=16, batch=4)
     for depth in range(1, 17):
         a, b = torch_profile.by_depth[depth], onnx_profile.by_depth[depth]
         assert a.positions == b.positions == 6 * 63
@@ -68,10 +63,10 @@ def test_torch_and_onnx_measure_the_same_quality_and_convergence(onnx_dir, windo
             assert share == pytest.approx(b.converged[tol], abs=2 / a.positions)  # at most a rounding-edge pair
 
 
-def test_torch_and_onnx_agree_on_adaptive_halting(onnx_dir, windows):
+def test_torch_and_onnx_agree_on_adaptive_halting(tiny_onnx_dir, windows):
     curve = {1: 9.0, 64: 1.0}
     a = cv.adaptive_point(cv.TorchBackend(tiny_model()), windows, 0.05, cap=24, fixed_curve=curve)
-    b = cv.adaptive_point(cv.OnnxBackend(OnnxEqLM(onnx_dir)), windows, 0.05, cap=24, fixed_curve=curve)
+    b = cv.adaptive_point(cv.OnnxBackend(OnnxEqLM(tiny_onnx_dir)), windows, 0.05, cap=24, fixed_curve=curve)
     assert a.mean_iterations == pytest.approx(b.mean_iterations, abs=0.02)
     assert a.bits_per_byte == pytest.approx(b.bits_per_byte, abs=1e-3)
     assert 1 <= a.mean_iterations <= 24 and 0 <= a.halted_fraction <= 1
@@ -91,10 +86,10 @@ def test_adaptive_halting_matches_the_models_own_solver(windows):
     assert point.bits_per_byte == pytest.approx(float(nll) / cv.LN2, abs=1e-5)
 
 
-def test_fixed_depth_profile_matches_the_runtimes_bits_per_byte(onnx_dir):
+def test_fixed_depth_profile_matches_the_runtimes_bits_per_byte(tiny_onnx_dir):
     from eqlm.runtime import bits_per_byte
 
-    model = OnnxEqLM(onnx_dir)
+    model = OnnxEqLM(tiny_onnx_dir)
     profile = cv.profile_by_depth(cv.OnnxBackend(model), cv.windows_of(TEXT, 64), max_depth=8)
     expected = bits_per_byte(model, TEXT, [2, 8], window=64)
     assert profile.by_depth[2].bits_per_byte == pytest.approx(expected[2], abs=1e-9)

@@ -1,6 +1,5 @@
 """The quality-and-convergence evaluation: staff queue it (API, admin), a real worker writes its rows, charts read."""
 
-import time
 from pathlib import Path
 
 import pytest
@@ -138,17 +137,12 @@ def test_stored_figures_read_back_what_the_evaluation_wrote(tmp_path):
 
 @pytest.mark.worker
 @pytest.mark.django_db(transaction=True)
-def test_a_real_worker_runs_the_convergence_evaluation_and_writes_its_rows(live_celery, client, settings):
+def test_a_real_worker_runs_the_convergence_evaluation_and_writes_its_rows(live_celery, client, settings, wait_for_job):
     from inference.convergence import queue_convergence_evaluation
 
     model = tiny_registered(Path(settings.MEDIA_ROOT) / "convergence-worker", slug="tiny-conv-worker")
     run = queue_convergence_evaluation(model, {**SMALL, "solvers": ["picard"], "text": "slice"})
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        run.refresh_from_db()
-        if run.is_finished:
-            break
-        time.sleep(0.5)
+    run = wait_for_job(run, timeout=120)
     assert run.status == "done", run.error
     assert run.device in ("cpu", "cuda") and run.rows_written == 6 * (3 + 11) + 2 * 3
     body = client.get("/api/results/?experiment=local&metric=heldout_bits_per_byte&arm=tiny-conv-worker").json()

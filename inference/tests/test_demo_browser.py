@@ -12,6 +12,8 @@ import pytest
 from django.conf import settings as django_settings
 from django.core.cache import cache
 
+from tests.axe import serious_violations
+
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 PROMPT = "And God said"
@@ -19,13 +21,11 @@ GENERATION_ROUTES = ("/v1/", "/api/")
 
 
 @pytest.fixture(scope="module")
-def dial_model_dir(tmp_path_factory):
+def dial_model_dir(request):
     committed = Path(django_settings.DEMO_MODEL_ONNX_DIR)
     if (committed / "manifest.json").exists():
         return committed
-    from eqlm.testing import export_tiny_model
-
-    return export_tiny_model(tmp_path_factory.mktemp("dial-tiny-onnx"))
+    return request.getfixturevalue("tiny_onnx_dir")
 
 
 @pytest.fixture
@@ -86,12 +86,6 @@ def test_the_dial_generates_at_depths_4_and_12_in_the_page_without_server_genera
     page.watch.assert_clean()
 
 
-def serious_axe_violations(page) -> list[str]:
-    page.add_script_tag(url="/static/vendor/axe.min.js")
-    result = page.evaluate("axe.run(document, {resultTypes: ['violations']})")
-    return [f"{v['id']}: {v['help']}" for v in result["violations"] if v["impact"] in ("serious", "critical")]
-
-
 def without_isolation_headers(route):
     response = route.fetch()
     headers = {k: v for k, v in response.headers.items() if not k.lower().startswith("cross-origin-")}
@@ -104,7 +98,7 @@ def test_without_cross_origin_isolation_the_dial_runs_on_one_thread_with_adaptiv
     page.wait_for_selector("body[data-dial-ready=true]", timeout=60_000)
     assert page.evaluate("window.crossOriginIsolated") is False
     assert page.locator("#fig-threads").inner_text().startswith("1")
-    assert serious_axe_violations(page) == []
+    assert serious_violations(page) == []
     page.check("input[name=mode][value=adaptive]")
     set_control(page, "#tol", -0.5)  # tolerance 10^-0.5: loose, so positions halt early
     run = generate_in_page(page, depth=12, max_tokens=8)

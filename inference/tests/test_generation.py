@@ -8,23 +8,18 @@ import numpy as np
 import pytest
 
 from eqlm.runtime import DecodeCache, GenerationRequest, Generator, OnnxEqLM, process
-from eqlm.testing import export_tiny_model, tiny_model
+from eqlm.testing import tiny_model
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")
-def onnx_dir(tmp_path_factory):
-    return export_tiny_model(tmp_path_factory.mktemp("tiny-onnx"))
+def generator(tiny_onnx_dir):
+    return Generator(tiny_onnx_dir)
 
 
-@pytest.fixture(scope="module")
-def generator(onnx_dir):
-    return Generator(onnx_dir)
-
-
-def test_incremental_decoding_with_per_iteration_cache_equals_one_batch(onnx_dir):
-    model = OnnxEqLM(onnx_dir)
+def test_incremental_decoding_with_per_iteration_cache_equals_one_batch(tiny_onnx_dir):
+    model = OnnxEqLM(tiny_onnx_dir)
     ids = list(b"And God said, Let there be light")
     batch = DecodeCache(model, 6)
     z_all, _, _ = process(model, batch, ids, 6, None, "picard")
@@ -102,10 +97,10 @@ def test_adaptive_halting_reports_iterations_below_cap_and_residuals_below_tol(g
         assert event.residual < tol or event.iterations == cap
 
 
-def test_adaptive_halting_in_onnx_matches_torch_solver(onnx_dir):
+def test_adaptive_halting_in_onnx_matches_torch_solver(tiny_onnx_dir):
     import torch
 
-    model = OnnxEqLM(onnx_dir)
+    model = OnnxEqLM(tiny_onnx_dir)
     ids = list(b"grace and peace")
     z, iterations, residual = process(model, DecodeCache(model, 32), ids, 32, 0.05, "picard")
     ref = tiny_model().solve(torch.tensor([ids]), max_iter=32, tol=0.05)
@@ -138,10 +133,10 @@ def test_bad_requests_are_refused(generator, bad):
         generator.generate(GenerationRequest(prompt="a", **bad))
 
 
-def test_generation_module_never_imports_torch(onnx_dir):
+def test_generation_module_never_imports_torch(tiny_onnx_dir):
     probe = (
         "import sys; from pathlib import Path; from eqlm.runtime import Generator, GenerationRequest; "
-        f"g = Generator(Path({str(onnx_dir)!r})); g.generate(GenerationRequest(prompt='a', max_tokens=2)); "
+        f"g = Generator(Path({str(tiny_onnx_dir)!r})); g.generate(GenerationRequest(prompt='a', max_tokens=2)); "
         "print('torch' in sys.modules)"
     )
     out = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, timeout=60)

@@ -144,10 +144,8 @@ def test_anyone_can_list_registered_models(client):
 @pytest.mark.worker
 @pytest.mark.django_db(transaction=True)
 def test_a_real_worker_runs_a_small_blimp_evaluation_and_its_rows_reach_the_benchmarks_api(
-    live_celery, client, settings
+    live_celery, client, settings, wait_for_job
 ):
-    import time
-
     from inference.services import queue_evaluation
 
     folder = Path(settings.MEDIA_ROOT) / "worker-test"
@@ -163,12 +161,7 @@ def test_a_real_worker_runs_a_small_blimp_evaluation_and_its_rows_reach_the_benc
         provenance={"seed": 2, "config_hash": "w"},
     )
     run = queue_evaluation(model, [1, 3], [], 2, None, blimp_dir=str(FIXTURE))
-    deadline = time.monotonic() + 90
-    while time.monotonic() < deadline:
-        run.refresh_from_db()
-        if run.is_finished:
-            break
-        time.sleep(0.5)
+    run = wait_for_job(run, timeout=90)
     assert run.status == "done", run.error
     assert run.device in ("cpu", "cuda") and run.rows_written == 2
     body = client.get("/api/results/?experiment=local&metric=blimp_accuracy&arm=tiny-worker").json()

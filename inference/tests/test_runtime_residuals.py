@@ -53,13 +53,6 @@ const { EqlmRuntime } = require(runtimePath);
 
 
 @pytest.fixture(scope="module")
-def tiny_onnx_dir(tmp_path_factory):
-    from eqlm.testing import export_tiny_model
-
-    return export_tiny_model(tmp_path_factory.mktemp("residuals-onnx"))
-
-
-@pytest.fixture(scope="module")
 def js_events(tiny_onnx_dir):
     if not shutil.which("node") or not ORT_WEB.exists():
         pytest.skip("node or node_modules/onnxruntime-web is missing (make vendor installs it)")

@@ -18,10 +18,8 @@ from eqlm.tokenizer import token_from_string, token_string
 
 
 @pytest.fixture(scope="module")
-def generator(tmp_path_factory):
-    from eqlm.testing import export_tiny_model
-
-    return Generator(export_tiny_model(tmp_path_factory.mktemp("scoring-onnx")))
+def generator(tiny_onnx_dir):
+    return Generator(tiny_onnx_dir)
 
 
 def test_every_byte_has_a_distinct_reversible_token_name():

@@ -7,17 +7,15 @@ import threading
 import pytest
 
 from eqlm.runtime import GenerationRequest
-from eqlm.testing import export_tiny_model
 from inference import serving
 
 GREEDY = GenerationRequest(prompt="In the beginning", max_tokens=12, depth=4)
 
 
 @pytest.fixture(scope="module")
-def exports(tmp_path_factory):
-    """Two tiny models with different weights, exported once for the module."""
-    root = tmp_path_factory.mktemp("serving-exports")
-    return {seed: export_tiny_model(root / f"seed{seed}", seed=seed) for seed in (0, 1)}
+def exports(tiny_onnx_export):
+    """Two tiny models with different weights (exported once for the test run)."""
+    return {seed: tiny_onnx_export(seed) for seed in (0, 1)}
 
 
 @pytest.fixture

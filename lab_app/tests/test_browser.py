@@ -5,17 +5,9 @@ import json
 import pytest
 from playwright.sync_api import expect
 
+from tests.axe import serious_violations
+
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
-
-
-def serious_axe_violations(page) -> list[str]:
-    page.add_script_tag(url="/static/vendor/axe.min.js")
-    result = page.evaluate("axe.run(document, {resultTypes: ['violations']})")
-    return [
-        f"{v['id']}: {v['help']} at {[n['target'] for n in v['nodes']][:3]}"
-        for v in result["violations"]
-        if v["impact"] in ("serious", "critical")
-    ]
 
 
 def wait_for_results(page):
@@ -29,7 +21,7 @@ def test_lab_page_runs_solvers_draws_their_plots_keeps_its_state_in_the_url_and_
     assert page.locator("#plot-nashconv .scatterlayer .trace").count() == 2  # last iterate and average
     assert page.evaluate("() => document.querySelector('#plot-nashconv').layout.yaxis.type") == "log"
     assert "in this browser" in page.inner_text("#lab-status")
-    assert serious_axe_violations(page) == []
+    assert serious_violations(page) == []
     # Pin GDA, switch to MMD on the biased RPS: both runs are drawn, and the pinned one is in the URL.
     page.click("#pin-button")
     page.select_option("#solver", "mmd")
@@ -90,7 +82,7 @@ def test_server_job_from_the_page_shows_progress_then_results(page):
     assert page.evaluate("() => document.querySelector('#job-progress').value") == 1
     data = json.loads(page.inner_text("#job-data"))
     assert data["solver"] == "qre_path"
-    assert serious_axe_violations(page) == []
+    assert serious_violations(page) == []
     # A sweep's page: a summary plot and table, and every run's NashConv trace.
     from lab_app.services import create_job
 

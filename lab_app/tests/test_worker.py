@@ -1,7 +1,6 @@
 """A lab job runs on a real Celery worker process through Redis and reports done with its results."""
 
 import json
-import time
 
 import pytest
 
@@ -10,17 +9,7 @@ from lab_app.models import LabRun
 pytestmark = [pytest.mark.worker, pytest.mark.django_db(transaction=True)]
 
 
-def wait_until_finished(pk: int, timeout: float = 60) -> LabRun:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        run = LabRun.objects.get(pk=pk)
-        if run.is_finished:
-            return run
-        time.sleep(0.2)
-    pytest.fail(f"lab job {pk} did not finish within {timeout} s (status {run.status})")
-
-
-def test_a_lab_sweep_job_runs_on_a_real_worker_and_reports_done_with_results(live_celery, client):
+def test_a_lab_sweep_job_runs_on_a_real_worker_and_reports_done_with_results(live_celery, client, wait_for_job):
     body = {
         "game": "biased_rps",
         "solver": "mmd",
@@ -30,7 +19,7 @@ def test_a_lab_sweep_job_runs_on_a_real_worker_and_reports_done_with_results(liv
     response = client.post("/api/lab/jobs/", data=json.dumps(body), content_type="application/json")
     assert response.status_code == 201
     assert response.json()["status"] == "queued"  # not eager: the worker picks it up
-    run = wait_until_finished(response.json()["id"])
+    run = wait_for_job(LabRun.objects.get(pk=response.json()["id"]))
     assert run.status == "done", run.error
     assert run.progress == 1.0 and run.started_at and run.finished_at
     detail = client.get(f"/api/lab/jobs/{run.pk}/").json()

@@ -70,13 +70,14 @@ def test_a_page_answers_503_in_plain_words_when_the_database_is_down(client, mon
     assert middleware.process_exception(RequestFactory().get("/"), ValueError("not ours")) is None
 
 
-def test_health_lists_every_servable_model_with_its_state_in_this_process(client, settings, tmp_path):
-    from eqlm.testing import export_tiny_model
+def test_health_lists_every_servable_model_with_its_state_in_this_process(client, settings, tmp_path, tiny_onnx_export):
+    import shutil
+
     from inference import serving
 
     settings.MODELS_DIR = tmp_path
-    settings.DEMO_MODEL_ONNX_DIR = export_tiny_model(tmp_path / "eqlm-demo")
-    export_tiny_model(tmp_path / "tiny-other", seed=1)
+    settings.DEMO_MODEL_ONNX_DIR = shutil.copytree(tiny_onnx_export(0), tmp_path / "eqlm-demo")
+    shutil.copytree(tiny_onnx_export(1), tmp_path / "tiny-other")
     (tmp_path / "broken").mkdir()
     (tmp_path / "broken" / "manifest.json").write_text('{"graphs": {"embed": "embed.onnx"}}')
     serving.reset()

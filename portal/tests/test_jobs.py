@@ -1,6 +1,5 @@
 """The sweeper re-sends jobs whose message Redis lost, fails them past a limit, and leaves every other row alone."""
 
-import time
 from datetime import timedelta
 
 import pytest
@@ -24,16 +23,6 @@ def lab_row(age_s: float, **fields) -> LabRun:
     return run
 
 
-def wait_until_finished(run: LabRun, timeout: float = 30) -> LabRun:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        run.refresh_from_db()
-        if run.is_finished:
-            return run
-        time.sleep(0.2)
-    pytest.fail(f"lab job {run.pk} did not finish within {timeout} s (status {run.status})")
-
-
 @pytest.fixture
 def idle_broker(redis_url, settings):
     """A Redis database no worker listens on, so a message sent there stays in its queue."""
@@ -50,7 +39,7 @@ def idle_broker(redis_url, settings):
 
 @pytest.mark.worker
 @pytest.mark.django_db(transaction=True)
-def test_a_job_lost_long_ago_is_resent_and_runs_and_one_resent_too_often_ends_failed(live_celery):
+def test_a_job_lost_long_ago_is_resent_and_runs_and_one_resent_too_often_ends_failed(live_celery, wait_for_job):
     lost = lab_row(3600)
     exhausted = lab_row(3600, requeue_count=MAX_REQUEUES)
     fresh = lab_row(0)
@@ -61,7 +50,7 @@ def test_a_job_lost_long_ago_is_resent_and_runs_and_one_resent_too_often_ends_fa
 
     assert sweep.resent == [f"lab_app.LabRun#{lost.pk}"]
     assert sweep.failed == [f"lab_app.LabRun#{exhausted.pk}"]
-    lost = wait_until_finished(lost)
+    lost = wait_for_job(lost, timeout=30)
     assert lost.status == "done" and lost.requeue_count == 1 and lost.result, lost.error
     exhausted.refresh_from_db()
     assert exhausted.status == "failed" and exhausted.finished_at
