@@ -48,6 +48,45 @@ USAGE_SCHEMA = {
 }
 
 
+COMPLETION_LOGPROBS_SCHEMA = {
+    "type": "object",
+    "nullable": True,
+    "description": "With `logprobs`: one entry per token (with `echo`, the prompt's first; its first logprob is "
+    "null). Tokens are bytes: ASCII is its character, a byte >= 0x80 is `bytes:\\xNN`; text_offset counts bytes.",
+    "properties": {
+        "tokens": {"type": "array", "items": {"type": "string"}},
+        "token_logprobs": {"type": "array", "items": {"type": "number", "nullable": True}},
+        "top_logprobs": {
+            "type": "array",
+            "items": {"type": "object", "nullable": True, "additionalProperties": {"type": "number"}},
+        },
+        "text_offset": {"type": "array", "items": {"type": "integer"}},
+    },
+}
+_TOP_ENTRY = {
+    "type": "object",
+    "properties": {
+        "token": {"type": "string"},
+        "logprob": {"type": "number"},
+        "bytes": {"type": "array", "items": {"type": "integer"}},
+    },
+}
+CHAT_LOGPROBS_SCHEMA = {
+    "type": "object",
+    "nullable": True,
+    "description": "With `logprobs: true`: each generated token with its raw byte and `top_logprobs` alternatives.",
+    "properties": {
+        "content": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {**_TOP_ENTRY["properties"], "top_logprobs": {"type": "array", "items": _TOP_ENTRY}},
+            },
+        }
+    },
+}
+
+
 def completion_response_schema(kind: str) -> dict:
     choice = (
         {"message": {"type": "object", "properties": {"role": {"type": "string"}, "content": {"type": "string"}}}}
@@ -68,6 +107,7 @@ def completion_response_schema(kind: str) -> dict:
                     "properties": {
                         "index": {"type": "integer"},
                         **choice,
+                        "logprobs": CHAT_LOGPROBS_SCHEMA if kind == "chat" else COMPLETION_LOGPROBS_SCHEMA,
                         "finish_reason": {"type": "string", "enum": ["stop", "length"]},
                     },
                 },
