@@ -216,7 +216,9 @@ def trace_path(
     The corrector stops once a Newton step is below tol (relative): convergence is quadratic, so the point
     is then accurate to about tol². Turning points are where dλ/ds changes sign; bifurcation points are
     where the determinant of the augmented Jacobian [[H_w, H_λ], [tᵀ, 0]] changes sign while the tangent
-    keeps its orientation. The compiled kernel takes the same steps when it is built.
+    keeps its orientation. A step whose tangent turns too far, or across which that determinant changes sign,
+    is retried at half the length: both are the marks of a jump to another branch (down to steps of 1e-6,
+    where a sign change that persists is a bifurcation). The compiled kernel takes the same steps when it is built.
     """
     A = np.ascontiguousarray(A, dtype=float)
     B = np.ascontiguousarray(B, dtype=float)
@@ -292,6 +294,11 @@ def trace_path(
             continue
         # det [[H_w, H_λ], [tᵀ]] has the sign of det [[H_w, H_λ], [t_newᵀ]] (t·t_new > 0), so one LU gives both.
         sign = _lu_det_sign(factors, piv)
+        if det_sign is not None and sign != 0 and sign != det_sign and h > 1e-6:
+            # The orientation flipped. Along one branch it cannot (turning points keep it): this step jumped to
+            # another branch, unless the flip persists down to tiny steps, which is a bifurcation point.
+            h *= 0.5
+            continue
         lam_new = float(zc[d])
         if t_new[d] * t[d] < 0:
             turning.append(_event(sys, z, zc, t[d], t_new[d], "turning point"))

@@ -381,6 +381,10 @@ int lab_trace(int m, int n, const double *A, const double *B, double lam_max, in
       continue;
     }
     int sign = lu_det_sign(M, D, ipiv);
+    if (have_sign && sign != 0 && sign != det_sign && h > 1e-6) {
+      h *= 0.5; /* the orientation flipped: another branch, unless it persists at tiny steps (a bifurcation) */
+      continue;
+    }
     double lam_new = zc[d];
     int kind = -1;
     double a0 = 0.0, a1 = 0.0;

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from lab_app.solvers import Limits, solve
+from lab_app.tests.test_solvers import SHARP_A, SHARP_B
 
 RUNNER = Path(__file__).with_name("run_js_solvers.cjs")
 GAMES = [
@@ -50,6 +51,10 @@ def specs() -> list[dict]:
     for size, seed, lam in ((10, 19, 10), (50, 5, 100), (30, 2, 10), (50, 7, 10), (10, 1, 1000)):
         game = {"preset": "random", "m": size, "n": size, "seed": seed}
         out.append({"game": game, "solver": "qre", "params": {"lambda": lam}})
+    # A sharp turn of the branch, where a long step once jumped to another branch.
+    sharp = {"A": SHARP_A, "B": SHARP_B}
+    out.append({"game": sharp, "solver": "qre", "params": {"lambda": 10}})
+    out.append({"game": sharp, "solver": "qre_path", "params": {"lambda_max": 20}})
     return out
 
 

@@ -178,6 +178,23 @@ def test_qre_at_one_lambda_is_the_point_of_the_principal_branch_the_path_tracer_
     assert np.abs(np.array(out["x"] + out["y"]) - exact).max() <= 1e-9
 
 
+# A 3×3 game (N(0, 1) payoffs rounded to 3 decimals) whose principal branch turns sharply near λ = 2.55: a
+# long step once jumped from it to another branch, flagged only as a "bifurcation" (an orientation flip).
+SHARP_A = [[-0.432, -1.13, 0.674], [-1.108, 2.014, 0.924], [-0.359, 0.571, 1.612]]
+SHARP_B = [[2.834, -0.923, 1.065], [0.518, -0.28, 1.092], [0.507, 1.076, -0.526]]
+
+
+@pytest.mark.parametrize("compiled", [True, False])
+def test_a_sharp_turn_of_the_branch_is_followed_not_jumped(compiled):
+    A, B = np.array(SHARP_A), np.array(SHARP_B)
+    out = qre(A, B, 10.0, compiled=compiled)
+    # Gambit 17's logit_solve_lambda at λ = 10 (its residual 2e-12).
+    assert out["x"] == pytest.approx([0.32421434300326335, 0.00037928982918857755, 0.6754063671675482], abs=1e-9)
+    assert out["y"] == pytest.approx([0.9997584320842378, 0.00023854824869182147, 3.0196670704561504e-06], abs=1e-9)
+    path = trace_path(A, B, lam_max=10.0, compiled=compiled)
+    assert path["bifurcations"] == [], "a generic game's branch keeps its orientation"
+
+
 def log_odds(point: dict) -> list[float]:
     x, y = np.array(point["x"]), np.array(point["y"])
     return list(np.log(x[1:] / x[0])) + list(np.log(y[1:] / y[0]))

@@ -319,6 +319,10 @@ export function tracePath(A, B, { lamMax = 100, maxPoints = 2000, tol = 1e-7, st
       h *= 0.5; // the tangent turned too far in one step (or λ < 0): a branch jump, not the path
       continue;
     }
+    if (detSign !== 0 && sign !== detSign && h > 1e-6) {
+      h *= 0.5; // the orientation flipped: another branch, unless it persists at tiny steps (a bifurcation)
+      continue;
+    }
     const lamNew = zc[d];
     let kind = null, a0 = 0, a1 = 0;
     if (tn[d] * t[d] < 0) [kind, a0, a1] = ["turning point", t[d], tn[d]];
