@@ -235,6 +235,21 @@ COMPARISONS = [
         "published": [],
     },
     {
+        "slug": "local-convergence",
+        "title": "This portal's own models · quality and convergence by depth (held-out bits/byte, residual)",
+        "kind": "convergence",
+        "order": 57,
+        "description": "Every registered model the quality-and-convergence evaluation has measured (experiment "
+        "'local', arm = the model's id): held-out bits/byte, the median and 95th-percentile relative residual "
+        "||f(z) - z|| / ||z|| and the share of positions below 0.01, by depth from a cold start, for Picard and "
+        "Anderson; and adaptive halting at several tolerances (cap 64) against fixed depth at the same mean depth. "
+        "The same stored rows feed the depth dial's convergence charts; the notes check issue 14's targets.",
+        "treatment_experiment": "local",
+        "metric": "heldout_bits_per_byte",
+        "findings": [],
+        "published": [],
+    },
+    {
         "slug": "exp31-adaptive-depth",
         "title": "exp31 · Adaptive vs uniform depth vs explicit",
         "kind": "adaptive",

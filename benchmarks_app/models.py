@@ -143,6 +143,7 @@ class Comparison(models.Model):
         AUDIT = "audit", "Compute audit"
         LADDER = "ladder", "Benchmark ladder"
         COUNCIL = "council", "Live council on mixed text (members, averaging, equilibrium, oracle)"
+        CONVERGENCE = "convergence", "The portal's own models: quality and convergence by depth"
 
     slug = models.SlugField(max_length=80, unique=True)
     title = models.CharField(max_length=200)

@@ -1,8 +1,8 @@
 """Live tables: every declared comparison computed at request time from stored rows (cached until the next ingest).
 
-One module per kind of table (ratio, curve, adaptive, audit, ladder, council), the queries they share in queries.py, their
-cells in cells.py, and every published-vs-recomputed check in checks.py. A new kind: a builder module returning
-the same body, registered in BUILDERS.
+One module per kind of table (ratio, curve, adaptive, audit, ladder, council, convergence), the queries they share
+in queries.py, their cells in cells.py, and every published-vs-recomputed check in checks.py. A new kind: a builder
+module returning the same body, registered in BUILDERS.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from ..records import tables_cache_version
 from .adaptive import build_adaptive
 from .audit import build_audit
 from .checks import STATUS_TEXT, check, place_checks
+from .convergence import build_convergence
 from .council import build_council
 from .curve import build_curve
 from .ladder import build_ladder
@@ -42,6 +43,7 @@ BUILDERS = {
     Comparison.Kind.AUDIT: build_audit,
     Comparison.Kind.LADDER: build_ladder,
     Comparison.Kind.COUNCIL: build_council,
+    Comparison.Kind.CONVERGENCE: build_convergence,
 }
 
 
