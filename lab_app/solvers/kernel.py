@@ -47,6 +47,9 @@ def build() -> Path | None:
             print(f"qre kernel: build failed, numpy is used instead:\n{done.stderr}", file=sys.stderr)
             return None
         os.replace(tmp, target)  # atomic: a concurrent loader sees the old state or the whole library
+        for stale in target.parent.glob("qre_kernel-*.so"):  # builds of earlier sources
+            if stale != target:
+                stale.unlink(missing_ok=True)
         return target
     except (OSError, subprocess.SubprocessError):
         return None
