@@ -1,11 +1,13 @@
 """Demo seed for the inference app: register the committed (bundled) models in the model registry (idempotent)."""
 
 from .bundled import register_bundled_models
+from .local_results import load_fixture
 
 
 def seed() -> str:
     results = register_bundled_models()
+    rows = load_fixture()  # the committed models' quality-and-convergence rows (fixtures/local_results.json)
     if not results:
         return "inference: no bundled model present (no inference/demo/eqlm-demo.pt + metrics.json); nothing registered"
     done = ", ".join(f"{row.slug} ({'registered' if created else 'already registered'})" for row, created in results)
-    return f"inference: bundled models {done}"
+    return f"inference: bundled models {done}; {rows} new quality-and-convergence rows"
