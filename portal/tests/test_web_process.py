@@ -105,3 +105,19 @@ def test_warm_up_can_be_turned_off():
 
 def test_a_missing_model_does_not_stop_the_worker_from_starting(tmp_path):
     assert run_probe(WARM_PROBE, DEMO_MODEL_ONNX_DIR=str(tmp_path / "nowhere")) == "False False"
+
+
+STATES_PROBE = """
+import portal.wsgi
+from inference import serving
+print(",".join(f"{s['id']}={s['state']}" for s in serving.model_states() if s["source"] == "bundled"))
+"""
+
+
+def test_a_wsgi_worker_warms_every_bundled_model():
+    assert run_probe(STATES_PROBE) == "eqlm-demo=loaded,eqlm-demo-unrolled=loaded"
+
+
+def test_a_missing_default_model_leaves_the_other_models_warm(tmp_path):
+    states = run_probe(STATES_PROBE, DEMO_MODEL_ONNX_DIR=str(tmp_path / "nowhere"))
+    assert states == "eqlm-demo=failed,eqlm-demo-unrolled=loaded"
