@@ -66,8 +66,8 @@ def parse_depths(value, param: str = "depths") -> list[int]:
         depths = sorted({int(d) for d in items})
     except (TypeError, ValueError):
         raise RegistryError("depths must be integers, e.g. 1,2,4,8,12", param) from None
-    if not depths or depths[0] < 1 or depths[-1] > 32 or len(depths) > 12:
-        raise RegistryError("depths must be 1..32 (at most 12 of them)", param)
+    if not depths or depths[0] < 1 or depths[-1] > 64 or len(depths) > 12:
+        raise RegistryError("depths must be 1..64 (at most 12 of them)", param)
     return depths
 
 

@@ -105,3 +105,18 @@ def test_a_model_whose_files_fail_answers_503_and_the_others_still_serve(client,
     listed = {m["id"]: m.get("eqlm") for m in client.get("/v1/models").json()["data"]}
     assert listed["tiny-five"]["state"] == "failed" and listed["tiny-five"]["error"]
     assert complete(client, model="eqlm-demo", temperature=0)[0] == 200
+
+
+def test_the_schema_documents_each_models_serving_state(client):
+    schema = client.get("/api/schema/", HTTP_ACCEPT="application/json").json()
+    listing = schema["paths"]["/v1/models"]["get"]["responses"]["200"]["content"]["application/json"]["schema"]
+    eqlm = listing["properties"]["data"]["items"]["properties"]["eqlm"]["properties"]
+    assert eqlm["state"]["enum"] == ["loaded", "not loaded", "failed"] and "max_depth" in eqlm
+
+
+def test_registry_evaluations_take_depths_up_to_64():
+    from inference.services import RegistryError, parse_depths
+
+    assert parse_depths("1,12,64") == [1, 12, 64]
+    with pytest.raises(RegistryError, match="1..64"):
+        parse_depths("8,65")

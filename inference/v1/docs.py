@@ -24,6 +24,18 @@ MODEL_SCHEMA = {
         "object": {"type": "string", "enum": ["model"]},
         "created": {"type": "integer"},
         "owned_by": {"type": "string"},
+        "eqlm": {
+            "type": "object",
+            "description": "EqLM: the model as this server serves it (the state is this web process's).",
+            "properties": {
+                "name": {"type": "string"},
+                "default": {"type": "boolean", "description": "the model a request gets when it names no other"},
+                "default_depth": {"type": "integer", "description": "the depth without `depth` or `tol`"},
+                "max_depth": {"type": "integer", "description": "the most iterations `depth` may ask for (64)"},
+                "state": {"type": "string", "enum": ["loaded", "not loaded", "failed"]},
+                "error": {"type": "string", "description": "why the model failed to load (state `failed`)"},
+            },
+        },
     },
 }
 
