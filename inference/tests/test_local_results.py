@@ -1,0 +1,36 @@
+"""fixtures/local_results.json: the committed models' convergence rows, written from stored rows and loaded by seed."""
+
+import json
+
+import pytest
+
+from benchmarks_app.models import ResultRow
+from inference.local_results import FIXTURE, load_fixture, write_fixture
+from inference.tests.test_demo_convergence import evaluate_tiny
+
+
+@pytest.mark.django_db
+def test_the_fixture_round_trips_a_models_rows(tmp_path):
+    from inference.convergence import stored_figures
+
+    evaluate_tiny(tmp_path, "tiny-fixture")
+    before = stored_figures("tiny-fixture")
+    path, count = write_fixture("tiny-fixture", tmp_path / "local.json")
+    assert count == ResultRow.objects.filter(arm_label="tiny-fixture").count() == 180
+    ResultRow.objects.filter(arm_label="tiny-fixture").delete()
+    assert stored_figures("tiny-fixture") == {}
+    assert load_fixture(path) == 180
+    assert load_fixture(path) == 0  # idempotent
+    assert stored_figures("tiny-fixture") == before
+
+
+@pytest.mark.django_db
+def test_seed_loads_the_committed_models_rows():
+    from django.core.management import call_command
+
+    if not FIXTURE.exists():
+        pytest.skip("no committed fixtures/local_results.json")
+    models = json.loads(FIXTURE.read_text())["models"]
+    call_command("seed", "benchmarks_app", "inference")
+    for slug, entry in models.items():
+        assert ResultRow.objects.filter(experiment="local", arm_label=slug).count() == len(entry["rows"])
