@@ -59,7 +59,7 @@ class ModelCard:
     def version(self) -> str:
         """Changes whenever any graph changes: the runtime cache and the graph URLs are keyed by it."""
         joined = ",".join(f"{r}={self.graph_sha256.get(r, '')}" for r in sorted(self.graphs))
-        return hashlib.sha256(f"{self.onnx_dir.resolve()}|{joined}".encode()).hexdigest()[:16]
+        return hashlib.sha256(f"{self.onnx_dir}|{joined}".encode()).hexdigest()[:16]
 
     def file_for_sha(self, sha256: str) -> Path | None:
         """The graph file whose content has this sha256 (None when this export has no such graph)."""
@@ -78,7 +78,7 @@ _sha_lock = threading.Lock()
 def file_sha256(path: Path) -> str:
     """sha256 of a file, cached by (path, size, mtime) so a page view does not re-read every graph."""
     stat = path.stat()
-    key = (str(path.resolve()), stat.st_size, stat.st_mtime_ns)
+    key = (str(path), stat.st_size, stat.st_mtime_ns)
     with _sha_lock:
         known = _sha_cache.get(key)
     if known is None:
@@ -131,15 +131,26 @@ def read_card(model_id: str, onnx_dir: Path, source: str, name: str = "") -> Mod
     )
 
 
+REGISTRY_TTL_S = 5.0  # a registry row is served (or dropped) at most this long after it is saved
+_registry_cache: tuple[float, list[tuple[str, str, str]]] | None = None
+
+
 def _registry_rows() -> list[tuple[str, str, str]]:
-    """(slug, name, onnx_dir) of registry rows; empty when the database cannot answer (health must not fail)."""
+    """(slug, name, onnx_dir) of registry rows, read at most every REGISTRY_TTL_S; empty when the database cannot
+    answer (serving the bundled models, and the health probe, must not depend on it)."""
+    global _registry_cache
+    cached = _registry_cache
+    if cached is not None and cached[0] > time.monotonic():
+        return cached[1]
     try:
         from .models import RegisteredModel
 
-        return list(RegisteredModel.objects.values_list("slug", "name", "onnx_dir"))
-    except Exception as exc:  # noqa: BLE001 - serving the bundled models must not depend on the database
+        rows = list(RegisteredModel.objects.values_list("slug", "name", "onnx_dir"))
+    except Exception as exc:  # noqa: BLE001
         log.debug("registry unavailable for model discovery: %s", exc)
-        return []
+        rows = []
+    _registry_cache = (time.monotonic() + REGISTRY_TTL_S, rows)
+    return rows
 
 
 def _absolute(path: str | Path) -> Path:
@@ -305,8 +316,8 @@ def warm_up_all() -> dict[str, str]:
 
 
 def reset() -> None:
-    """Forget every loaded runtime (tests, or after replacing files by hand)."""
-    global _generator
+    """Forget every loaded runtime and the cached registry rows (tests, or after replacing files by hand)."""
+    global _generator, _registry_cache
     with _slots_lock:
         _slots.clear()
-    _generator = None
+    _generator, _registry_cache = None, None
