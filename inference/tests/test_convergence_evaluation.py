@@ -151,3 +151,15 @@ def test_a_real_worker_runs_the_convergence_evaluation_and_writes_its_rows(live_
     assert fixed == [1, 2, 3, 4, 5, 6]
     assert sorted(r["condition"]["tol"] for r in rows if "cap" in r["condition"]) == [0.02, 0.05]
     assert all(r["n"] == 2 * 63 for r in rows)
+
+
+@pytest.mark.django_db
+def test_a_convergence_run_does_not_replace_the_blimp_results_on_the_models_page(client, tmp_path):
+    from inference.convergence import queue_convergence_evaluation, run_convergence_evaluation
+
+    model = tiny_registered(tmp_path, slug="tiny-page")
+    model.kind = RegisteredModel.Kind.UPLOADED
+    model.save()
+    run_convergence_evaluation(queue_convergence_evaluation(model, {**SMALL, "text": "slice"}).pk)
+    response = client.get("/models/")
+    assert response.status_code == 200 and "tiny-page" in response.content.decode()
