@@ -130,7 +130,7 @@ bench-browser: setup ## The depth dial's tokens/s at depths 4/8/12 in headless C
 bench-scoring: setup ## Prompt scoring (echo, max_tokens 0) bytes/s against generation tokens/s at depth 12, over /v1
 	$(BIN)/python bench/scoring.py
 
-.PHONY: evaluate-blimp bench-decode
+.PHONY: evaluate-blimp evaluate-convergence bench-decode
 train-demo: setup ## Train the demo EqLM on the KJV (CPU, hours: run in the background; checkpoints in var/train/)
 	nice -n 10 $(BIN)/python manage.py train_demo_model --out var/train --max-minutes $${MINUTES:-70}
 
@@ -140,8 +140,11 @@ export-onnx: setup ## Export inference/demo/eqlm-demo.pt to static/models/eqlm-d
 evaluate-blimp: migrate ## BLiMP of the demo model at depths 1,2,4,8,12 (first 50 pairs per paradigm) into result rows
 	$(BIN)/python manage.py evaluate_blimp --depths 1,2,4,8,12 --limit $${LIMIT:-50}
 
-bench-decode: setup ## Warm vs cold decoding on the demo model: iterations per token and greedy agreement
-	$(BIN)/python bench/decode.py
+evaluate-convergence: migrate ## Quality and convergence by depth 1-64 of MODEL (default eqlm-demo) into result rows
+	$(BIN)/python manage.py evaluate_convergence --model $${MODEL:-eqlm-demo}
+
+bench-decode: setup ## Halting and warm start on MODEL (default eqlm-demo): adaptive tol 0.01 cap 64 vs fixed depth 64
+	$(BIN)/python bench/decode.py --model $${MODEL:-eqlm-demo}
 
 .PHONY: bench-benchmarks results-fixture
 bench-benchmarks: setup ## Benchmark tables: ingest rows/s and compare/table latency at 10k, 100k, 1M rows (SQLite)
