@@ -151,6 +151,7 @@ def model_object(created: int) -> dict:
         "created": created,
         "owned_by": "eqlm-portal",
         "members": list(DEFAULT_MEMBERS),
+        "eqlm": {"name": "Live council (equilibrium of an influence game)", "default": False},
     }
 
 

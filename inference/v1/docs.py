@@ -24,6 +24,11 @@ MODEL_SCHEMA = {
         "object": {"type": "string", "enum": ["model"]},
         "created": {"type": "integer"},
         "owned_by": {"type": "string"},
+        "members": {
+            "type": "array",
+            "items": {"type": "string"},
+            "description": "eqlm-council only: its default members (the kinetic object's default `members`)",
+        },
         "eqlm": {
             "type": "object",
             "description": "EqLM: the model as this server serves it (the state is this web process's).",
@@ -40,6 +45,47 @@ MODEL_SCHEMA = {
 }
 
 
+COUNCIL_SCHEMA = {
+    "type": "object",
+    "description": "eqlm-council only: the game per generated token (streamed: the tokens of that chunk).",
+    "properties": {
+        "members": {"type": "array", "items": {"type": "string"}},
+        "kinetic": {
+            "type": "object",
+            "description": "the controls used (members, tau, beta, eta, max_iter, tol, reference)",
+        },
+        "mean_iterations": {"type": "number"},
+        "converged_fraction": {"type": "number", "nullable": True},
+        "tokens": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {
+                    "index": {"type": "integer"},
+                    "choice": {"type": "integer", "description": "top-level object only: the choice it belongs to"},
+                    "token": {"type": "integer", "minimum": 0, "maximum": 255},
+                    "text": {"type": "string"},
+                    "weights": {"type": "array", "items": {"type": "number"}, "description": "in member order"},
+                    "leader": {"type": "string"},
+                    "iterations": {"type": "integer"},
+                    "residual": {"type": "number", "nullable": True},
+                    "converged": {"type": "boolean"},
+                    "members": {
+                        "type": "array",
+                        "items": {
+                            "type": "object",
+                            "properties": {
+                                "model": {"type": "string"},
+                                "iterations": {"type": "integer"},
+                                "residual": {"type": "number", "nullable": True},
+                            },
+                        },
+                    },  # fmt: skip
+                },
+            },
+        },
+    },
+}
 EQLM_SCHEMA = {
     "type": "object",
     "description": "What the equilibrium solver did.",
@@ -52,6 +98,7 @@ EQLM_SCHEMA = {
         "mean_iterations": {"type": "number"},
         "iterations_per_token": {"type": "array", "items": {"type": "integer"}},
         "final_residual": {"type": "number", "nullable": True},
+        "council": COUNCIL_SCHEMA,
     },
 }
 USAGE_SCHEMA = {
