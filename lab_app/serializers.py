@@ -105,6 +105,8 @@ def check_job_request(data) -> None:
     from .services import JOB_LIMITS, validate_job_spec
 
     check_numbers(data)
+    if isinstance(data, dict) and data.get("params") is not None and not isinstance(data["params"], dict):
+        raise SolverInputError("params", "must be an object")  # before the sweep copies it into each run
     spec, variants = validate_job_spec(data)
     runs = [
         solve({k: v for k, v in variant.items() if k != "_point"}, JOB_LIMITS, validate_only=True)

@@ -53,7 +53,8 @@ def _first_message(detail) -> tuple[str | None, str]:
             if not value:
                 continue
             inner_field, message = _first_message(value)
-            name = field if field != "non_field_errors" else None
+            # A ListField or DictField reports its items under their index (an int): `tokens[1]`.
+            name = f"[{field}]" if isinstance(field, int) else (str(field) if field != "non_field_errors" else None)
             if inner_field and name:
                 name = f"{name}{inner_field}" if inner_field.startswith("[") else f"{name}.{inner_field}"
             return (name or inner_field), message

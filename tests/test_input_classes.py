@@ -345,3 +345,17 @@ def test_a_duplicate_model_registration_is_a_409_with_a_documented_type():
 
     assert error_body("already registered", 409, "checkpoint", "duplicate")["error"]["type"] == "conflict_error"
     assert ERROR_TYPES[409] == "conflict_error"
+
+
+def test_a_bad_item_of_a_list_field_is_named_by_its_index():
+    from rest_framework import serializers
+
+    from portal.api import api_exception_handler
+
+    class Tokens(serializers.Serializer):
+        tokens = serializers.ListField(child=serializers.IntegerField())
+
+    serializer = Tokens(data={"tokens": [0, None]})
+    assert not serializer.is_valid()
+    response = api_exception_handler(serializers.ValidationError(serializer.errors), {})
+    assert response.status_code == 400 and response.data["error"]["param"] == "tokens[1]"
