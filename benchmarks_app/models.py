@@ -32,6 +32,24 @@ class SourceFile(Job):
         return f"#{self.pk} {self.path_hint or self.original_name}"
 
 
+class RunQuerySet(models.QuerySet):
+    def matching(self, experiment: str = "", arm: str = "", seed: int | None = None, metric: str = ""):
+        """Runs with that experiment, an arm of that label, that seed and rows of that metric (each optional)."""
+        qs = self
+        if experiment:
+            qs = qs.filter(experiment=experiment)
+        if arm:
+            qs = qs.filter(arms__label=arm)
+        if seed is not None:
+            qs = qs.filter(seed=seed)
+        if metric:
+            qs = qs.filter(arms__rows__metric=metric)
+        return qs.distinct().prefetch_related("arms")
+
+    def experiment_names(self) -> list[str]:
+        return list(self.order_by("experiment").values_list("experiment", flat=True).distinct())
+
+
 class Run(models.Model):
     """A training/evaluation run, identified by its path in the programme's results folder."""
 
@@ -47,11 +65,18 @@ class Run(models.Model):
     source_file = models.ForeignKey(SourceFile, null=True, blank=True, on_delete=models.SET_NULL, related_name="runs")
     created_at = models.DateTimeField(auto_now_add=True)
 
+    objects = RunQuerySet.as_manager()
+
     class Meta:
         ordering = ["experiment", "seed", "run_id"]
 
     def __str__(self) -> str:
         return self.run_id
+
+
+class ArmQuerySet(models.QuerySet):
+    def labels(self) -> list[str]:
+        return list(self.order_by("label").values_list("label", flat=True).distinct())
 
 
 class Arm(models.Model):
@@ -63,6 +88,8 @@ class Arm(models.Model):
     model_name = models.CharField(max_length=200, blank=True)
     num_params = models.BigIntegerField(null=True, blank=True)
     recipe = models.JSONField(default=dict, blank=True)
+
+    objects = ArmQuerySet.as_manager()
 
     class Meta:
         ordering = ["run", "label"]
@@ -81,6 +108,31 @@ class ResultRowQuerySet(models.QuerySet):
         """{seed: mean value} computed in SQL (GROUP BY seed); rows without a seed are left out."""
         rows = self.exclude(seed__isnull=True).values("seed").annotate(v=Avg("value")).order_by("seed")
         return {r["seed"]: r["v"] for r in rows}
+
+    def picker_choices(self) -> dict[str, list[str]]:
+        """Distinct experiment:arm pairs with end-of-run seeded rows, their metrics, and every metric (pickers)."""
+        final = self.filter(step__isnull=True)
+        sides = (
+            final.filter(seed__isnull=False).order_by("experiment", "arm_label").values_list("experiment", "arm_label")
+        )
+        return {
+            "sides": [f"{e}:{a}" for e, a in sides.distinct()],
+            "final_metrics": list(final.order_by("metric").values_list("metric", flat=True).distinct()),
+            "metrics": list(self.order_by("metric").values_list("metric", flat=True).distinct()),
+        }
+
+    def local_blimp_by_depth(self, arm: str) -> dict[int, float]:
+        """BLiMP accuracy by depth that the portal's own evaluations of a model wrote (experiment "local").
+
+        Evaluations of different pair subsets may coexist; per depth the one that scored the most pairs counts.
+        """
+        rows = self.filter(experiment="local", metric="blimp_accuracy", arm_label=arm)
+        best: dict[int, tuple[int, float]] = {}
+        for condition, value, n in rows.values_list("condition", "value", "n"):
+            depth = (condition or {}).get("depth")
+            if isinstance(depth, int) and (depth not in best or (n or 0) > best[depth][0]):
+                best[depth] = (n or 0, value)
+        return {depth: value for depth, (_, value) in sorted(best.items())}
 
     def by_condition_and_seed(self, *, by_run: bool = False) -> list[dict]:
         """[(condition_key, arm_label[, run], seed, mean value, n rows)] in SQL, for curve tables."""

@@ -68,28 +68,20 @@ def rows_download(request, slug: str):
 
 
 def runs(request):
-    qs = Run.objects.all()
     filters = {k: request.GET.get(k, "").strip() for k in ("experiment", "arm", "seed", "metric")}
-    if filters["experiment"]:
-        qs = qs.filter(experiment=filters["experiment"])
-    if filters["arm"]:
-        qs = qs.filter(arms__label=filters["arm"])
-    if filters["seed"]:
-        if not filters["seed"].lstrip("-").isdigit():
-            messages.error(request, "Seed must be a whole number.")
-            qs = qs.none()
-        else:
-            qs = qs.filter(seed=int(filters["seed"]))
-    if filters["metric"]:
-        qs = qs.filter(arms__rows__metric=filters["metric"])
-    qs = qs.distinct().prefetch_related("arms")
+    seed = filters["seed"]
+    if seed and not seed.lstrip("-").isdigit():
+        messages.error(request, "Seed must be a whole number.")
+        qs = Run.objects.none()
+    else:
+        qs = Run.objects.matching(filters["experiment"], filters["arm"], int(seed) if seed else None, filters["metric"])
     page = Paginator(qs, 50).get_page(request.GET.get("page"))
     context = {
         "section": "benchmarks",
         "page": page,
         "filters": filters,
-        "experiments": Run.objects.order_by("experiment").values_list("experiment", flat=True).distinct(),
-        "arms": Arm.objects.order_by("label").values_list("label", flat=True).distinct(),
+        "experiments": Run.objects.experiment_names(),
+        "arms": Arm.objects.labels(),
         "metrics": choices()["metrics"],
         "query": "&".join(f"{k}={v}" for k, v in filters.items() if v),
     }
@@ -128,15 +120,7 @@ def choices() -> dict:
     key = f"benchmarks:choices:{tables_cache_version()}"
     found = cache.get(key)
     if found is None:
-        final = ResultRow.objects.filter(step__isnull=True)
-        sides = (
-            final.filter(seed__isnull=False).order_by("experiment", "arm_label").values_list("experiment", "arm_label")
-        )
-        found = {
-            "sides": [f"{e}:{a}" for e, a in sides.distinct()],
-            "final_metrics": list(final.order_by("metric").values_list("metric", flat=True).distinct()),
-            "metrics": list(ResultRow.objects.order_by("metric").values_list("metric", flat=True).distinct()),
-        }
+        found = ResultRow.objects.picker_choices()
         cache.set(key, found, 600)
     return found
 

@@ -21,7 +21,10 @@ from django.shortcuts import render
 from django.templatetags.static import static
 from django.urls import reverse
 
+from benchmarks_app.models import ResultRow
+
 from .models import EvaluationRun, RegisteredModel
+from .services import DEMO_SLUG
 
 log = logging.getLogger(__name__)
 
@@ -146,24 +149,9 @@ def held_out_bits_per_byte(model_id: str | None = None) -> dict[int, float]:
 
 
 def blimp_by_depth(model_id: str | None = None) -> dict[int, float]:
-    """BLiMP accuracy by depth for a model, from result rows its evaluations wrote (empty until then).
-
-    Evaluations of different pair subsets may coexist; per depth the one that scored the most pairs is shown.
-    """
+    """BLiMP accuracy by depth for a model, from result rows its evaluations wrote (empty until then)."""
     try:
-        from benchmarks_app.models import ResultRow
-
-        from .services import DEMO_SLUG
-    except ImportError:
-        return {}
-    try:
-        rows = ResultRow.objects.filter(experiment="local", metric="blimp_accuracy", arm_label=model_id or DEMO_SLUG)
-        best: dict[int, tuple[int, float]] = {}
-        for condition, value, n in rows.values_list("condition", "value", "n"):
-            depth = (condition or {}).get("depth")
-            if isinstance(depth, int) and (depth not in best or (n or 0) > best[depth][0]):
-                best[depth] = (n or 0, value)
-        return {depth: value for depth, (_, value) in sorted(best.items())}
+        return ResultRow.objects.local_blimp_by_depth(model_id or DEMO_SLUG)
     except Exception:  # the chart is optional; the dial must still work
         log.exception("could not read BLiMP rows for the demo chart")
         return {}
