@@ -22,13 +22,6 @@ TOL = 1e-5
 
 
 @pytest.fixture(scope="module")
-def tiny_onnx_dir(tmp_path_factory):
-    from eqlm.testing import export_tiny_model
-
-    return export_tiny_model(tmp_path_factory.mktemp("logprobs-tiny-onnx"))
-
-
-@pytest.fixture(scope="module")
 def service(tiny_onnx_dir):
     """The generation service on the same files, in the test process: what the API must agree with."""
     return Generator(tiny_onnx_dir)
