@@ -53,7 +53,18 @@ class RegisteredModelAdmin(admin.ModelAdmin):
         "uploaded_by",
         "created_at",
     ]
-    actions = ["queue_default_evaluation", "queue_convergence_evaluation"]
+    actions = ["queue_default_evaluation", "queue_convergence_evaluation", "queue_onnx_export"]
+
+    @admin.action(description="Export to ONNX and serve it on /v1, the dial and the council")
+    def queue_onnx_export(self, request, queryset):
+        from .exports import queue_export
+
+        eligible = [model for model in queryset if model.model_class == "EqLM"]
+        for model in eligible:
+            queue_export(model)
+        skipped = queryset.count() - len(eligible)
+        note = f"; {skipped} skipped (only EqLM checkpoints can be served)" if skipped else ""
+        self.message_user(request, f"Queued {len(eligible)} export(s){note}.")
 
     @admin.display(description="served on /v1 and the dial")
     def serving(self, obj) -> str:

@@ -315,6 +315,12 @@ def warm_up_all() -> dict[str, str]:
     return states
 
 
+def forget_registry_rows() -> None:
+    """Read the registry again on the next lookup (this process; others see a change within REGISTRY_TTL_S)."""
+    global _registry_cache
+    _registry_cache = None
+
+
 def reset() -> None:
     """Forget every loaded runtime and the cached registry rows (tests, or after replacing files by hand)."""
     global _generator, _registry_cache

@@ -29,3 +29,12 @@ def evaluate(run_id: int) -> dict:
 def evaluate_blimp(run_id: int) -> dict:
     """The same as `evaluate`, under the name messages queued before it carry."""
     return _evaluate(run_id)
+
+
+@shared_task(name="inference.tasks.export_model", soft_time_limit=600, time_limit=660, acks_late=True)
+def export_model(model_pk: int) -> dict:
+    """Export a registered checkpoint to ONNX so it is served by its slug (idempotent)."""
+    from .exports import export_registered_model
+
+    row = export_registered_model(model_pk)
+    return {"model": row.slug, "onnx_dir": row.onnx_dir}

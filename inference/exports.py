@@ -1,0 +1,63 @@
+"""Serve a registered checkpoint: export it to ONNX on a worker (torch is imported inside) and record the folder.
+
+Once `RegisteredModel.onnx_dir` names the export, inference.serving serves the model under its slug on /v1, the
+dial and the council, like the bundled models.
+"""
+
+from __future__ import annotations
+
+import logging
+import secrets
+import shutil
+from pathlib import Path
+
+from django.conf import settings
+from django.db import transaction
+
+from .models import RegisteredModel
+from .serving import forget_registry_rows
+
+log = logging.getLogger(__name__)
+
+
+def export_folder(model: RegisteredModel) -> Path:
+    """Where a row's export lives: under MEDIA_ROOT, named by the checkpoint's sha256 (never by a client name)."""
+    return Path(settings.MEDIA_ROOT) / "models" / "onnx" / model.sha256[:24]
+
+
+def export_registered_model(model_pk: int) -> RegisteredModel:
+    """Export the row's checkpoint to ONNX and set its onnx_dir (idempotent: a finished export is kept).
+
+    The graphs are written to a private folder first and moved into place whole, so a reader never sees a
+    half-written export.
+    """
+    from eqlm.checkpoint import load_checkpoint
+    from eqlm.export import export_onnx
+
+    row = RegisteredModel.objects.get(pk=model_pk)
+    if row.onnx_dir and (Path(row.onnx_dir) / "manifest.json").exists():
+        return row
+    if row.model_class != "EqLM":
+        raise ValueError(f"only EqLM checkpoints can be served (this one is {row.model_class})")
+    folder = export_folder(row)
+    if not (folder / "manifest.json").exists():
+        model, _ = load_checkpoint(row.file_path())
+        partial = folder.with_name(f"{folder.name}.partial-{secrets.token_hex(4)}")
+        try:
+            export_onnx(model, partial, model_id=row.slug, extra={"name": row.name})
+            shutil.rmtree(folder, ignore_errors=True)
+            partial.rename(folder)
+        finally:
+            shutil.rmtree(partial, ignore_errors=True)
+    RegisteredModel.objects.filter(pk=row.pk).update(onnx_dir=str(folder))
+    forget_registry_rows()
+    row.refresh_from_db()
+    log.info("registered model %s exported to %s", row.slug, folder)
+    return row
+
+
+def queue_export(model: RegisteredModel) -> None:
+    """Queue the export on the gpu queue once the current transaction commits."""
+    from .tasks import export_model
+
+    transaction.on_commit(lambda: export_model.delay(model.pk))
