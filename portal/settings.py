@@ -18,16 +18,35 @@ def env(name: str, default: str = "") -> str:
     return os.environ.get(name, default)
 
 
+TRUE_WORDS = {"1", "true", "yes", "on"}
+FALSE_WORDS = {"0", "false", "no", "off"}
+
+
 def env_bool(name: str, default: bool) -> bool:
+    """A yes/no variable; anything but 1/0, true/false, yes/no, on/off (e.g. "ture") stops startup, naming it."""
     raw = os.environ.get(name)
-    if raw is None or raw == "":
+    if raw is None or raw.strip() == "":
         return default
-    return raw.strip().lower() in {"1", "true", "yes", "on"}
+    word = raw.strip().lower()
+    if word in TRUE_WORDS:
+        return True
+    if word in FALSE_WORDS:
+        return False
+    raise ImproperlyConfigured(f"{name}={raw!r} is not a yes/no value: use 1 or 0 (true/false, yes/no, on/off).")
 
 
-def env_int(name: str, default: int) -> int:
+def env_int(name: str, default: int, minimum: int | None = 0) -> int:
+    """A whole-number variable (at least `minimum`); anything else stops startup, naming the variable."""
     raw = os.environ.get(name)
-    return int(raw) if raw not in (None, "") else default
+    if raw is None or raw.strip() == "":
+        return default
+    try:
+        value = int(raw.strip())
+    except ValueError:
+        raise ImproperlyConfigured(f"{name}={raw!r} is not a whole number.") from None
+    if minimum is not None and value < minimum:
+        raise ImproperlyConfigured(f"{name}={raw!r} is below its minimum of {minimum}.")
+    return value
 
 
 def env_list(name: str, default: str) -> list[str]:
