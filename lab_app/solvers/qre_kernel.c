@@ -215,7 +215,7 @@ int lab_newton(int m, int n, const double *A, const double *B, double lam, doubl
   Sys s;
   if (sys_init(&s, m, n, A, B)) return -1;
   int d = s.d, ok = 0, it = 0;
-  double *buf = malloc(sizeof(double) * ((size_t)d * d + 4 * (size_t)d + 3 * (size_t)(m + n)));
+  double *buf = malloc(sizeof(double) * ((size_t)d * d + 4 * (size_t)d + 2 * (size_t)(m + n)));
   int *ipiv = malloc(sizeof(int) * (d + 1));
   if (!buf || !ipiv) {
     free(buf);
@@ -224,7 +224,6 @@ int lab_newton(int m, int n, const double *A, const double *B, double lam, doubl
     return -1;
   }
   double *J = buf, *F = J + (size_t)d * d, *dw = F + d, *wt = dw + d, *Ft = wt + d, *scratch = Ft + d;
-  double *xt = scratch + 2 * (m + n), *yt = xt + m;
   sys_H(&s, w, lam, F);
   memcpy(x_out, s.x, sizeof(double) * m);
   memcpy(y_out, s.y, sizeof(double) * n);
@@ -259,8 +258,6 @@ int lab_newton(int m, int n, const double *A, const double *B, double lam, doubl
     nrm = nt;
   }
   if (!ok) res = sys_residual(&s, x_out, y_out, lam, scratch);
-  (void)xt;
-  (void)yt;
   info[0] = res;
   info[1] = it;
   free(buf);
