@@ -3,6 +3,10 @@
 Reading pairs and summarising are plain Python; `sentence_logprobs` needs torch and runs on workers/commands.
 Each sentence is scored as bytes after one beginning-of-text byte (a newline, the start of a verse in the demo
 corpus), at several solver depths in one anytime pass.
+
+This is also what lm-evaluation-harness scores through /v1 for a BLiMP task with `doc_to_text: ""` and
+`target_delimiter: ""`: its request for an empty context is its prefix token (/tokenizer_info's `bos_token`,
+this BOS) followed by the sentence's bytes, so its decisions equal these (inference/tests/test_lmeval.py).
 """
 
 from __future__ import annotations
