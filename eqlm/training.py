@@ -73,6 +73,7 @@ class TrainSettings:
     # they make the constant map, which ignores the context, the easiest optimum)
     random_init_prob: float = 0.0  # share of steps whose no-gradient solve starts from a random state
     corpus: str = "kjv"
+    init_checkpoint: str | None = None  # fine-tune: start from this checkpoint's weights (its config is used)
     stop_after: int | None = None  # end this invocation after this many steps in all (a stop, not a schedule change)
 
     def to_dict(self) -> dict:
@@ -220,6 +221,8 @@ def run_hash(config: EqLMConfig, settings: TrainSettings, corpus_sha: str) -> st
     s = settings.to_dict()
     for key in ("max_minutes", "checkpoint_minutes", "checkpoint_steps", "threads", "stop_after"):
         s.pop(key)
+    if s.get("init_checkpoint"):
+        s["init_checkpoint"] = hashlib.sha256(Path(s["init_checkpoint"]).read_bytes()).hexdigest()
     blob = json.dumps({"config": config.to_dict(), "settings": s, "corpus": corpus_sha}, sort_keys=True)
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
@@ -257,7 +260,16 @@ def train(
     data, sha, corpus_name = load_training_corpus(settings, corpus_path)
     train_bytes, heldout = split(data)
     train_arr = torch.from_numpy(np.frombuffer(train_bytes, dtype=np.uint8).astype(np.int64))
+    init_sha = None
+    if settings.init_checkpoint:
+        from .checkpoint import load_checkpoint
+
+        init_model, init_data = load_checkpoint(settings.init_checkpoint)
+        config = init_model.config
+        init_sha = hashlib.sha256(Path(settings.init_checkpoint).read_bytes()).hexdigest()
     model = EqLM(config)
+    if settings.init_checkpoint:
+        model.load_state_dict(init_model.state_dict())
     decay = [p for n, p in model.named_parameters() if p.dim() >= 2]
     no_decay = [p for n, p in model.named_parameters() if p.dim() < 2]
     opt = torch.optim.AdamW(
@@ -304,6 +316,7 @@ def train(
             "lr_schedule": "linear warmup, then cosine to min_lr_ratio over planned_steps (by step, not wall clock)",
             "heldout_fraction": 0.05,
             "metrics": metrics or {},
+            **({"init_checkpoint_sha256": init_sha} if init_sha else {}),
         }
 
     def save_state() -> None:

@@ -28,6 +28,9 @@ class Command(BaseCommand):
         )
         parser.add_argument("--corpus-file", default=None, help="a plain text file instead of --corpus")
         parser.add_argument("--seed", type=int, default=0)
+        parser.add_argument(
+            "--init-checkpoint", default=None, help="fine-tune from this checkpoint (its config is used)"
+        )
         parser.add_argument("--d-model", type=int, default=64)
         parser.add_argument("--heads", type=int, default=4)
         parser.add_argument("--context", type=int, default=256)
@@ -45,6 +48,8 @@ class Command(BaseCommand):
         parser.add_argument("--random-init", type=float, default=0.0, help="share of solves from a random state")
         parser.add_argument("--batch-size", type=int, default=8)
         parser.add_argument("--lr", type=float, default=3e-3)
+        parser.add_argument("--warmup-steps", type=int, default=100)
+        parser.add_argument("--penalty-warmup-steps", type=int, default=300)
         parser.add_argument(
             "--steps", type=int, default=None, help="planned steps (the schedule); default from --max-minutes"
         )
@@ -77,6 +82,8 @@ class Command(BaseCommand):
             batch_size=opts["batch_size"],
             seq_len=opts["context"],
             lr=opts["lr"],
+            warmup_steps=opts["warmup_steps"],
+            penalty_warmup_steps=opts["penalty_warmup_steps"],
             steps=opts["steps"],
             max_minutes=opts["max_minutes"],
             checkpoint_minutes=opts["checkpoint_minutes"],
@@ -91,6 +98,7 @@ class Command(BaseCommand):
             jacobian_weight=opts["jacobian_weight"],
             random_init_prob=opts["random_init"],
             corpus=opts["corpus"],
+            init_checkpoint=opts["init_checkpoint"],
         )
 
         def log(line: str) -> None:
