@@ -1,6 +1,7 @@
 """The live council on held-out MIXED text: bits/byte of each member, logit averaging, the equilibrium, an oracle.
 
-Usage: .venv/bin/python bench/council.py [--members eqlm-demo eqlm-code] [--passages 48] [--record] [--fixture PATH]
+Usage: .venv/bin/python bench/council.py [--members eqlm-demo eqlm-code] [--models-dir DIR] [--passages 48]
+       [--record] [--fixture PATH]
 
 The mixed text interleaves passages (128 bytes each) of the KJV held-out slice (the last 5% of the corpus, as
 eqlm.corpus.split cuts it) with passages of the held-out code (the last 5% of eqlm.corpus.load_code_corpus()), in a
@@ -184,7 +185,8 @@ def measure(
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--members", nargs="+", default=["eqlm-demo", "eqlm-code"], help="ids under static/models/")
+    parser.add_argument("--members", nargs="+", default=["eqlm-demo", "eqlm-code"], help="model ids (folders)")
+    parser.add_argument("--models-dir", default=str(ROOT / "static" / "models"), help="one ONNX folder per id")
     parser.add_argument("--passages", type=int, default=48, help="passages per domain")
     parser.add_argument("--depth", type=int, default=None, help="member depth (default: each member's own)")
     parser.add_argument("--seed", type=int, default=0)
@@ -195,7 +197,7 @@ def main() -> int:
     parser.add_argument("--fixture", default=None, help="write the result records to this JSON file")
     args = parser.parse_args()
 
-    members = [Generator(ROOT / "static" / "models" / m) for m in args.members]
+    members = [Generator(Path(args.models_dir) / m) for m in args.members]
     report = measure(
         members, list(args.members), args.passages, args.seed, args.depth, args.timing_prompts, args.timing_tokens
     )
