@@ -259,7 +259,7 @@ def trace_path(
         pred = z + h * t
         zc = pred.copy()
         ok, its = False, 0
-        for its in range(1, 9):
+        for its in range(1, 9):  # noqa: B007 (its counts the corrector iterations after the loop)
             F, x, y = sys.H(zc[:d], zc[d])
             sys.fill_coupling(aug, x, y, zc[d])
             aug[:d, d] = sys.H_lambda(x, y)
@@ -270,7 +270,7 @@ def trace_path(
                 break
             zc = zc + dz
             step = float(np.abs(dz).max())
-            if step > 0.5 * h + 1e-9 and its > 1:
+            if step > 0.5 * h + 1e-9:  # the predictor was far from any point: shorten the step
                 break
             if step <= tol * (1.0 + float(np.abs(zc).max())):
                 F, x, y = sys.H(zc[:d], zc[d])

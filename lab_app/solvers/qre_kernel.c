@@ -350,7 +350,7 @@ int lab_trace(int m, int n, const double *A, const double *B, double lam_max, in
       if (lu_solve_inplace(M, D, ipiv, dz)) break;
       for (int i = 0; i < D; i++) zc[i] += dz[i];
       double step = abs_max(dz, D);
-      if (step > 0.5 * h + 1e-9 && its > 1) break;
+      if (step > 0.5 * h + 1e-9) break; /* the predictor was far from any point: shorten the step */
       if (step <= tol * (1.0 + abs_max(zc, D))) {
         sys_H(&s, zc, zc[d], F);
         ok = abs_max(F, d) <= 1e-8 * (1.0 + fabs(zc[d]));

@@ -297,7 +297,7 @@ export function tracePath(A, B, { lamMax = 100, maxPoints = 2000, tol = 1e-7, st
       if (!luSolveInPlace(M, D, dz)) break;
       for (let i = 0; i < D; i++) zc[i] += dz[i];
       const step = absMax(dz, D);
-      if (step > 0.5 * h + 1e-9 && its > 1) break;
+      if (step > 0.5 * h + 1e-9) break; // the predictor was far from any point: shorten the step
       if (step <= tol * (1 + absMax(zc, D))) {
         sys.H(zc, zc[d], F);
         ok = absMax(F, d) <= 1e-8 * (1 + Math.abs(zc[d]));
