@@ -22,7 +22,8 @@ def test_the_dial_offers_every_model_and_defaults_to_eqlm_demo(client):
     assert [value for value, _ in options] == ["eqlm-demo", "eqlm-demo-unrolled"]
     assert options[0][1] == " selected"
     config = page_config(html)
-    assert config["model"] == {"id": "eqlm-demo", "defaultDepth": 8, "maxDepth": 64}
+    default_depth = serving.get_card("eqlm-demo").manifest["default_depth"]  # whichever model the lead ships
+    assert config["model"] == {"id": "eqlm-demo", "defaultDepth": default_depth, "maxDepth": 64}
     assert config["manifestUrl"] == "/demo/models/eqlm-demo/manifest.json"
 
 
