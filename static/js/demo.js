@@ -80,7 +80,9 @@
     const layout = {
       margin: { l: 55, r: blimp.length ? 55 : 15, t: 22, b: 45 }, height: 260,
       paper_bgcolor: "rgba(0,0,0,0)", plot_bgcolor: "rgba(0,0,0,0)", font: { color: fg },
-      xaxis: { title: { text: "depth (iterations)" }, dtick: 1, gridcolor: grid },
+      // one tick per depth up to 16; past that (the dial reaches 64) let Plotly space them
+      xaxis: { title: { text: "depth (iterations)" }, dtick: Math.max(depth, ...rows.map((r) => r.depth)) > 16 ? undefined : 1,
+               gridcolor: grid },
       yaxis: { title: { text: "bits/byte (log scale)" }, type: "log", gridcolor: grid }, // depth 1 dwarfs the rest
       yaxis2: { title: { text: "BLiMP" }, overlaying: "y", side: "right", showgrid: false },
       legend: { orientation: "h", y: -0.3 }, showlegend: traces.length > 1,
