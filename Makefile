@@ -161,5 +161,5 @@ bench-council: setup ## Live council on held-out mixed KJV + code: bits/byte of 
 bench-lab: setup ## Lab solvers: times against the goals and ratios against nashpy (and pygambit when installed)
 	$(BIN)/python bench/lab.py
 
-reliability: setup services collectstatic ## Security, personas, schema fuzz, faults, axe on every page, load and streams; writes docs/RELIABILITY.md
+reliability: setup services collectstatic ## Security, personas, schema fuzz, hostile input classes, faults, axe on every page, load and streams; writes docs/RELIABILITY.md (RELIABILITY_ARGS="--only input_classes" for that section alone)
 	env -u DATABASE_URL -u CELERY_BROKER_URL -u CELERY_RESULT_BACKEND $(BIN)/python scripts/reliability.py $(RELIABILITY_ARGS)
