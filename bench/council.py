@@ -195,13 +195,14 @@ def main() -> int:
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.add_argument("--record", action="store_true", help="store result rows in the portal's database")
     parser.add_argument("--fixture", default=None, help="write the result records to this JSON file")
+    parser.add_argument("--label", default="", help="appended to the run id (e.g. interim-step-400)")
     args = parser.parse_args()
 
     members = [Generator(Path(args.models_dir) / m) for m in args.members]
     report = measure(
         members, list(args.members), args.passages, args.seed, args.depth, args.timing_prompts, args.timing_tokens
     )
-    records = to_records(report, members)
+    records = to_records(report, members, args.label)
     if args.fixture:
         Path(args.fixture).write_text(json.dumps({"records": records}, indent=1) + "\n")
     if args.record:
@@ -213,18 +214,20 @@ def main() -> int:
     return 0
 
 
-def to_records(report: dict, members: list[Generator]) -> list[dict]:
+def to_records(report: dict, members: list[Generator], label: str = "") -> list[dict]:
     """Long-format benchmark records (benchmarks_app.services.ingest_records)."""
     import hashlib
 
     ids = report["members"]
-    config = json.dumps(
-        {"members": ids, "manifests": [g.manifest.get("num_params") for g in members], **report["corpora"]},
-        sort_keys=True,
-    )
+    graphs = [
+        {role: hashlib.sha256((g.model.onnx_dir / name).read_bytes()).hexdigest() for role, name in sorted(
+            (r, n) for r, n in g.manifest["graphs"].items() if r in ("embed", "step", "head"))}
+        for g in members
+    ]  # fmt: skip
+    config = json.dumps({"members": ids, "graphs": graphs, **report["corpora"]}, sort_keys=True)
     config_hash = hashlib.sha256(config.encode()).hexdigest()[:16]
     base = {
-        "run": f"{EXPERIMENT}:{'+'.join(ids)}:{config_hash}",
+        "run": f"{EXPERIMENT}:{'+'.join(ids)}:{config_hash}" + (f":{label}" if label else ""),
         "experiment": EXPERIMENT,
         "seed": None,
         "step": None,
