@@ -49,6 +49,7 @@ def test_a_few_equilibrium_steps_lower_both_the_loss_and_the_residual():
     assert residual_after < residual_before * 0.5
 
 
+@pytest.mark.slow
 def test_a_stopped_run_resumes_to_the_same_model_as_an_uninterrupted_one(tmp_path):
     corpus = tmp_path / "corpus.txt"
     corpus.write_bytes(TEXT * 4)
@@ -81,6 +82,7 @@ def test_a_stopped_run_resumes_to_the_same_model_as_an_uninterrupted_one(tmp_pat
         assert key in b["provenance"]
 
 
+@pytest.mark.slow
 def test_a_resume_with_other_settings_is_refused(tmp_path):
     corpus = tmp_path / "corpus.txt"
     corpus.write_bytes(TEXT * 4)
