@@ -113,8 +113,6 @@
     els.output.append(span);
     span.eqlmResiduals = event.residuals || null; // its residual after each iteration (the convergence panel)
     els.output.dispatchEvent(new CustomEvent("eqlm:token", { detail: { span, event } }));
-    span.eqlmResiduals = event.residuals || null; // its residual after each iteration (the convergence panel)
-    els.output.dispatchEvent(new CustomEvent("eqlm:token", { detail: { span, event } }));
   }
 
   async function generate(evt) {
@@ -161,7 +159,6 @@
       state.lastRun = { request, text, tokens: count, seconds, tokensPerSecond: count / seconds,
                         meanIterations: count ? iterSum / count : 0, finalResidual: residual, firstTokenMs };
       els.output.dataset.state = "done";
-      els.output.dispatchEvent(new CustomEvent("eqlm:done"));
       els.output.dispatchEvent(new CustomEvent("eqlm:done"));
       setStatus(`Done: ${count} tokens in ${seconds.toFixed(2)} s.`);
     } catch (error) {
