@@ -65,7 +65,7 @@ class TrainSettings:
     anytime_depths: list[int] = field(default_factory=lambda: [4, 8])
     solve_depth_min: int = 12
     solve_depth_max: int = 32
-    grad_iters: int = 2
+    grad_iters: int = 2  # 0: full gradient through the whole solve (from zero), no no-gradient part
     jacobian_weight: float = 0.0
     jacobian_eps: float = 0.05  # relative size of the finite-difference probe
     jacobian_target: float = 0.25  # only a squared gain above this is penalised (0.25: contraction by about 1/2)
@@ -129,6 +129,15 @@ def equilibrium_loss(
     inj = model.embed(x)
     parts: dict[str, torch.Tensor] = {}
     losses = []
+    if settings.grad_iters <= 0:  # full gradient: one trajectory from zero, supervised at the low depths and at K
+        z = torch.zeros_like(inj)
+        for i in range(1, solve_depth + 1):
+            z, _, _ = model.block(z, inj)
+            if i in settings.anytime_depths and i < solve_depth:
+                ce = F.cross_entropy(model.head(z).flatten(0, 1), y.flatten())
+                parts[f"d{i}"] = ce.detach()
+                losses.append(ce)
+        return _fixed_point_terms(model, z, inj, y, settings, losses, parts, generator, penalty_scale)
     if settings.anytime_depths:
         z = torch.zeros_like(inj)
         for i in range(1, max(settings.anytime_depths) + 1):
@@ -148,6 +157,11 @@ def equilibrium_loss(
     z = z.detach()
     for _ in range(settings.grad_iters):
         z, _, _ = model.block(z, inj)
+    return _fixed_point_terms(model, z, inj, y, settings, losses, parts, generator, penalty_scale)
+
+
+def _fixed_point_terms(model, z, inj, y, settings, losses, parts, generator, penalty_scale):
+    """The cross-entropy at the final state (mixed with the anytime losses) plus the residual and Jacobian penalties."""
     ce_star = F.cross_entropy(model.head(z).flatten(0, 1), y.flatten())
     parts["eq"] = ce_star.detach()
     loss = ce_star if not losses else 0.5 * ce_star + 0.5 * sum(losses) / len(losses)
