@@ -127,6 +127,9 @@ def validate_upload_batch(files: list, hints: list[str], fmt: str, oversize: lis
         )
     if fmt and fmt not in FORMATS:
         raise UploadRefused(f"Unknown format {fmt!r}; understood: {', '.join(FORMATS)}.", param="format")
+    bad_hint = stored_text_problem(list(hints))  # multipart fields are not checked by the request middleware
+    if bad_hint:
+        raise UploadRefused(f"Path hint {int(bad_hint[0].strip('/')) + 1} {bad_hint[1]}.", param="path")
     loaded = []
     for index, upload in enumerate(files):
         hint = (hints[index] if hints else "") or upload.name

@@ -112,7 +112,6 @@ def storage_unavailable_response(request, exception) -> HttpResponse:
 # --- request input: one size limit for JSON bodies, and text that is valid Unicode -------------------------------
 
 API_PREFIXES = ("/api/", "/v1/")
-FORM_TYPES = ("multipart/form-data", "application/x-www-form-urlencoded")
 
 
 class BadInput(Exception):

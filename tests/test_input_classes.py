@@ -43,6 +43,7 @@ def hostile_settings(settings):
 # --- every schema operation and every route, by class -------------------------------------------------------
 
 
+@pytest.mark.slow  # every operation or route, every class: a minute or two on a shared machine
 def test_every_schema_operation_refuses_each_class_of_hostile_input(seeded_pages, staff_user, hostile_settings):
     found = schema_operations()
     assert len(found) >= 18
@@ -72,6 +73,7 @@ def test_every_schema_operation_refuses_each_class_of_hostile_input(seeded_pages
     assert unfinished_jobs() == []
 
 
+@pytest.mark.slow  # every operation or route, every class: a minute or two on a shared machine
 def test_every_route_refuses_invalid_unicode_in_query_strings_and_form_fields(seeded_pages, staff_user):
     paths = route_paths()
     assert len(paths) >= 30 and "/admin/login/" in paths and "/api/lab/solve" in paths

@@ -23,6 +23,7 @@ def schema_operations():
     return operations(SchemaGenerator().get_schema(request=None, public=True))
 
 
+@pytest.mark.slow  # every operation or route, every class: a minute or two on a shared machine
 def test_every_upload_operation_turns_hostile_files_into_row_level_errors(staff_user):
     found = [op for op in schema_operations() if upload_field(op)]
     assert "POST /api/benchmarks/uploads/" in [op.name for op in found]
@@ -100,3 +101,17 @@ def test_the_upload_answer_matches_its_schema(staff_client):
     documented = set(schema["components"]["schemas"][item_name]["properties"])
     body = upload_bytes(staff_client, harness_file()).json()
     assert set(body) == {"uploads"} and set(body["uploads"][0]) == documented
+
+
+def test_a_path_hint_holding_a_nul_is_refused_before_anything_is_stored(staff_client):
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    from benchmarks_app.models import SourceFile
+
+    media_before = media_files()
+    data = {"file": [SimpleUploadedFile("seed42.json", harness_file())], "path": ["scale/exp32/\x00seed42.json"]}
+    response = staff_client.post(UPLOADS, data)
+    assert response.status_code == 400
+    error = response.json()["error"]
+    assert error["param"] == "path" and "NUL" in error["message"]
+    assert not SourceFile.objects.exists() and media_files() == media_before
