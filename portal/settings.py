@@ -268,6 +268,8 @@ SPECTACULAR_SETTINGS = {
         "JobStatusEnum": "portal.models.JobStatus",
         "FindingStatusEnum": "findings_app.models.Status",
         "LabSolverEnum": "lab_app.solvers.SOLVERS",
+        "EqlmSolverEnum": "eqlm.convergence.SOLVERS",
+        "EvaluationKindEnum": "inference.models.EvaluationRun.Kind",
     },
 }
 
