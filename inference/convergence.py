@@ -100,14 +100,19 @@ def queue_convergence_evaluation(model, options: dict | None = None, user=None) 
     return run
 
 
-def evaluation_text(kind: str) -> tuple[bytes, str]:
-    """(held-out bytes, where they came from): the corpus's held-out slice, or the committed 4 KB slice."""
+def evaluation_text(kind: str, corpus: str = "kjv") -> tuple[bytes, str]:
+    """(held-out bytes, where they came from): the held-out slice of the corpus the model was trained on (KJV, or
+    the code corpus), or the committed 4 KB KJV slice (`text: slice`, or when the KJV corpus is unavailable)."""
     if kind == "heldout":
         try:
-            from eqlm.corpus import load_corpus, split
+            from eqlm.corpus import load_code_corpus, load_corpus, split
 
+            if corpus == "code":
+                return split(load_code_corpus()[0])[1], "code corpus held-out slice"
             return split(load_corpus()[0])[1], "corpus held-out slice"
         except (RuntimeError, OSError) as exc:
+            if corpus == "code":
+                raise
             log.warning("corpus unavailable (%s); using the committed slice", exc)
     return SLICE.read_bytes(), "committed held-out slice"
 
@@ -210,11 +215,12 @@ def measure(run: EvaluationRun, progress=None):
     o = run.options
     device = pick_device()
     EvaluationRun.objects.filter(pk=run.pk).update(device=device)
-    model, _ = load_checkpoint(run.model.file_path())
+    model, data = load_checkpoint(run.model.file_path())
     if not hasattr(model, "solve"):
         raise ValueError("only EqLM checkpoints have depths to iterate")
     torch.set_num_threads(max(1, min(2, torch.get_num_threads())))
-    text, source = evaluation_text(o["text"])
+    corpus = ((data.get("provenance") or {}).get("train_settings") or {}).get("corpus", "kjv")
+    text, source = evaluation_text(o["text"], corpus)
     windows = cv.windows_of(text, model.config.max_positions, limit=o["windows"])
     if not len(windows):
         raise ValueError("the held-out text is shorter than one window")
