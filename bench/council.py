@@ -243,6 +243,11 @@ def to_records(report: dict, members: list[Generator], label: str = "") -> list[
         if "mean_iterations" in row:
             out.append({**base, "arm": row["arm"], "metric": "equilibrium_iterations", "value": row["mean_iterations"],
                         "unit": "iterations", "n": report["scored_bytes"]["mixed"], "condition": {}})  # fmt: skip
+        for domain in ("kjv", "code"):
+            for i, weight in enumerate(row.get(f"mean_weights_{domain}", [])):
+                condition = {"domain": domain, "member_index": i, "member": ids[i]}
+                out.append({**base, "arm": row["arm"], "metric": "mean_weight", "value": weight, "unit": "fraction",
+                            "n": report["scored_bytes"][domain], "condition": condition})  # fmt: skip
     timing = report["ms_per_token"]
     out.append({**base, "arm": f"{ids[0]} alone", "metric": "ms_per_token", "value": timing["single"], "unit": "ms",
                 "condition": {}})  # fmt: skip

@@ -12,15 +12,28 @@ AVERAGE_ARM = "average (beta=0)"
 MEMBER_SUFFIX = " alone"
 
 
+def weights_text(by_domain: dict[str, dict[int, float]]) -> str:
+    """Mean influence weights in member order, per domain: "0.54/0.46 · 0.52/0.48"."""
+    parts = ["/".join(f"{w:.2f}" for _, w in sorted(by_domain[d].items())) for d in ("kjv", "code") if d in by_domain]
+    return " · ".join(parts)
+
+
 def build_council(c: Comparison) -> dict:
-    """One row per decoder (each member alone, averaging, the equilibrium at defaults and over the grid, the oracle)."""
+    """One row per decoder (members alone, averaging, the equilibrium at defaults and over the grid, the oracle)."""
     exp = c.treatment_experiment
     run = Run.objects.filter(experiment=exp).order_by("-created_at", "-pk").first()
     qs = ResultRow.objects.filter(experiment=exp, arm__run=run) if run else ResultRow.objects.none()
     values: dict[str, dict[str, float]] = {}
+    weights: dict[str, dict[str, dict[int, float]]] = {}  # arm -> domain -> member index -> mean weight
     for row in qs.order_by("pk").values("arm_label", "metric", "condition", "value"):
         arm = values.setdefault(row["arm_label"], {})
-        key = row["condition"].get("domain", "") if row["metric"] == "bits_per_byte" else row["metric"]
+        cond = row["condition"]
+        if row["metric"] == "mean_weight":
+            weights.setdefault(row["arm_label"], {}).setdefault(cond.get("domain", ""), {})[
+                int(cond.get("member_index", 0))
+            ] = row["value"]
+            continue
+        key = cond.get("domain", "") if row["metric"] == "bits_per_byte" else row["metric"]
         arm[key] = row["value"]
     members = [arm for arm in values if arm.endswith(MEMBER_SUFFIX)]
     best_member = min((values[m].get("mixed") for m in members if "mixed" in values[m]), default=None)
@@ -34,6 +47,7 @@ def build_council(c: Comparison) -> dict:
             _cell(fmt(figures.get("equilibrium_iterations"), 1) if "equilibrium_iterations" in figures else "")
         )
         cells.append(_cell(fmt(figures.get("ms_per_token"), 2) if "ms_per_token" in figures else ""))
+        cells.append(_cell(weights_text(weights.get(arm, {})), False))
         rows.append({"id": arm, "cells": cells})
     notes = []
     game, average = values.get(DEFAULT_ARM, {}).get("mixed"), values.get(AVERAGE_ARM, {}).get("mixed")

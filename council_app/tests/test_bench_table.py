@@ -59,6 +59,10 @@ def test_the_bench_rows_are_the_council_table_on_the_benchmarks_page(db, client,
     best = min(stored["tiny-a alone"]["mixed"], stored["tiny-b alone"]["mixed"])
     assert rows["equilibrium (defaults)"][4] == f"{stored['equilibrium (defaults)']['mixed'] - best:+.4f}"
     assert any(note.startswith("Goal (the equilibrium beats") for note in table["notes"])
+    weights = {row["arm"]: row for row in report["rows"]}["equilibrium (defaults)"]
+    shown = " · ".join("/".join(f"{w:.2f}" for w in weights[f"mean_weights_{d}"]) for d in ("kjv", "code"))
+    assert rows["equilibrium (defaults)"][-1] == shown
+    assert rows["tiny-a alone"][-1] == ""
 
     page = client.get("/benchmarks/local-council-mixed/")
     assert page.status_code == 200
