@@ -9,6 +9,9 @@ PORT ?= 8000
 PG_TEST_URL ?= postgres://postgres@127.0.0.1:5432/test
 TEST_REDIS_PORT ?= 6379
 PYTEST_ARGS ?=
+# A bare `pytest` runs the fast subset (conftest.py deselects browser, worker and slow tests when no path or -m
+# is given); `make test` passes this to run every test.
+ALL_TESTS := -m "browser or worker or slow or not (browser or worker or slow)"
 export PYTHONDONTWRITEBYTECODE := 1
 
 # Read .env when present (exported to every recipe).
@@ -17,7 +20,7 @@ include .env
 export
 endif
 
-.PHONY: help setup run worker test test-sqlite test-postgres lint format system-deps services vendor \
+.PHONY: help setup run worker check test test-sqlite test-postgres lint format system-deps services vendor \
         migrate seed collectstatic clean reliability train-demo export-onnx council-fixture
 
 help: ## List the commands
@@ -84,7 +87,12 @@ services: system-deps ## Start Redis and PostgreSQL when they are installed but 
 	  pg_ctlcluster --skip-systemctl-redirect $$(ls /etc/postgresql | head -1) main start || true; \
 	fi
 
-test: setup services lmeval-env ## Run the whole suite on SQLite, then again on PostgreSQL when it is reachable
+check: setup ## Lint and the fast tests (no browser, no worker, no slow subprocess tests): the loop while coding
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	env -u DATABASE_URL -u CELERY_BROKER_URL -u CELERY_RESULT_BACKEND $(BIN)/pytest -q $(PYTEST_ARGS)
+
+test: setup services lmeval-env ## Run every test (browser, worker, slow too) on SQLite, then on PostgreSQL when reachable
 	$(BIN)/python manage.py collectstatic --noinput -v 0
 	$(MAKE) --no-print-directory test-sqlite
 	@if pg_isready -q -h 127.0.0.1 -p 5432 2>/dev/null; then \
@@ -93,11 +101,11 @@ test: setup services lmeval-env ## Run the whole suite on SQLite, then again on 
 
 test-sqlite: ## The suite on SQLite
 	@echo "== test suite on SQLite =="
-	env -u DATABASE_URL -u CELERY_BROKER_URL -u CELERY_RESULT_BACKEND $(BIN)/pytest $(PYTEST_ARGS)
+	env -u DATABASE_URL -u CELERY_BROKER_URL -u CELERY_RESULT_BACKEND $(BIN)/pytest $(ALL_TESTS) $(PYTEST_ARGS)
 
 test-postgres: ## The suite on PostgreSQL (PG_TEST_URL, default: the local server's database `test`)
 	@echo "== test suite on PostgreSQL =="
-	env -u CELERY_BROKER_URL -u CELERY_RESULT_BACKEND DATABASE_URL=$(PG_TEST_URL) $(BIN)/pytest $(PYTEST_ARGS)
+	env -u CELERY_BROKER_URL -u CELERY_RESULT_BACKEND DATABASE_URL=$(PG_TEST_URL) $(BIN)/pytest $(ALL_TESTS) $(PYTEST_ARGS)
 
 # lm-evaluation-harness in its own venv (its datasets/pyarrow stack stays out of .venv); offline once installed.
 LMEVAL_VENV := .venv-lmeval

@@ -36,6 +36,18 @@ CHROMIUM_ARGS = [
 LOCAL_HOSTS = {"127.0.0.1", "localhost", "[::1]", "::1"}
 
 
+FAST_SUBSET = "not browser and not worker and not slow"
+
+
+def pytest_configure(config):
+    """A bare `pytest` (no paths, no -m) is the fast loop of `make check`: no browser, no worker, no slow tests.
+
+    Naming paths or passing -m selects as usual; `make test` passes an -m that selects every test.
+    """
+    if config.args_source == pytest.Config.ArgsSource.TESTPATHS and not config.option.markexpr:
+        config.option.markexpr = FAST_SUBSET
+
+
 # --- personas -----------------------------------------------------------------------------------
 
 
@@ -318,16 +330,29 @@ def celery_worker_process(django_db_setup, django_db_blocker, redis_url):
 
 
 @pytest.fixture
-def live_celery(celery_worker_process, redis_url, settings):
-    """Switch this process's Celery app from eager mode to the real broker for one test."""
+def use_broker(settings):
+    """`use_broker(url)`: this process's Celery app stops running tasks eagerly and sends them to `url` (with fresh
+    connections, so no pool opened by an earlier test keeps the old broker); put back after the test."""
     from portal.celery import app, override_conf
 
-    saved = override_conf(task_always_eager=False, broker_url=redis_url, result_backend=redis_url)
-    settings.CELERY_TASK_ALWAYS_EAGER = False
+    saved: list[dict] = []
+
+    def use(url: str):
+        saved.append(override_conf(task_always_eager=False, broker_url=url, result_backend=url))
+        settings.CELERY_TASK_ALWAYS_EAGER = False
+        _reset_celery_connections(app)
+        return app
+
+    yield use
+    for previous in reversed(saved):
+        override_conf(**previous)
     _reset_celery_connections(app)
-    yield app
-    override_conf(**saved)
-    _reset_celery_connections(app)
+
+
+@pytest.fixture
+def live_celery(celery_worker_process, redis_url, use_broker):
+    """Switch this process's Celery app from eager mode to the real broker (and the suite's worker) for one test."""
+    return use_broker(redis_url)
 
 
 # --- headless Chromium ------------------------------------------------------------------------

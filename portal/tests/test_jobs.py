@@ -9,7 +9,7 @@ from django.utils import timezone
 
 from lab_app.models import LabRun
 from lab_app.services import create_job, validate_job_spec
-from portal.celery import app, override_conf
+from portal.celery import app
 from portal.jobs import MAX_REQUEUES, requeue_lost_jobs
 
 SPEC = {"game": "biased_rps", "solver": "mmd", "params": {"steps": 50}}
@@ -24,16 +24,14 @@ def lab_row(age_s: float, **fields) -> LabRun:
 
 
 @pytest.fixture
-def idle_broker(redis_url, settings):
+def idle_broker(redis_url, use_broker):
     """A Redis database no worker listens on, so a message sent there stays in its queue."""
     base, number = redis_url.rsplit("/", 1)
     url = f"{base}/{(int(number) + 2) % 16}"
     client = redis.Redis.from_url(url)
     client.flushdb()
-    saved = override_conf(task_always_eager=False, broker_url=url, result_backend=url)
-    settings.CELERY_TASK_ALWAYS_EAGER = False
+    use_broker(url)
     yield client
-    override_conf(**saved)
     client.flushdb()
 
 
