@@ -74,30 +74,14 @@ def chat_delta(
 
 
 def chunk_body(ident: str, obj: str, created: int, model_id: str, choice: dict, plan: Plan, eqlm=None) -> dict:
-    body = {
-        "id": ident,
-        "object": obj,
-        "created": created,
-        "model": model_id,
-        "system_fingerprint": None,
-        "choices": [choice],
-    }
-    if plan.include_usage:
-        body["usage"] = None
-    if eqlm is not None:
-        body["eqlm"] = eqlm
+    body = response_body(ident, obj, created, model_id, [choice], None, eqlm)
+    if not plan.include_usage:
+        del body["usage"]  # a chunk carries `usage` (null) only when the last chunk will carry the real one
+    if eqlm is None:
+        del body["eqlm"]
     return body
 
 
 def usage_chunk(ident: str, obj: str, created: int, model_id: str, usage_: dict, eqlm: dict) -> dict:
     """The last chunk when stream_options.include_usage is set: usage, and empty choices."""
-    return {
-        "id": ident,
-        "object": obj,
-        "created": created,
-        "model": model_id,
-        "system_fingerprint": None,
-        "choices": [],
-        "usage": usage_,
-        "eqlm": eqlm,
-    }
+    return response_body(ident, obj, created, model_id, [], usage_, eqlm)
