@@ -21,7 +21,7 @@ export
 endif
 
 .PHONY: help setup run worker check test test-sqlite test-postgres lint format system-deps services vendor \
-        migrate seed collectstatic clean reliability train-demo export-onnx council-fixture
+        migrate seed collectstatic clean reliability train-demo train-code export-onnx council-fixture
 
 help: ## List the commands
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-16s %s\n", $$1, $$2}'
@@ -139,8 +139,21 @@ bench-scoring: setup ## Prompt scoring (echo, max_tokens 0) bytes/s against gene
 	$(BIN)/python bench/scoring.py
 
 .PHONY: evaluate-blimp evaluate-convergence bench-decode
-train-demo: setup ## Train the demo EqLM on the KJV (CPU, hours: run in the background; checkpoints in var/train/)
-	nice -n 10 $(BIN)/python manage.py train_demo_model --out var/train --max-minutes $${MINUTES:-70}
+# The recipes of the committed models (resumable: the same command continues from var/train/<run>/state.pt).
+EQ_TRAIN := --objective equilibrium --jacobian-weight 1.0 --residual-weight 1.0 --anytime-depths 4,8 --threads $${THREADS:-2}
+train-demo: setup ## Train or resume the KJV demo EqLM: OBJECTIVE=equilibrium (default: the committed eqlm-demo's recipe) or unrolled
+	@if [ "$${OBJECTIVE:-equilibrium}" = unrolled ]; then \
+	  nice -n 10 $(BIN)/python manage.py train_demo_model --out var/train/eqlm-demo-unrolled --steps 6461 --threads $${THREADS:-2}; \
+	else \
+	  nice -n 10 $(BIN)/python manage.py train_demo_model --out var/train/eqlm-demo-full --corpus kjv \
+	    --init-checkpoint inference/demo/eqlm-demo-unrolled.pt --steps 500 --lr 1e-3 --warmup-steps 20 \
+	    --penalty-warmup-steps 50 --solve-depths 8-24 --grad-iters 0 --checkpoint-steps 50 $(EQ_TRAIN); \
+	fi
+
+train-code: setup ## Train or resume eqlm-code, the council's second-domain member (Django's source, equilibrium from scratch)
+	nice -n 10 $(BIN)/python manage.py train_demo_model --out var/train/eqlm-code --corpus code --steps 1000 \
+	  --state-skip 0.5 --jacobian-weight 0.5 --residual-weight 1.0 --anytime-depths 4,8 --solve-depths 12-32 \
+	  --grad-iters 2 --random-init 0.25 --checkpoint-steps 100 --threads $${THREADS:-2}
 
 export-onnx: setup ## Export inference/demo/eqlm-demo.pt to static/models/eqlm-demo/ and re-measure metrics.json
 	$(BIN)/python manage.py export_onnx
