@@ -5,18 +5,13 @@ The JS runtime (static/js/eqlm-runtime.js) runs under node on onnxruntime-web's 
 `history` that eqlm.runtime.process records for the same positions.
 """
 
-import json
-import shutil
-import subprocess
-from pathlib import Path
-
 import numpy as np
 import pytest
 
 from eqlm.runtime import DecodeCache, OnnxEqLM, process
 
-ROOT = Path(__file__).resolve().parents[2]
-ORT_WEB = ROOT / "node_modules" / "onnxruntime-web"
+from .js_runtime import js_runtime_events
+
 PROMPT = "And God said"
 CASES = {
     "fixed depth": {"depth": 6},
@@ -24,47 +19,14 @@ CASES = {
     "adaptive + warm": {"depth": 20, "tol": 0.05, "warm_start": True},
     "anderson": {"depth": 8, "tol": 0.02, "solver": "anderson"},
 }
-NODE_SCRIPT = r"""
-globalThis.self = globalThis;
-const fs = require("fs");
-const [ortPath, tokenizerPath, runtimePath, dir, prompt, casesJson] = process.argv.slice(1);
-const ort = require(ortPath);
-globalThis.EqlmTokenizer = require(tokenizerPath);
-const { EqlmRuntime } = require(runtimePath);
-(async () => {
-  ort.env.wasm.numThreads = 1;
-  ort.env.logLevel = "error";
-  const manifest = JSON.parse(fs.readFileSync(dir + "/manifest.json"));
-  const open = (name) => ort.InferenceSession.create(new Uint8Array(fs.readFileSync(dir + "/" + name)));
-  const sessions = { embed: await open(manifest.graphs.embed), step: await open(manifest.graphs.step),
-                     head: await open(manifest.graphs.head) };
-  const runtime = new EqlmRuntime(ort, manifest, sessions, 1);
-  const out = {};
-  for (const [name, c] of Object.entries(JSON.parse(casesJson))) {
-    const events = [];
-    const request = { prompt, maxTokens: 10, depth: c.depth, tol: c.tol ?? null, warmStart: !!c.warm_start,
-                      solver: c.solver || "picard" };
-    for await (const e of runtime.generate(request)) events.push([e.tokenId, e.iterations, Array.from(e.residuals)]);
-    out[name] = events;
-  }
-  process.stdout.write(JSON.stringify(out));
-})().catch((error) => { console.error(error); process.exit(1); });
-"""
 
 
 @pytest.fixture(scope="module")
 def js_events(tiny_onnx_dir):
-    if not shutil.which("node") or not ORT_WEB.exists():
-        pytest.skip("node or node_modules/onnxruntime-web is missing (make vendor installs it)")
-    args = [str(ORT_WEB), str(ROOT / "static/js/tokenizer.js"), str(ROOT / "static/js/eqlm-runtime.js")]
-    result = subprocess.run(
-        ["node", "-e", NODE_SCRIPT, *args, str(tiny_onnx_dir), PROMPT, json.dumps(CASES)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert result.returncode == 0, result.stderr
-    return json.loads(result.stdout)
+    events = js_runtime_events(tiny_onnx_dir, PROMPT, CASES, max_tokens=10)
+    return {
+        name: [[token, iterations, residuals] for token, iterations, _, residuals in e] for name, e in events.items()
+    }
 
 
 def server_curves(onnx_dir, tokens: list[int], depth: int, tol=None, warm_start=False, solver="picard"):

@@ -1,0 +1,58 @@
+"""Run the browser runtime (static/js/eqlm-runtime.js) under node on onnxruntime-web's wasm backend.
+
+The same package the page uses decodes a model folder for several requests; each token event comes back as
+[token id, iterations, text, residuals] so a test can hold it against eqlm.runtime.
+"""
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+ORT_WEB = ROOT / "node_modules" / "onnxruntime-web"
+NODE_SCRIPT = r"""
+globalThis.self = globalThis;
+const fs = require("fs");
+const [ortPath, tokenizerPath, runtimePath, dir, prompt, casesJson, maxTokens] = process.argv.slice(1);
+const ort = require(ortPath);
+globalThis.EqlmTokenizer = require(tokenizerPath);
+const { EqlmRuntime } = require(runtimePath);
+(async () => {
+  ort.env.wasm.numThreads = 1;
+  ort.env.logLevel = "error";
+  const manifest = JSON.parse(fs.readFileSync(dir + "/manifest.json"));
+  const open = (name) => ort.InferenceSession.create(new Uint8Array(fs.readFileSync(dir + "/" + name)));
+  const sessions = { embed: await open(manifest.graphs.embed), step: await open(manifest.graphs.step),
+                     head: await open(manifest.graphs.head) };
+  const runtime = new EqlmRuntime(ort, manifest, sessions, 1);
+  const out = {};
+  for (const [name, c] of Object.entries(JSON.parse(casesJson))) {
+    const events = [];
+    const request = { prompt, maxTokens: Number(maxTokens), depth: c.depth, tol: c.tol ?? null,
+                      warmStart: !!c.warm_start, solver: c.solver || "picard" };
+    for await (const e of runtime.generate(request)) {
+      events.push([e.tokenId, e.iterations, e.text, Array.from(e.residuals || [])]);
+    }
+    out[name] = events;
+  }
+  process.stdout.write(JSON.stringify(out));
+})().catch((error) => { console.error(error); process.exit(1); });
+"""
+
+
+def js_runtime_events(onnx_dir: Path, prompt: str, cases: dict, max_tokens: int) -> dict[str, list[list]]:
+    """{case name: [[token id, iterations, text, residuals], ...]} from the JS runtime; skips without node."""
+    if not shutil.which("node") or not ORT_WEB.exists():
+        pytest.skip("node or node_modules/onnxruntime-web is missing (make vendor installs it)")
+    scripts = [str(ROOT / "static/js/tokenizer.js"), str(ROOT / "static/js/eqlm-runtime.js")]
+    result = subprocess.run(
+        ["node", "-e", NODE_SCRIPT, str(ORT_WEB), *scripts, str(onnx_dir), prompt, json.dumps(cases), str(max_tokens)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout)
