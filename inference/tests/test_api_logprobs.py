@@ -15,6 +15,8 @@ from openai import BadRequestError, OpenAI
 from eqlm.runtime import GenerationRequest, Generator, score_prompt
 from eqlm.tokenizer import token_string
 
+from .page_examples import run_shell_example
+
 pytestmark = pytest.mark.django_db(transaction=True)
 
 PROMPT = "In the beginning"
@@ -223,25 +225,12 @@ def test_tokenizer_endpoints_speak_vllms_shapes_over_bytes(api, live_server):
 def test_the_scoring_examples_on_the_api_page_run_against_the_server(api, client, live_server):
     import html
     import re
-    import shutil
-    import subprocess
 
-    if not shutil.which("curl"):
-        pytest.skip("curl is not installed")
     page = client.get("/api/").content.decode()
     outputs = {}
     for name in ("score", "tokenize"):
         command = html.unescape(re.search(rf'<pre><code id="{name}-example">(.*?)</code></pre>', page, re.S)[1])
-        command = command.replace("http://testserver", live_server.url)
-        run = subprocess.run(
-            ["bash", "-c", command],
-            capture_output=True,
-            text=True,
-            timeout=60,
-            env={"EQLM_API_KEY": "", "PATH": "/usr/bin:/bin"},
-        )
-        assert run.returncode == 0, run.stderr
-        outputs[name] = json.loads(run.stdout)
+        outputs[name] = json.loads(run_shell_example(command.replace("http://testserver", live_server.url)))
     logprobs = outputs["score"]["choices"][0]["logprobs"]
     assert outputs["score"]["model"] == "eqlm-demo@depth=12" and logprobs["token_logprobs"][0] is None
     assert len(logprobs["tokens"]) == len("In the beginning God") and len(logprobs["top_logprobs"][1]) == 2

@@ -3,6 +3,8 @@
 import pytest
 from django.core.cache import cache
 
+from .page_examples import run_shell_example
+
 pytestmark = pytest.mark.django_db
 
 
@@ -69,26 +71,11 @@ def test_the_curl_examples_on_the_page_run_against_the_server(client, live_serve
     import html
     import json
     import re
-    import shutil
-    import subprocess
 
-    if not shutil.which("curl"):
-        pytest.skip("curl is not installed")
     page = client.get("/api/").content.decode()
     commands = [html.unescape(c) for c in re.findall(r"<pre><code>(curl .*?)</code></pre>", page, re.S)]
     assert len(commands) == 3
-    outputs = []
-    for command in commands:
-        command = command.replace("http://testserver/v1", f"{live_server.url}/v1")
-        run = subprocess.run(
-            ["bash", "-c", command],
-            capture_output=True,
-            text=True,
-            timeout=60,
-            env={"EQLM_API_KEY": "", "PATH": "/usr/bin:/bin"},
-        )
-        assert run.returncode == 0, run.stderr
-        outputs.append(run.stdout)
+    outputs = [run_shell_example(c.replace("http://testserver/v1", f"{live_server.url}/v1")) for c in commands]
     assert json.loads(outputs[0])["data"][0]["id"] == "eqlm-demo"
     assert json.loads(outputs[1])["eqlm"]["depth_requested"] == 12
     assert outputs[2].rstrip().endswith("data: [DONE]")
