@@ -1,0 +1,1 @@
+"""Tests of the eqlm library: plain pytest, no database, no Django."""
