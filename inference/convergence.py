@@ -22,7 +22,7 @@ from django.db import transaction
 
 from eqlm.convergence import ADAPTIVE_TOLERANCES, DEFAULT_CAP, DEFAULT_MAX_DEPTH, SOLVERS, tolerance_key
 
-from .models import EvaluationRun
+from .models import EvaluationRun, RegisteredModel
 from .services import MODEL_FAMILY, RegistryError, pick_device
 
 log = logging.getLogger(__name__)
@@ -261,9 +261,11 @@ def run_convergence_evaluation(run_id: int) -> EvaluationRun:
 def stored_figures(slug: str) -> dict:
     """The model's convergence figures from its result rows, for charts: {} when none are stored.
 
-    When several evaluations exist (different text or window counts), the one that measured the most positions
-    (then the newest) is used. Shape: {"run", "positions", "solvers": {s: {"depth": [...], "heldout_bits_per_byte":
-    [...], "residual_median": [...], "residual_p95": [...], "converged": {tol: [...]}}}, "adaptive": [...]}.
+    Only rows of the registered checkpoint count (the run label carries its sha256), so a model whose files were
+    replaced under the same id never shows its predecessor's figures. When several evaluations exist (different
+    text or window counts), the one that measured the most positions (then the newest) is used.
+    Shape: {"run", "positions", "solvers": {s: {"depth": [...], "heldout_bits_per_byte": [...], "residual_median":
+    [...], "residual_p95": [...], "converged": {tol: [...]}}}, "adaptive": [...]}.
     """
     from benchmarks_app.models import ResultRow
 
@@ -272,8 +274,12 @@ def stored_figures(slug: str) -> dict:
         .values_list("arm__run__run_id", "metric", "condition", "value", "n", "id")
         .order_by("id")
     )
+    registered = RegisteredModel.objects.filter(slug=slug).values_list("sha256", flat=True).first()
+    mark = f":{registered[:12]}:" if registered else None
     runs: dict[str, tuple[int, int]] = {}
     for run_id, metric, condition, _, n, pk in rows:
+        if mark and mark not in run_id:
+            continue
         if metric == "heldout_bits_per_byte" and "solver" in (condition or {}):
             runs[run_id] = max(runs.get(run_id, (0, 0)), (n or 0, pk))
     if not runs:

@@ -163,3 +163,14 @@ def test_a_convergence_run_does_not_replace_the_blimp_results_on_the_models_page
     run_convergence_evaluation(queue_convergence_evaluation(model, {**SMALL, "text": "slice"}).pk)
     response = client.get("/models/")
     assert response.status_code == 200 and "tiny-page" in response.content.decode()
+
+
+@pytest.mark.django_db
+def test_a_replaced_checkpoint_under_the_same_id_never_shows_its_predecessors_figures(tmp_path):
+    from inference.convergence import queue_convergence_evaluation, run_convergence_evaluation, stored_figures
+
+    model = tiny_registered(tmp_path, slug="tiny-replaced")
+    run_convergence_evaluation(queue_convergence_evaluation(model, {**SMALL, "text": "slice"}).pk)
+    assert stored_figures("tiny-replaced")["positions"] == 2 * 63
+    RegisteredModel.objects.filter(pk=model.pk).update(sha256="0" * 64)  # new files under the same id
+    assert stored_figures("tiny-replaced") == {}

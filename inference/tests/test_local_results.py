@@ -32,5 +32,8 @@ def test_seed_loads_the_committed_models_rows():
         pytest.skip("no committed fixtures/local_results.json")
     models = json.loads(FIXTURE.read_text())["models"]
     call_command("seed", "benchmarks_app", "inference")
+    from inference.convergence import stored_figures
+
     for slug, entry in models.items():
         assert ResultRow.objects.filter(experiment="local", arm_label=slug).count() == len(entry["rows"])
+        assert stored_figures(slug)["positions"] > 0  # the rows belong to the registered checkpoint
