@@ -45,6 +45,7 @@ class Command(BaseCommand):
         parser.add_argument("--grad-iters", type=int, default=2)
         parser.add_argument("--residual-weight", type=float, default=None, help="default 0.1 unrolled, 1.0 equilibrium")
         parser.add_argument("--jacobian-weight", type=float, default=0.0)
+        parser.add_argument("--jacobian-target", type=float, default=0.25, help="squared gain below which no penalty")
         parser.add_argument("--random-init", type=float, default=0.0, help="share of solves from a random state")
         parser.add_argument("--batch-size", type=int, default=8)
         parser.add_argument("--lr", type=float, default=3e-3)
@@ -96,6 +97,7 @@ class Command(BaseCommand):
             grad_iters=opts["grad_iters"],
             residual_weight=residual_weight,
             jacobian_weight=opts["jacobian_weight"],
+            jacobian_target=opts["jacobian_target"],
             random_init_prob=opts["random_init"],
             corpus=opts["corpus"],
             init_checkpoint=opts["init_checkpoint"],
