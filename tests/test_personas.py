@@ -159,6 +159,7 @@ def checkpoint_file() -> io.BytesIO:
     return fh
 
 
+@pytest.mark.slow  # checkpoint probe subprocess
 def test_outsiders_cannot_upload_a_model_and_staff_need_the_token(personas):
     from inference.models import RegisteredModel
 

@@ -12,7 +12,7 @@ from drf_spectacular.generators import SchemaGenerator
 from .fuzzing import fuzz_operation, operations, portal_hints
 from .report import record
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.slow]  # a generated-request sweep
 EXAMPLES_PER_OPERATION = int(os.environ.get("FUZZ_EXAMPLES", "6"))  # make reliability: 100
 
 

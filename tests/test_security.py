@@ -35,6 +35,7 @@ def script_src(csp: str) -> str:
     return re.search(r"script-src ([^;]+)", csp).group(1)
 
 
+@pytest.mark.slow  # a manage.py subprocess
 def test_deploy_check_is_clean_and_hardens_everything_under_production_settings():
     dropped = ("CELERY_", "DEBUG", "SECRET_KEY", "DJANGO_ALLOW_ASYNC")
     environment = {k: v for k, v in os.environ.items() if not k.startswith(dropped)}

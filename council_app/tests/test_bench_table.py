@@ -21,14 +21,12 @@ def load_bench():
 
 
 @pytest.fixture(scope="module")
-def measured(tmp_path_factory):
+def measured(tiny_onnx_export):
     """A real (small) bench run over two tiny random EqLMs: 4 passages per domain."""
     from eqlm.runtime import Generator
-    from eqlm.testing import export_tiny_model
 
     bench = load_bench()
-    root = tmp_path_factory.mktemp("council-bench")
-    members = [Generator(export_tiny_model(root / name, seed=s)) for name, s in (("tiny-a", 1), ("tiny-b", 2))]
+    members = [Generator(tiny_onnx_export(seed)) for seed in (1, 2)]
     report = bench.measure(members, ["tiny-a", "tiny-b"], passages_per_domain=4, timing_prompts=1, timing_tokens=4)
     return bench, report, bench.to_records(report, members)
 

@@ -48,6 +48,7 @@ def test_windows_leave_out_the_incomplete_tail():
 # Anderson's least-squares step amplifies float rounding on a random (non-contracting) map, so the two
 # backends' Anderson iterates agree tightly for the first depths only; Picard's agree at every depth.
 @pytest.mark.parametrize(("solver", "tight_until", "rel"), [("picard", 16, 1e-4), ("anderson", 8, 2e-3)])
+@pytest.mark.slow  # 16 depths on two backends
 def test_torch_and_onnx_measure_the_same_quality_and_convergence(tiny_onnx_dir, windows, solver, tight_until, rel):
     torch_profile = cv.profile_by_depth(cv.TorchBackend(tiny_model()), windows, solver, max_depth=16, batch=4)
     onnx_profile = cv.profile_by_depth(cv.OnnxBackend(OnnxEqLM(tiny_onnx_dir)), windows, solver, max_depth=16, batch=4)

@@ -57,6 +57,7 @@ def test_adaptive_halting_mean_iterations_below_cap_and_residuals_below_tol_or_a
     assert out.iterations.min() >= 1
 
 
+@pytest.mark.slow  # trains / solves to a tight tolerance
 def test_anderson_reaches_a_tolerance_with_fewer_iterations_than_picard(model, ids):
     picard = model.solve(ids, max_iter=60, tol=1e-3)
     anderson = model.solve(ids, max_iter=60, tol=1e-3, solver="anderson")
@@ -92,6 +93,7 @@ def test_build_model_rejects_unknown_classes_and_keys():
         build_model("EqLM", {"d_model": 32, "surprise": 1})
 
 
+@pytest.mark.slow  # trains / solves to a tight tolerance
 def test_anytime_loss_decreases_on_a_repeated_batch():
     from eqlm.training import anytime_loss
 

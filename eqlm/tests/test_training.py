@@ -30,6 +30,7 @@ def depth_metrics(model: EqLM, batch: torch.Tensor, depth: int) -> tuple[float, 
     return ce, out.residual.median().item()
 
 
+@pytest.mark.slow  # trains for a few steps
 def test_a_few_equilibrium_steps_lower_both_the_loss_and_the_residual():
     model = non_contracting_tiny_model()
     batch = torch.tensor([list(TEXT[:48]), list(TEXT[48:96])])

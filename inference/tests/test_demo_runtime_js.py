@@ -9,6 +9,8 @@ import pytest
 
 from .js_runtime import js_runtime_events
 
+pytestmark = pytest.mark.slow  # node
+
 PROMPT = "In the beginning"
 CASES = {
     "depth 4": {"depth": 4},

@@ -47,6 +47,7 @@ def test_outsiders_cannot_upload_a_checkpoint(request, persona, tmp_path):
 
 
 @pytest.mark.django_db
+@pytest.mark.slow  # checkpoint probe subprocess
 def test_staff_upload_is_validated_registered_and_its_evaluation_queued(
     staff_client, tmp_path, django_capture_on_commit_callbacks
 ):
@@ -68,6 +69,7 @@ def test_staff_upload_is_validated_registered_and_its_evaluation_queued(
 
 
 @pytest.mark.django_db
+@pytest.mark.slow  # checkpoint probe subprocess
 def test_malicious_checkpoint_upload_is_refused_leaves_nothing_and_never_runs(staff_client, tmp_path, settings):
     MARKER.unlink(missing_ok=True)
     path = tmp_path / "evil.pt"
@@ -171,6 +173,7 @@ def test_a_real_worker_runs_a_small_blimp_evaluation_and_its_rows_reach_the_benc
 
 
 @pytest.mark.django_db
+@pytest.mark.slow  # checkpoint probe subprocess
 def test_staff_can_register_a_checkpoint_through_the_admin(staff_client, tmp_path, django_capture_on_commit_callbacks):
     data = checkpoint_bytes(tmp_path)
     fh = io.BytesIO(data)
@@ -189,6 +192,7 @@ def test_staff_can_register_a_checkpoint_through_the_admin(staff_client, tmp_pat
 
 
 @pytest.mark.django_db
+@pytest.mark.slow  # checkpoint probe subprocess
 def test_admin_refuses_a_file_that_is_not_a_checkpoint(staff_client):
     fh = io.BytesIO(b"plain text, not a checkpoint")
     fh.name = "notes.pt"

@@ -12,6 +12,8 @@ from eqlm.runtime import DecodeCache, OnnxEqLM, process
 
 from .js_runtime import js_runtime_events
 
+pytestmark = pytest.mark.slow  # node
+
 PROMPT = "And God said"
 CASES = {
     "fixed depth": {"depth": 6},

@@ -9,6 +9,8 @@ import pytest
 
 from eqlm import tokenizer
 
+pytestmark = pytest.mark.slow  # node
+
 ROOT = Path(__file__).resolve().parents[2]
 TRICKY = [
     "",

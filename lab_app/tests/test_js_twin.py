@@ -10,6 +10,8 @@ import pytest
 from lab_app.solvers import Limits, solve
 from lab_app.tests.test_solvers import SHARP_A, SHARP_B
 
+pytestmark = pytest.mark.slow  # node
+
 RUNNER = Path(__file__).with_name("run_js_solvers.cjs")
 GAMES = [
     "matching_pennies",

@@ -135,6 +135,7 @@ def nashpy_equilibria(A, B):
     return sorted((tuple(np.round(x, 7)), tuple(np.round(y, 7))) for x, y in eqs)
 
 
+@pytest.mark.slow  # fifty games through nashpy
 def test_equilibrium_sets_agree_with_nashpy_on_fifty_random_games():
     rng = np.random.default_rng(20261129)
     for trial in range(50):

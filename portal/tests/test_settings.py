@@ -5,6 +5,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from django.core.checks import Error
 
 from portal.checks import eager_tasks_need_debug
@@ -35,12 +36,14 @@ def test_eager_tasks_are_fine_while_debugging(settings):
     assert eager_tasks_need_debug(None) == []
 
 
+@pytest.mark.slow  # a manage.py subprocess
 def test_missing_secret_key_with_debug_off_is_a_clear_startup_error():
     result = run_manage("check", DEBUG="0", CELERY_BROKER_URL="redis://127.0.0.1:6379/0")
     assert result.returncode != 0
     assert "SECRET_KEY must be set" in result.stderr
 
 
+@pytest.mark.slow  # a manage.py subprocess
 def test_production_check_with_a_broker_and_a_secret_passes_deploy_checks():
     result = run_manage(
         "check",
@@ -55,6 +58,7 @@ def test_production_check_with_a_broker_and_a_secret_passes_deploy_checks():
     assert "portal.E001" not in result.stdout + result.stderr
 
 
+@pytest.mark.slow  # a manage.py subprocess
 def test_eager_tasks_with_debug_off_fail_the_system_check():
     result = run_manage("check", DEBUG="0", SECRET_KEY="s" * 60)
     assert result.returncode != 0

@@ -5,6 +5,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 
 PROBE = """
@@ -47,14 +49,21 @@ def run_probe(code: str, **env: str) -> str:
     return result.stdout.strip().splitlines()[-1]
 
 
-def test_importing_every_urlconf_and_view_leaves_torch_out():
+@pytest.fixture(scope="module")
+def web_probe() -> tuple[str, str]:
+    """What a fresh web process holds after importing every URLconf and view: ("False", "eqlm.a,eqlm.b,...")."""
     torch_loaded, eqlm_modules = run_probe(PROBE).split(" ")
+    return torch_loaded, eqlm_modules
+
+
+def test_importing_every_urlconf_and_view_leaves_torch_out(web_probe):
+    torch_loaded, eqlm_modules = web_probe
     assert torch_loaded == "False"
     assert "eqlm.runtime" in eqlm_modules.split(",")  # the probe does reach the library
 
 
-def test_no_web_module_imports_an_eqlm_module_that_imports_torch():
-    _, loaded = run_probe(PROBE).split(" ")
+def test_no_web_module_imports_an_eqlm_module_that_imports_torch(web_probe):
+    _, loaded = web_probe
     torch_modules = {f"eqlm.{path.stem}" for path in (ROOT / "eqlm").glob("*.py") if "torch" in top_level_imports(path)}
     assert {"eqlm.model", "eqlm.training"} <= torch_modules  # the check below has something to find
     assert sorted(torch_modules & set(loaded.split(","))) == []
@@ -95,14 +104,17 @@ print(serving._generator is not None, "torch" in sys.modules)
 """
 
 
+@pytest.mark.slow  # a WSGI start in a subprocess
 def test_a_wsgi_worker_loads_the_demo_model_before_its_first_request_without_torch():
     assert run_probe(WARM_PROBE) == "True False"
 
 
+@pytest.mark.slow  # a WSGI start in a subprocess
 def test_warm_up_can_be_turned_off():
     assert run_probe(WARM_PROBE, WARM_UP_MODEL="0") == "False False"
 
 
+@pytest.mark.slow  # a WSGI start in a subprocess
 def test_a_missing_model_does_not_stop_the_worker_from_starting(tmp_path):
     assert run_probe(WARM_PROBE, DEMO_MODEL_ONNX_DIR=str(tmp_path / "nowhere")) == "False False"
 
@@ -114,10 +126,12 @@ print(",".join(f"{s['id']}={s['state']}" for s in serving.model_states() if s["s
 """
 
 
+@pytest.mark.slow  # a WSGI start in a subprocess
 def test_a_wsgi_worker_warms_every_bundled_model():
     assert run_probe(STATES_PROBE) == "eqlm-demo=loaded,eqlm-demo-unrolled=loaded"
 
 
+@pytest.mark.slow  # a WSGI start in a subprocess
 def test_a_missing_default_model_leaves_the_other_models_warm(tmp_path):
     states = run_probe(STATES_PROBE, DEMO_MODEL_ONNX_DIR=str(tmp_path / "nowhere"))
     assert states == "eqlm-demo=failed,eqlm-demo-unrolled=loaded"
