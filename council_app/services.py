@@ -24,7 +24,6 @@ from .models import (
     SampleQuestion,
     Seed,
 )
-from .replay import ReplayFilter, replay_questions, sample_tallies  # noqa: F401  (views.py reads them here)
 
 COUNCIL_KEY = "council_system"
 BASELINE_KEY = "baseline_single_greedy"

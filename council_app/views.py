@@ -11,6 +11,7 @@ from django.views.decorators.http import require_safe
 from . import exports, live, services
 from .forms import ReplayFilterForm
 from .models import Seed
+from .replay import ReplayFilter, replay_questions, sample_tallies
 
 FINDINGS = [
     ("F28", "the player ladder and the choice of baseline"),
@@ -61,14 +62,14 @@ def replay(request):
     if not form.is_valid():
         context = {"section": "council", "form": form, "questions": [], "current": None}
         return render(request, "council/replay.html", context, status=400)
-    flt = services.ReplayFilter(
+    flt = ReplayFilter(
         seed=form.cleaned_data["seed"],
         domain=form.cleaned_data["domain"],
         rule=form.cleaned_data["rule"],
         outcome=form.cleaned_data["outcome"],
         split=form.cleaned_data["split"],
     )
-    questions = services.replay_questions(flt)
+    questions = replay_questions(flt)
     wanted = form.cleaned_data.get("q")
     position = next((i for i, v in enumerate(questions) if v["question"].index == wanted), 0)
     current = questions[position] if questions else None
@@ -87,7 +88,7 @@ def replay(request):
         "prev_url": link(questions[position - 1]) if current and position > 0 else None,
         "next_url": link(questions[position + 1]) if current and position + 1 < len(questions) else None,
         "coverage": services.coverage(),
-        "tallies": services.sample_tallies(flt.seed),
+        "tallies": sample_tallies(flt.seed),
         "record": services.CouncilRecord.objects.first(),
     }
     return render(request, "council/replay.html", context)
