@@ -65,3 +65,18 @@ def test_the_bench_rows_are_the_council_table_on_the_benchmarks_page(db, client,
     page = client.get("/benchmarks/local-council-mixed/")
     assert page.status_code == 200
     assert "equilibrium (defaults)" in page.content.decode()
+
+
+def test_seed_loads_the_shipped_bench_rows_once(db):
+    import json
+
+    from council_app import seed as council_seed
+
+    if not council_seed.BENCH_FIXTURE.is_file():
+        pytest.skip("no fixtures/council_bench.json shipped")
+    records = json.loads(council_seed.BENCH_FIXTURE.read_text())["records"]
+    assert council_seed.load_bench() == len(records)
+    assert council_seed.load_bench() == 0  # idempotent
+    spec = next(c for c in COMPARISONS if c["slug"] == "local-council-mixed")
+    table = build_table(Comparison.objects.create(**spec), use_cache=False)
+    assert not table["empty"] and table["rows"][0]["id"] == "eqlm-demo alone"
