@@ -147,7 +147,11 @@ train-demo: setup ## Train or resume the KJV demo EqLM: OBJECTIVE=equilibrium (d
 	else \
 	  nice -n 10 $(BIN)/python manage.py train_demo_model --out var/train/eqlm-demo-full --corpus kjv \
 	    --init-checkpoint inference/demo/eqlm-demo-unrolled.pt --steps 500 --lr 1e-3 --warmup-steps 20 \
-	    --penalty-warmup-steps 50 --solve-depths 8-24 --grad-iters 0 --checkpoint-steps 50 $(EQ_TRAIN); \
+	    --penalty-warmup-steps 50 --solve-depths 8-24 --grad-iters 0 --checkpoint-steps 50 $(EQ_TRAIN) && \
+	  nice -n 10 $(BIN)/python manage.py train_demo_model --out var/train/eqlm-demo-stage2 --corpus kjv \
+	    --init-checkpoint var/train/eqlm-demo-full/latest.pt --steps 350 --lr 5e-4 --warmup-steps 10 \
+	    --penalty-warmup-steps 10 --solve-depths 12-40 --grad-iters 0 --jacobian-weight 2.0 --jacobian-target 0.15 \
+	    --residual-weight 2.0 --anytime-depths 4,8 --objective equilibrium --checkpoint-steps 50 --threads $${THREADS:-2}; \
 	fi
 
 train-code: setup ## Train or resume eqlm-code, the council's second-domain member (Django's source, equilibrium from scratch)
