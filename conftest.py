@@ -132,6 +132,18 @@ def tiny_onnx_dir(tiny_onnx_export) -> Path:
     return tiny_onnx_export(0)
 
 
+# --- the bundled models ------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def bundled_model_ids() -> list[str]:
+    """The ids of the models committed under static/models/ (a folder with a manifest.json), in the order the portal
+    lists them: eqlm-demo first, then the others by id. Read from the folders, so a newly bundled model is expected
+    everywhere the tests enumerate the bundled models."""
+    others = sorted(p.parent.name for p in (ROOT / "static" / "models").glob("*/manifest.json"))
+    return ["eqlm-demo"] + [model_id for model_id in others if model_id != "eqlm-demo"]
+
+
 # --- waiting for a job row ------------------------------------------------------------------------
 
 

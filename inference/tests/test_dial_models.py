@@ -16,10 +16,11 @@ def page_config(html: str) -> dict:
     return json.loads(re.search(r'<script id="demo-config" type="application/json">(.*?)</script>', html, re.S)[1])
 
 
-def test_the_dial_offers_every_model_and_defaults_to_eqlm_demo(client):
+def test_the_dial_offers_every_model_and_defaults_to_eqlm_demo(client, bundled_model_ids):
     html = client.get("/demo/").content.decode()
     options = re.findall(r'<option value="([^"]+)"( selected)?>', html)
-    assert [value for value, _ in options] == ["eqlm-demo", "eqlm-demo-unrolled"]
+    assert "eqlm-demo-unrolled" in bundled_model_ids
+    assert [value for value, _ in options] == bundled_model_ids
     assert options[0][1] == " selected"
     config = page_config(html)
     default_depth = serving.get_card("eqlm-demo").manifest["default_depth"]  # whichever model the lead ships
@@ -92,9 +93,11 @@ def test_model_files_of_an_unknown_model_or_hash_are_404s(client):
     assert client.get("/demo/models/eqlm-demo/graphs/step.onnx").status_code == 404
 
 
-def test_the_models_page_shows_each_bundled_model_with_its_card(client):
+def test_the_models_page_shows_each_bundled_model_with_its_card(client, bundled_model_ids):
     html = client.get("/models/").content.decode()
     assert 'id="local-demo"' in html and 'id="local-eqlm-demo-unrolled"' in html
+    for model_id in bundled_model_ids[1:]:
+        assert f'id="local-{model_id}"' in html and f'href="/demo/?model={model_id}"' in html
     unrolled = html[html.index('id="local-eqlm-demo-unrolled"') :]
     assert "collapses past 12" in unrolled and 'id="eqlm-demo-unrolled-card-table"' in unrolled
     assert 'href="/demo/?model=eqlm-demo-unrolled"' in unrolled
