@@ -65,7 +65,8 @@ def _first_message(detail) -> tuple[str | None, str]:
                 continue
             if isinstance(item, dict | list):
                 inner_field, message = _first_message(item)
-                path = f"[{index}]" + (f".{inner_field}" if inner_field and not inner_field.startswith("[") else "")
+                inner = inner_field or ""  # `[2]` follows an index directly, a field name after a dot
+                path = f"[{index}]" + (inner if not inner or inner.startswith("[") else f".{inner}")
                 return path, message
             return None, str(item)
         return None, "Invalid request."
