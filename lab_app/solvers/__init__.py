@@ -95,7 +95,8 @@ def solve(
     solver = spec.get("solver")
     if solver not in SOLVERS:
         raise SolverInputError("solver", f"unknown solver {solver!r}; choose one of {', '.join(SOLVERS)}")
-    params = spec.get("params") or {}
+    params = spec.get("params")
+    params = {} if params is None else params  # false, 0 or "" are not a missing object
     if not isinstance(params, dict):
         raise SolverInputError("params", "must be an object")
     game = parse_game(spec.get("game"), limits.max_size)

@@ -139,7 +139,7 @@ def parse_game(value, max_size: int = MAX_SIZE_SERVER) -> Game:
         raise SolverInputError("game", "must be a preset name or an object with A (and B)")
     if "preset" in value:
         name = value["preset"]
-        if name not in PRESETS:
+        if not isinstance(name, str) or name not in PRESETS:  # a list or an object cannot be looked up
             raise SolverInputError("game.preset", f"unknown preset {name!r}; choose one of {', '.join(PRESETS)}")
         if name == "random":
             m = _int(value.get("m", 3), "game.m", 1, max_size)

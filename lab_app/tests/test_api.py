@@ -178,3 +178,59 @@ def test_logged_in_browser_posts_need_the_csrf_token(member_user):
 def test_job_owner_is_recorded_for_members(member_client, member_user):
     job = post(member_client, "/api/lab/jobs/", {"game": "rps", "solver": "nash"}).json()
     assert LabRun.objects.get(pk=job["id"]).owner == member_user
+
+
+ODD_BODIES = [  # wrong types where the solvers expect an object, a list, a name or a number
+    {"game": "rps", "solver": "mmd", "params": True},
+    {"game": "rps", "solver": "mmd", "params": False},
+    {"game": "rps", "solver": "mmd", "params": [1, 2]},
+    {"game": "rps", "solver": "mmd", "params": "eta=0.1"},
+    {"game": "rps", "solver": "mmd", "params": 0},
+    {"game": {"preset": [1]}, "solver": "nash"},
+    {"game": {"preset": {"a": 1}}, "solver": "nash"},
+    {"game": {"preset": True}, "solver": "nash"},
+    {"game": {"preset": "random", "m": True}, "solver": "nash"},
+    {"game": {"A": True}, "solver": "nash"},
+    {"game": {"A": [[1, 0], [0, 1]], "B": True}, "solver": "nash"},
+    {"game": [[1, 0], [0, 1]], "solver": "nash"},
+    {"game": True, "solver": "nash"},
+    {"game": "rps", "solver": ["mmd"]},
+    {"game": "rps", "solver": {"a": 1}},
+    {"game": "rps", "solver": True},
+    {"game": "rps", "solver": "mmd", "params": {"x0": {"a": 1}}},
+    {"game": "rps", "solver": "mmd", "params": {"y0": [True, 0, 0]}},
+    {"game": "rps", "solver": "mmd", "params": {"magnet_x": True}},
+    {"game": "rps", "solver": "qre_path", "params": {"max_points": [2]}},
+    [{"game": "rps", "solver": "mmd"}],
+    True,
+    "rps",
+    None,
+]
+ODD_SWEEPS = [  # jobs only: the sweep copies params into each run and puts each value in a run's params
+    {"game": "rps", "solver": "mmd", "params": True, "sweep": {"tau": [0.1, 0.2]}},
+    {"game": "rps", "solver": "mmd", "params": [["tau", 0.1]], "sweep": {"tau": [0.1]}},
+    {"game": "rps", "solver": "mmd", "sweep": True},
+    {"game": "rps", "solver": "mmd", "sweep": [0.1, 0.2]},
+    {"game": "rps", "solver": "mmd", "sweep": {"tau": True}},
+    {"game": "rps", "solver": "mmd", "sweep": {"tau": {"a": 1}}},
+    {"game": "rps", "solver": "mmd", "sweep": {"tau": [True, None]}},
+    {"game": "rps", "solver": "mmd", "sweep": {"tau": [[0.1], {"a": 1}]}},
+    {"game": "rps", "solver": "mmd", "sweep": {"x0": [True, [1], {"a": 1}, None]}},
+    {"game": "rps", "solver": "mmd", "sweep": {"magnet_x": [True, "uniform"]}},
+    {"game": "rps", "solver": "mmd", "sweep": {"record": [True]}},
+    {"game": "rps", "solver": "mmd", "sweep": {"alternating": [1, "yes"]}},
+    {"game": {"preset": "random"}, "solver": "nash", "sweep": {"seed": [True, [1], {"a": 1}]}},
+    {"game": {"preset": [1]}, "solver": "nash", "sweep": {"seed": [1, 2]}},
+]
+ODD_REQUESTS = [("/api/lab/solve", body) for body in ODD_BODIES] + [
+    ("/api/lab/jobs/", body) for body in ODD_BODIES + ODD_SWEEPS
+]
+
+
+@pytest.mark.parametrize("path,body", ODD_REQUESTS, ids=[f"{p} {json.dumps(b)[:60]}" for p, b in ODD_REQUESTS])
+def test_a_body_of_odd_types_is_a_400_in_the_error_shape_and_stores_nothing(client, path, body):
+    response = post(client, path, json.dumps(body))
+    assert response.status_code == 400, response.content
+    error = response.json()["error"]
+    assert error["type"] == "invalid_request_error" and error["message"] and error["param"]
+    assert LabRun.objects.count() == 0
