@@ -110,18 +110,21 @@ def _no_job_submissions_counted():
 
 @pytest.fixture(scope="session")
 def tiny_onnx_export(tmp_path_factory):
-    """`export(seed=0)`: the folder of eqlm.testing's tiny model exported to ONNX, exported once per seed per run.
+    """`export(seed=0, **overrides)`: the folder of eqlm.testing's tiny model (config overrides such as
+    `default_depth=5` as in `tiny_config`) exported to ONNX, exported once per seed and overrides per run.
 
     The folders are shared by every test: copy one (shutil.copytree) to change it or to give it another name.
     """
     from eqlm.testing import export_tiny_model
 
-    folders: dict[int, Path] = {}
+    folders: dict[tuple, Path] = {}
 
-    def export(seed: int = 0) -> Path:
-        if seed not in folders:
-            folders[seed] = export_tiny_model(tmp_path_factory.mktemp(f"tiny-onnx-seed{seed}"), seed=seed)
-        return folders[seed]
+    def export(seed: int = 0, **overrides) -> Path:
+        key = (seed, *sorted(overrides.items()))
+        if key not in folders:
+            folder = tmp_path_factory.mktemp(f"tiny-onnx-seed{seed}")
+            folders[key] = export_tiny_model(folder, seed=seed, **overrides)
+        return folders[key]
 
     return export
 

@@ -1,6 +1,7 @@
-"""Council test fixtures: the committed record loaded into the test database."""
+"""Council test fixtures: the committed record loaded into the test database, and two tiny members to serve."""
 
 import json
+import shutil
 
 import pytest
 
@@ -17,3 +18,29 @@ def council(db, council_data):
     """The full council record (reference data) as `manage.py seed` loads it."""
     council_seed.load(council_data)
     return council_data
+
+
+@pytest.fixture(scope="session")
+def council_models_dir(tmp_path_factory, tiny_onnx_export):
+    """A MODELS_DIR with eqlm-demo and eqlm-code as two tiny random EqLMs (seeds 1 and 2), like the council's default
+    members (read-only: the folders are copies of the run's shared exports)."""
+    root = tmp_path_factory.mktemp("council-models")
+    shutil.copytree(tiny_onnx_export(1), root / "eqlm-demo")
+    shutil.copytree(tiny_onnx_export(2), root / "eqlm-code")
+    return root
+
+
+@pytest.fixture
+def council_models_served(settings, council_models_dir):
+    """The two tiny members are what this process serves, with fresh runtimes and an empty cache around the test."""
+    from django.core.cache import cache
+
+    from inference import serving
+
+    settings.MODELS_DIR = council_models_dir
+    settings.DEMO_MODEL_ONNX_DIR = council_models_dir / "eqlm-demo"
+    serving.reset()
+    cache.clear()
+    yield council_models_dir
+    serving.reset()
+    cache.clear()

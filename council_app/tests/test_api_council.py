@@ -3,34 +3,14 @@
 import json
 
 import pytest
-from django.core.cache import cache
 from rest_framework.test import APIClient
 
 PROMPTS = ["In the beginning", "And God said", "The LORD is my"]
 
 
-@pytest.fixture(scope="module")
-def models_dir(tmp_path_factory):
-    """eqlm-demo and eqlm-code as two tiny random EqLMs (different seeds), like the council's default members."""
-    from eqlm.testing import export_tiny_model
-
-    root = tmp_path_factory.mktemp("council-models")
-    export_tiny_model(root / "eqlm-demo", seed=1)
-    export_tiny_model(root / "eqlm-code", seed=2)
-    return root
-
-
 @pytest.fixture
-def api(settings, models_dir, db):
-    from inference import serving
-
-    settings.MODELS_DIR = models_dir
-    settings.DEMO_MODEL_ONNX_DIR = models_dir / "eqlm-demo"
-    serving.reset()
-    cache.clear()
-    yield APIClient()
-    serving.reset()
-    cache.clear()
+def api(council_models_served, db):
+    return APIClient()
 
 
 def post(api, path: str, body: dict):

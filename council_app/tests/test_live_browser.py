@@ -1,7 +1,6 @@
 """A real browser chats with the live council on /council/: coloured tokens, weights on focus and in a table."""
 
 import pytest
-from django.core.cache import cache
 from playwright.sync_api import expect
 
 from tests.axe import horizontal_overflow, serious_violations
@@ -11,28 +10,9 @@ pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 TOKENS = 12
 
 
-@pytest.fixture(scope="module")
-def models_dir(tmp_path_factory):
-    from eqlm.testing import export_tiny_model
-
-    root = tmp_path_factory.mktemp("council-live-models")
-    export_tiny_model(root / "eqlm-demo", seed=1)
-    export_tiny_model(root / "eqlm-code", seed=2)
-    return root
-
-
 @pytest.fixture
-def served(settings, models_dir):
-    from inference import serving
-
-    settings.MODELS_DIR = models_dir
-    settings.DEMO_MODEL_ONNX_DIR = models_dir / "eqlm-demo"
+def served(settings, council_models_served):
     settings.API_REQUIRE_KEY = True  # the page works without a key: it is the page's own endpoint
-    serving.reset()
-    cache.clear()
-    yield
-    serving.reset()
-    cache.clear()
 
 
 def chat(page, message: str) -> None:

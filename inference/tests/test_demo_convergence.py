@@ -38,15 +38,13 @@ def test_a_model_without_figures_says_how_to_get_them(client):
 
 @pytest.mark.browser
 @pytest.mark.django_db(transaction=True)
-def test_focus_curve_and_converged_share_follow_the_run_and_the_dial(page, live_server, settings, tmp_path):
+def test_focus_curve_and_converged_share_follow_the_run_and_the_dial(page, live_server, settings, tiny_onnx_dir):
     from django.core.cache import cache
 
     from inference import serving
 
     if not (Path(django_settings.DEMO_MODEL_ONNX_DIR) / "manifest.json").exists():
-        from eqlm.testing import export_tiny_model
-
-        settings.DEMO_MODEL_ONNX_DIR = export_tiny_model(tmp_path / "onnx")
+        settings.DEMO_MODEL_ONNX_DIR = tiny_onnx_dir
     if hasattr(serving, "_generator"):
         serving._generator = None
     cache.clear()

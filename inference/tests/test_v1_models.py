@@ -6,7 +6,6 @@ import shutil
 import pytest
 from django.core.cache import cache
 
-from eqlm.testing import export_tiny_model
 from inference import serving
 
 pytestmark = pytest.mark.django_db
@@ -15,12 +14,8 @@ PROMPT = "In the beginning"
 
 
 @pytest.fixture(scope="module")
-def exports(tmp_path_factory):
-    root = tmp_path_factory.mktemp("v1-models")
-    return {
-        "default": export_tiny_model(root / "default"),
-        "five": export_tiny_model(root / "five", seed=1, default_depth=5),
-    }
+def exports(tiny_onnx_export):
+    return {"default": tiny_onnx_export(0), "five": tiny_onnx_export(1, default_depth=5)}
 
 
 @pytest.fixture
