@@ -183,6 +183,7 @@ def export_demo(
     slice_bytes: int = 4096,
     int8: bool = False,
     log=print,
+    model_id: str = "eqlm-demo",
 ) -> dict:
     """Export a checkpoint for the demo, measure it with the ONNX files and write metrics.json + manifest.json.
 
@@ -193,16 +194,19 @@ def export_demo(
     import time
 
     from .checkpoint import load_checkpoint
-    from .corpus import HELDOUT_FRACTION, load_corpus, split
+    from .corpus import HELDOUT_FRACTION, load_code_corpus, load_corpus, split
     from .runtime import GenerationRequest, Generator, OnnxEqLM, bits_per_byte
 
     model, data = load_checkpoint(checkpoint)
     provenance = data["provenance"]
-    depths = list(range(1, 13))
-    export_onnx(model, out_dir, int8=int8)
+    corpus_kind = (provenance.get("train_settings") or {}).get("corpus", "kjv")
+    domain = DOMAINS[corpus_kind]
+    depths = [*range(1, 13), 16, 24, 32, 48, 64]
+    export_onnx(model, out_dir, int8=int8, model_id=model_id)
     onnx_model = OnnxEqLM(out_dir, threads=2)
     metrics: dict = {
-        "model_id": "eqlm-demo",
+        "model_id": model_id,
+        "corpus_kind": corpus_kind,
         "model_class": data["model_class"],
         "num_params": model.num_params(),
         "config": data["config_dict"],
@@ -214,13 +218,15 @@ def export_demo(
             "seed": provenance.get("seed"),
             "hardware": "CPU (2 shared cores, torch.set_num_threads(2))",
             "supervised_depths": data["config_dict"].get("train_depths"),
+            "settings": provenance.get("train_settings"),
+            "init_checkpoint_sha256": provenance.get("init_checkpoint_sha256"),
         },
         "provenance": {k: provenance.get(k) for k in PROVENANCE_KEYS_FOR_CARD},
         "measured_with": "onnxruntime on the exported fp32 graphs (eqlm/runtime.py: bits_per_byte)",
-        "limitations": LIMITATION,
+        "limitations": domain["limitation"],
     }
     try:
-        corpus, sha = load_corpus()
+        corpus, sha = load_code_corpus() if corpus_kind == "code" else load_corpus()
     except (RuntimeError, OSError) as exc:
         log(f"corpus unavailable ({exc}); measuring only the committed slice")
         corpus = None
@@ -241,9 +247,11 @@ def export_demo(
             "window": onnx_model.max_positions,
             "seconds": round(time.time() - started, 1),
         }
-        vocabulary = {w.lower() for w in __import__("re").findall(r"[A-Za-z]+", corpus.decode("utf-8"))}
+        vocabulary = {
+            w.lower() for w in __import__("re").findall(r"[A-Za-z]+", corpus.decode("utf-8", errors="replace"))
+        }
         generator = Generator(out_dir)
-        prompts = ["And God said", "The LORD is my shepherd", "In the beginning", "Blessed are the"]
+        prompts = domain["prompts"]
         samples = {}
         for depth in (2, 4, 8, 12):
             texts = [generator.generate(GenerationRequest(prompt=p, max_tokens=80, depth=depth)).text for p in prompts]
@@ -264,7 +272,7 @@ def export_demo(
         "train_seconds": provenance.get("train_seconds"),
     }
     manifest["provenance"] = metrics["provenance"]
-    manifest["limitations"] = LIMITATION
+    manifest["limitations"] = domain["limitation"]
     (Path(out_dir) / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
     Path(metrics_path).write_text(json.dumps(metrics, indent=2) + "\n")
     return metrics
@@ -286,3 +294,18 @@ LIMITATION = (
     "CPUs. It is not one of the programme's 120M-parameter checkpoints, which cannot be downloaded here; its "
     "numbers say nothing about those models."
 )
+CODE_LIMITATION = (
+    "A small EqLM trained by this portal's own code on Python source (the pinned Django wheel's *.py files, "
+    "byte-level) on shared CPUs, as the second-domain member of the live council. It is not one of the programme's "
+    "checkpoints; its numbers say nothing about those models."
+)
+DOMAINS = {
+    "kjv": {
+        "limitation": LIMITATION,
+        "prompts": ["And God said", "The LORD is my shepherd", "In the beginning", "Blessed are the"],
+    },
+    "code": {
+        "limitation": CODE_LIMITATION,
+        "prompts": ["def ", "import ", "class Meta:\n", "        return "],
+    },
+}

@@ -15,6 +15,7 @@ class Command(BaseCommand):
         parser.add_argument("--out", default=str(settings.DEMO_MODEL_ONNX_DIR))
         parser.add_argument("--metrics", default=str(Path(settings.DEMO_MODEL_CHECKPOINT).parent / "metrics.json"))
         parser.add_argument("--slice", default=str(Path(settings.DEMO_MODEL_CHECKPOINT).parent / "heldout_slice.txt"))
+        parser.add_argument("--model-id", default="eqlm-demo", help="the id written into the manifest and metrics")
         parser.add_argument("--int8", action="store_true", help="also write a dynamically quantised step graph")
 
     def handle(self, *args, **opts):
@@ -31,6 +32,7 @@ class Command(BaseCommand):
                 Path(opts["slice"]),
                 int8=opts["int8"],
                 log=self.stdout.write,
+                model_id=opts["model_id"],
             )
         except CheckpointError as exc:
             raise CommandError(str(exc))
