@@ -68,6 +68,18 @@ def operations(schema: dict) -> list[Operation]:
     return found
 
 
+def schema_operations() -> list[Operation]:
+    """Every operation of the portal's public OpenAPI schema (/api/schema/)."""
+    from drf_spectacular.generators import SchemaGenerator
+
+    return operations(SchemaGenerator().get_schema(request=None, public=True))
+
+
+def client_for(op: Operation, anonymous, staff):
+    """Who sends an operation's generated requests: staff for the portal's writes, a visitor for reads and /v1/."""
+    return staff if op.method != "get" and not op.path.startswith("/v1/") else anonymous
+
+
 def resolve(schema: dict, components: dict) -> dict:
     while "$ref" in schema:
         schema = components[schema["$ref"].rsplit("/", 1)[1]]

@@ -49,6 +49,15 @@ class ClassOutcome:
     failures: list[str] = field(default_factory=list)
 
 
+def tried_by_kind(outcomes: list[ClassOutcome]) -> dict[str, int]:
+    """How many inputs of each class the outcomes tried, summed over their targets."""
+    tried: dict[str, int] = {}
+    for outcome in outcomes:
+        for kind, count in outcome.tried.items():
+            tried[kind] = tried.get(kind, 0) + count
+    return tried
+
+
 def unfinished_jobs() -> list[str]:
     """Every job row (any model built on portal.models.Job) still queued or running."""
     from django.apps import apps

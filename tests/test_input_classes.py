@@ -11,33 +11,21 @@ import time
 
 import pytest
 from django.test import Client
-from drf_spectacular.generators import SchemaGenerator
 
 from lab_app.models import LabRun
 
-from .fuzzing import operations, portal_hints
-from .hostile import attack_operation, attack_route, route_paths, row_counts, unfinished_jobs
+from .fuzzing import client_for, portal_hints, schema_operations
+from .hostile import attack_operation, attack_route, route_paths, row_counts, tried_by_kind, unfinished_jobs
 from .report import record
 
 pytestmark = pytest.mark.django_db
 EXAMPLES = int(os.environ.get("HOSTILE_EXAMPLES", "1"))  # per class and target; make reliability: many more
 
 
-def schema_operations():
-    return operations(SchemaGenerator().get_schema(request=None, public=True))
-
-
-def _op_id(op) -> str:
-    return op.name
-
-
 @pytest.fixture
-def hostile_settings(settings):
-    settings.API_MAX_TOKENS = 16
-    settings.API_ANON_REQUESTS_PER_MINUTE = 100_000
-    settings.API_ANON_TOKENS_PER_MINUTE = 10_000_000
-    settings.LAB_JOB_ANON_RATE = "100000/minute"
-    return settings
+def hostile_settings(generated_request_settings):
+    generated_request_settings.LAB_JOB_ANON_RATE = "100000/minute"
+    return generated_request_settings
 
 
 # --- every schema operation and every route, by class -------------------------------------------------------
@@ -51,14 +39,9 @@ def test_every_schema_operation_refuses_each_class_of_hostile_input(seeded_pages
     staff.force_login(staff_user)
     hints = portal_hints()
     outcomes = []
-    for op in found:
-        client = staff if op.method != "get" and not op.path.startswith("/v1/") else anonymous
-        outcomes.append(attack_operation(op, client, hints, EXAMPLES))
+    outcomes = [attack_operation(op, client_for(op, anonymous, staff), hints, EXAMPLES) for op in found]
     failures = [failure for outcome in outcomes for failure in outcome.failures]
-    tried = {}
-    for outcome in outcomes:
-        for kind, count in outcome.tried.items():
-            tried[kind] = tried.get(kind, 0) + count
+    tried = tried_by_kind(outcomes)
     record(
         "hostile-operations",
         {
@@ -81,10 +64,7 @@ def test_every_route_refuses_invalid_unicode_in_query_strings_and_form_fields(se
     staff.force_login(staff_user)
     outcomes = [attack_route(path, staff, EXAMPLES) for path in paths]
     failures = [failure for outcome in outcomes for failure in outcome.failures]
-    tried = {}
-    for outcome in outcomes:
-        for kind, count in outcome.tried.items():
-            tried[kind] = tried.get(kind, 0) + count
+    tried = tried_by_kind(outcomes)
     record(
         "hostile-routes",
         {

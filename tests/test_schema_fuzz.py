@@ -7,34 +7,21 @@ import os
 
 import pytest
 from django.test import Client
-from drf_spectacular.generators import SchemaGenerator
 
-from .fuzzing import fuzz_operation, operations, portal_hints
+from .fuzzing import client_for, fuzz_operation, portal_hints, schema_operations
 from .report import record
 
 pytestmark = [pytest.mark.django_db, pytest.mark.slow]  # a generated-request sweep
 EXAMPLES_PER_OPERATION = int(os.environ.get("FUZZ_EXAMPLES", "6"))  # make reliability: 100
 
 
-@pytest.fixture
-def fuzz_settings(settings):
-    settings.API_MAX_TOKENS = 16  # valid generations stay short; larger requests get the documented 400
-    settings.API_ANON_REQUESTS_PER_MINUTE = 100_000
-    settings.API_ANON_TOKENS_PER_MINUTE = 10_000_000
-    return settings
-
-
-def test_every_api_operation_survives_generated_requests(seeded_pages, staff_user, fuzz_settings):
-    schema = SchemaGenerator().get_schema(request=None, public=True)
-    found = operations(schema)
+def test_every_api_operation_survives_generated_requests(seeded_pages, staff_user, generated_request_settings):
+    found = schema_operations()
     assert len(found) >= 18
     anonymous, staff = Client(), Client()
     staff.force_login(staff_user)
     hints = portal_hints()
-    outcomes = []
-    for op in found:
-        client = staff if op.method != "get" and not op.path.startswith("/v1/") else anonymous
-        outcomes.append(fuzz_operation(op, client, hints, EXAMPLES_PER_OPERATION))
+    outcomes = [fuzz_operation(op, client_for(op, anonymous, staff), hints, EXAMPLES_PER_OPERATION) for op in found]
     failures = [failure for outcome in outcomes for failure in outcome.failures]
     record(
         "fuzz",

@@ -11,16 +11,12 @@ import pytest
 from django.test import Client
 from drf_spectacular.generators import SchemaGenerator
 
-from .fuzzing import operations, portal_hints
-from .hostile import attack_uploads, media_files, unfinished_jobs, upload_field
+from .fuzzing import portal_hints, schema_operations
+from .hostile import attack_uploads, media_files, tried_by_kind, unfinished_jobs, upload_field
 from .report import record
 
 pytestmark = pytest.mark.django_db(transaction=True)
 EXAMPLES = int(os.environ.get("HOSTILE_EXAMPLES", "1"))
-
-
-def schema_operations():
-    return operations(SchemaGenerator().get_schema(request=None, public=True))
 
 
 @pytest.mark.slow  # every operation or route, every class: a minute or two on a shared machine
@@ -34,9 +30,8 @@ def test_every_upload_operation_turns_hostile_files_into_row_level_errors(staff_
     failures = [failure for outcome in outcomes for failure in outcome.failures]
     record(
         "hostile-uploads",
-        {"operations": len(outcomes), "tried": {k: sum(o.tried.get(k, 0) for o in outcomes) for k in
-                                                 {k for o in outcomes for k in o.tried}}, "failures": failures},
-    )  # fmt: skip
+        {"operations": len(outcomes), "tried": tried_by_kind(outcomes), "failures": failures},
+    )
     assert failures == []
     assert unfinished_jobs() == []
 
@@ -91,8 +86,6 @@ def test_a_failed_upload_can_be_retried_and_is_not_a_duplicate(staff_client):
 
 
 def test_the_upload_answer_matches_its_schema(staff_client):
-    from drf_spectacular.generators import SchemaGenerator
-
     schema = SchemaGenerator().get_schema(request=None, public=True)
     answer = schema["paths"][UPLOADS]["post"]["responses"]["202"]["content"]["application/json"]["schema"]
     component = schema["components"]["schemas"][answer["$ref"].rsplit("/", 1)[1]]
