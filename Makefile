@@ -87,10 +87,10 @@ services: system-deps ## Start Redis and PostgreSQL when they are installed but 
 	  pg_ctlcluster --skip-systemctl-redirect $$(ls /etc/postgresql | head -1) main start || true; \
 	fi
 
-check: setup ## Lint and the fast tests (no browser, no worker, no slow subprocess tests): the loop while coding
+check: setup ## Lint and the fast tests (no browser, no worker, no slow subprocess tests) on two processes: the loop while coding
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
-	env -u DATABASE_URL -u CELERY_BROKER_URL -u CELERY_RESULT_BACKEND $(BIN)/pytest -q $(PYTEST_ARGS)
+	env -u DATABASE_URL -u CELERY_BROKER_URL -u CELERY_RESULT_BACKEND $(BIN)/pytest -q -n 2 --dist worksteal $(PYTEST_ARGS)
 
 test: setup services lmeval-env ## Run every test (browser, worker, slow too) on SQLite, then on PostgreSQL when reachable
 	$(BIN)/python manage.py collectstatic --noinput -v 0
