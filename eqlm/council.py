@@ -296,19 +296,9 @@ class CouncilGenerator(Generator):
 
     def generate(self, request: GenerationRequest) -> CouncilResult:
         stream = self.stream(request)
-        events = list(stream)
-        stats = stream.stats
-        return CouncilResult(
-            text="".join(e.text for e in events),
-            tokens=events,
-            finish_reason=stats.finish_reason,
-            prompt_tokens=len(request.ids()),
-            completion_tokens=len(events),
-            mean_iterations=float(np.mean(stats.iterations)) if stats.iterations else 0.0,
-            final_residual=stats.residuals[-1] if stats.residuals else 0.0,
-            entries=stats.entries[: len(events)],
-            stats=stats,
-        )
+        result = CouncilResult.from_stream(request, stream)
+        result.entries = stream.stats.entries[: len(result.tokens)]
+        return result
 
     def _entry(self, eq: Equilibrium, states: list[_MemberState]) -> CouncilEntry:
         return CouncilEntry(

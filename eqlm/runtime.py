@@ -80,6 +80,23 @@ class GenerationResult:
     final_residual: float
     stats: StreamStats | None = None  # the stream's stats (the echoed prompt's log probabilities among them)
 
+    @classmethod
+    def from_stream(cls, request: GenerationRequest, stream: TokenStream, **extra):
+        """Run the stream to its end and sum it up (subclasses add their own fields through `extra`)."""
+        events = list(stream)
+        stats = stream.stats
+        return cls(
+            text="".join(e.text for e in events),
+            tokens=events,
+            finish_reason=stats.finish_reason,
+            prompt_tokens=len(request.ids()),
+            completion_tokens=len(events),
+            mean_iterations=float(np.mean(stats.iterations)) if stats.iterations else 0.0,
+            final_residual=stats.residuals[-1] if stats.residuals else 0.0,
+            stats=stats,
+            **extra,
+        )
+
 
 @dataclass
 class StreamStats:
@@ -385,19 +402,7 @@ class Generator:
         return TokenStream(self._stream(request, stats), stats)
 
     def generate(self, request: GenerationRequest) -> GenerationResult:
-        stream = self.stream(request)
-        events = list(stream)
-        stats = stream.stats
-        return GenerationResult(
-            text="".join(e.text for e in events),
-            tokens=events,
-            finish_reason=stats.finish_reason,
-            prompt_tokens=len(request.ids()),
-            completion_tokens=len(events),
-            mean_iterations=float(np.mean(stats.iterations)) if stats.iterations else 0.0,
-            final_residual=stats.residuals[-1] if stats.residuals else 0.0,
-            stats=stats,
-        )
+        return GenerationResult.from_stream(request, self.stream(request))
 
 
 def bits_per_byte(model: OnnxEqLM, text: bytes, depths: list[int], window: int | None = None) -> dict[int, float]:
