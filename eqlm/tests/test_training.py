@@ -50,29 +50,36 @@ def test_a_few_equilibrium_steps_lower_both_the_loss_and_the_residual():
     assert residual_after < residual_before * 0.5
 
 
-@pytest.mark.slow
-def test_a_stopped_run_resumes_to_the_same_model_as_an_uninterrupted_one(tmp_path):
+TINY_RUN = {
+    "objective": "equilibrium",
+    "batch_size": 2,
+    "seq_len": 32,
+    "steps": 6,
+    "warmup_steps": 2,
+    "solve_depth_min": 3,
+    "solve_depth_max": 6,
+    "anytime_depths": [2],
+    "jacobian_weight": 0.1,
+    "random_init_prob": 0.5,
+    "eval_bytes": 512,
+    "threads": 1,
+    "checkpoint_steps": 1,
+}
+
+
+def run_tiny(tmp_path, out: str, **overrides):
+    """Train a tiny EqLM on a small repeated text into tmp_path/out (resuming what is there); the checkpoint's path."""
     corpus = tmp_path / "corpus.txt"
     corpus.write_bytes(TEXT * 4)
-    config = tiny_config(max_positions=32)
-    common = {
-        "objective": "equilibrium",
-        "batch_size": 2,
-        "seq_len": 32,
-        "steps": 6,
-        "warmup_steps": 2,
-        "solve_depth_min": 3,
-        "solve_depth_max": 6,
-        "anytime_depths": [2],
-        "jacobian_weight": 0.1,
-        "random_init_prob": 0.5,
-        "eval_bytes": 512,
-        "threads": 1,
-        "checkpoint_steps": 1,
-    }
-    whole = train(config, TrainSettings(**common), tmp_path / "whole", corpus, log=lambda _: None)
-    train(config, TrainSettings(**common, stop_after=3), tmp_path / "split", corpus, log=lambda _: None)
-    resumed = train(config, TrainSettings(**common), tmp_path / "split", corpus, log=lambda _: None)
+    settings = TrainSettings(**{**TINY_RUN, **overrides})
+    return train(tiny_config(max_positions=32), settings, tmp_path / out, corpus, log=lambda _: None)
+
+
+@pytest.mark.slow
+def test_a_stopped_run_resumes_to_the_same_model_as_an_uninterrupted_one(tmp_path):
+    whole = run_tiny(tmp_path, "whole")
+    run_tiny(tmp_path, "split", stop_after=3)
+    resumed = run_tiny(tmp_path, "split")
     a = torch.load(whole, weights_only=True)
     b = torch.load(resumed, weights_only=True)
     assert a["provenance"]["steps"] == b["provenance"]["steps"] == 6
@@ -85,21 +92,6 @@ def test_a_stopped_run_resumes_to_the_same_model_as_an_uninterrupted_one(tmp_pat
 
 @pytest.mark.slow
 def test_a_resume_with_other_settings_is_refused(tmp_path):
-    corpus = tmp_path / "corpus.txt"
-    corpus.write_bytes(TEXT * 4)
-    config = tiny_config(max_positions=32)
-    base = {
-        "objective": "equilibrium",
-        "batch_size": 2,
-        "seq_len": 32,
-        "steps": 2,
-        "warmup_steps": 1,
-        "solve_depth_min": 2,
-        "solve_depth_max": 3,
-        "anytime_depths": [2],
-        "eval_bytes": 256,
-        "threads": 1,
-    }
-    train(config, TrainSettings(**base, stop_after=1), tmp_path / "run", corpus, log=lambda _: None)
+    run_tiny(tmp_path, "run", stop_after=1)
     with pytest.raises(ValueError, match="belongs to another run"):
-        train(config, TrainSettings(**{**base, "lr": 1e-2}), tmp_path / "run", corpus, log=lambda _: None)
+        run_tiny(tmp_path, "run", lr=1e-2)
