@@ -31,6 +31,17 @@ def test_models_list_the_council_with_its_default_members(api):
     assert api.get("/v1/models/eqlm-council").json()["members"] == ["eqlm-demo", "eqlm-code"]
 
 
+def test_a_configuration_suffix_names_the_councils_member_controls_like_the_body_fields(api):
+    by_suffix = complete(api, model="eqlm-council@depth=6", prompt=PROMPTS[0])
+    by_field = complete(api, model="eqlm-council", prompt=PROMPTS[0], depth=6)
+    assert by_suffix["choices"][0]["text"] == by_field["choices"][0]["text"]
+    assert by_suffix["model"] == "eqlm-council@depth=6"
+    assert all(m["iterations"] == 6 for e in by_suffix["eqlm"]["council"]["tokens"] for m in e["members"])
+    detail = api.get("/v1/models/eqlm-council@depth=6").json()
+    assert detail["id"] == "eqlm-council@depth=6" and detail["members"] == ["eqlm-demo", "eqlm-code"]
+    assert api.get("/v1/models/eqlm-council@depth=99").status_code == 400
+
+
 def test_a_council_of_one_model_listed_twice_gives_that_models_greedy_text(api):
     for prompt in PROMPTS:
         alone = complete(api, model="eqlm-demo", prompt=prompt, depth=6)

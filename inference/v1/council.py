@@ -113,7 +113,7 @@ def _member_runtimes(members: list[str]) -> list:
 def generator_for(data: dict):
     """The council generator for a request to eqlm-council, None for any other model (which may not take kinetic)."""
     kinetic = data.get("kinetic")
-    if data["model"] != COUNCIL_ID:
+    if not is_council_id(data["model"]):
         if kinetic is not None:
             raise ApiError(f'kinetic is only for the model "{COUNCIL_ID}".', param="kinetic")
         return None
@@ -137,6 +137,13 @@ def generator_for(data: dict):
     generator.member_ids = members
     generator.kinetic_json = {**kinetic, "members": members}
     return generator
+
+
+def is_council_id(model_id: str) -> bool:
+    """Whether a model id (a configuration suffix such as `@depth=12` included) names the council."""
+    from .scoring import split_model_id
+
+    return split_model_id(model_id)[0] == COUNCIL_ID
 
 
 def is_council(generator) -> bool:

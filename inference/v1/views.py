@@ -307,8 +307,9 @@ class ModelDetailView(V1View):
     )
     def get(self, request, model_id: str):
         ratelimit.admit(self.caller, 0)
-        if model_id == council.COUNCIL_ID:
-            return Response(council.model_object(model_created()))
+        if council.is_council_id(model_id):
+            scoring.parse_suffix(model_id)  # 400 for a bad suffix
+            return Response({**council.model_object(model_created()), "id": model_id})
         base, _ = scoring.split_model_id(model_id)
         resolve(base)  # 404 for an unknown id, 503 when its files cannot be loaded
         scoring.parse_suffix(model_id)  # 400 for a bad suffix
