@@ -183,39 +183,19 @@ def _fixed_point_terms(model, z, inj, y, settings, losses, parts, generator, pen
     return loss, parts
 
 
-@torch.no_grad()
-def bits_per_byte(model: EqLM, data: bytes, depths: list[int], seq_len: int, max_bytes: int | None = None) -> dict:
-    """Held-out bits/byte per depth over non-overlapping windows (each window's first byte is context only)."""
-    arr = np.frombuffer(data[:max_bytes] if max_bytes else data, dtype=np.uint8).astype(np.int64)
-    n = (len(arr) // seq_len) * seq_len
-    windows = torch.from_numpy(arr[:n].reshape(-1, seq_len))
-    totals = dict.fromkeys(depths, 0.0)
-    count = 0
-    for chunk in windows.split(32):
-        out = model.solve(chunk[:, :-1], max_iter=max(depths), depths=depths)
-        for d in depths:
-            totals[d] += F.cross_entropy(out.logits[d].flatten(0, 1), chunk[:, 1:].flatten(), reduction="sum").item()
-        count += chunk[:, 1:].numel()
-    return {d: totals[d] / count / LN2 for d in depths}
-
-
-@torch.no_grad()
 def quick_convergence(model: EqLM, data: bytes, depths: list[int], seq_len: int, max_bytes: int, tol: float = 0.01):
-    """Held-out bits/byte and the share of positions with relative residual < tol, per depth (Picard from zero)."""
-    arr = np.frombuffer(data[:max_bytes], dtype=np.uint8).astype(np.int64)
-    n = (len(arr) // seq_len) * seq_len
-    windows = torch.from_numpy(arr[:n].reshape(-1, seq_len))
-    deepest = max(depths)
-    nll = dict.fromkeys(depths, 0.0)
-    converged = dict.fromkeys(depths, 0)
-    count = 0
-    for chunk in windows.split(32):
-        out = model.solve(chunk[:, :-1], max_iter=deepest, depths=depths)
-        for d in depths:
-            nll[d] += F.cross_entropy(out.logits[d].flatten(0, 1), chunk[:, 1:].flatten(), reduction="sum").item()
-            converged[d] += int((out.residual_history[d - 1] < tol).sum())
-        count += chunk[:, 1:].numel()
-    return {d: {"bpb": nll[d] / count / LN2, "converged": converged[d] / count} for d in depths}
+    """Held-out bits/byte and the share of positions with relative residual < tol, per depth (Picard from zero).
+
+    The figures of `eqlm.convergence.profile_by_depth` (the evaluation's own measurement) on the first max_bytes.
+    """
+    from .convergence import TorchBackend, profile_by_depth, tolerance_key, windows_of
+
+    windows = windows_of(data[:max_bytes], seq_len)
+    profile = profile_by_depth(TorchBackend(model), windows, max_depth=max(depths), tolerances=(tol,), batch=32)
+    key = tolerance_key(tol)
+    figures = {d: profile.by_depth[d] for d in depths}
+    # plain floats: the figures go into the checkpoint's provenance, which weights_only loading reads back
+    return {d: {"bpb": float(f.bits_per_byte), "converged": float(f.converged[key])} for d, f in figures.items()}
 
 
 def _atomic_torch_save(payload: dict, path: Path) -> None:
