@@ -8,6 +8,8 @@ from rest_framework import exceptions, status
 from rest_framework.response import Response
 from rest_framework.views import exception_handler
 
+from .unicode import InvalidFormText
+
 ERROR_TYPES = {
     400: "invalid_request_error",
     401: "authentication_error",
@@ -80,7 +82,9 @@ def api_exception_handler(exc, context):
     response = exception_handler(exc, context)
     if response is None:
         return None
-    if isinstance(exc, ApiError):
+    if isinstance(exc, exceptions.ParseError) and isinstance(exc.__context__, InvalidFormText):
+        body = error_body(str(exc.__context__), 400, "body", "invalid_encoding")
+    elif isinstance(exc, ApiError):
         body = error_body(str(exc.detail), exc.status_code, exc.param, exc.error_code)
     elif isinstance(exc, exceptions.ValidationError):
         param, message = _first_message(exc.detail)

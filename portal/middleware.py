@@ -7,7 +7,7 @@ from django.db import DatabaseError, InterfaceError, OperationalError
 from django.http import HttpResponse, JsonResponse
 from rest_framework.views import APIView
 
-from .unicode import json_escape_problem, text_problem
+from .unicode import STRICT_UTF8, json_escape_problem, text_problem
 
 INT64_MAX = 2**63 - 1
 
@@ -152,7 +152,11 @@ def check_request_input(request, view_func) -> None:
         return
     content_type = request.META.get("CONTENT_TYPE", "").split(";")[0].strip().lower()
     if content_type == "multipart/form-data":
-        return  # uploads keep their own limit (UPLOAD_MAX_BYTES); their files are checked row by row on ingest
+        # uploads keep their own limit (UPLOAD_MAX_BYTES) and their files are checked row by row on ingest; the
+        # fields are parsed later, by the view, so they get a strict decoding instead of a check here
+        if (request.encoding or "utf-8").lower().replace("_", "-") in ("utf-8", "utf8"):
+            request.encoding = STRICT_UTF8
+        return
     try:
         length = int(request.META.get("CONTENT_LENGTH") or 0)
     except ValueError:

@@ -31,6 +31,9 @@ SECTIONS = ("personas", "security", "fuzz", "input_classes", "faults", "accessib
 INPUT_CLASSES = {
     "surrogate": "lone surrogates (`\\ud800` escapes in JSON strings and keys; CESU-8 bytes in queries and forms)",
     "invalid_utf8": "invalid UTF-8 (raw and percent-escaped) in bodies, query strings, form fields and result files",
+    "multipart_invalid_utf8": "invalid UTF-8 in a multipart field value, field name or file name, on every route "
+    "with CSRF"
+    " enforced (so every route reads the form)",
     "nul": "NUL characters (`\\u0000`, `%00`), which PostgreSQL cannot store",
     "huge_number": "numbers beyond a double or a 64-bit integer (10**400, 2**64, 10**4000)",
     "deep_nesting": "JSON nested 200 to 50,000 levels deep",
@@ -142,9 +145,12 @@ INPUT_CLASS_FINDINGS = [
     '`nested_too_deeply`; a bad item in a list field (`{"tokens": [0, null]}`) crashed the error handler; lab '
     "`params` that were not an object crashed a sweep; the upload schema documented its file as a URL, so no fuzz "
     "ever sent one.",
-    "Multipart text fields are decoded by Django with replacement characters, so no surrogate or invalid byte reaches "
-    "code through them; the middleware does not parse uploads (their size-limiting handler must come first), and the "
-    "upload service refuses a path hint holding a NUL.",
+    "Multipart text fields were decoded by Django with replacement characters, so invalid UTF-8 in a form field "
+    "arrived as U+FFFD instead of being refused. The middleware cannot parse uploads itself (their size-limiting "
+    "handler must come first), so it gives every multipart request a strict UTF-8 encoding (`portal/unicode.py`), "
+    "which Django's parser and DRF's both use: a field value that is not UTF-8 is a 400 (`invalid_encoding` in the "
+    "API) whoever reads the form, with its files closed and nothing stored. A part whose headers (its field name or "
+    "file name) are not UTF-8 is dropped by Django's parser before any view sees it.",
 ]
 
 

@@ -180,6 +180,32 @@ def bad_form_bodies() -> dict[str, st.SearchStrategy[bytes]]:
     return {"invalid_utf8": st.one_of(escaped, raw), "surrogate": surrogate, "nul": nul}
 
 
+MULTIPART_BOUNDARY = "hostile-boundary-7e3f"
+# a multipart POST that a route does not take at all: refused by method, media type, sign-in or permission
+NOT_TAKEN = {401, 403, 404, 405, 415}
+
+
+def _multipart(parts: list[tuple[bytes, bytes | None, bytes]]) -> bytes:
+    """A multipart/form-data body from (field name, file name or None, value) as raw bytes."""
+    out = b""
+    for name, filename, value in parts:
+        disposition = b'form-data; name="' + name + b'"' + (b'; filename="' + filename + b'"' if filename else b"")
+        out += b"--" + MULTIPART_BOUNDARY.encode() + b"\r\nContent-Disposition: " + disposition + b"\r\n"
+        if filename:
+            out += b"Content-Type: application/json\r\n"
+        out += b"\r\n" + value + b"\r\n"
+    return out + b"--" + MULTIPART_BOUNDARY.encode() + b"--\r\n"
+
+
+def bad_multipart_bodies() -> dict[str, st.SearchStrategy[bytes]]:
+    """Multipart bodies whose field value, field name or file name is not UTF-8 (the file itself is fine)."""
+    name = st.sampled_from([b"username", b"text", b"paths", b"path", b"format", b"name", b"model_id"])
+    value = st.tuples(name, INVALID_UTF8).map(lambda t: _multipart([(t[0], None, b"a" + t[1] + b"b")]))
+    field_name = INVALID_UTF8.map(lambda bad: _multipart([(b"x" + bad, None, b"value")]))
+    file_name = INVALID_UTF8.map(lambda bad: _multipart([(b"file", b"r" + bad + b".json", b"{}")]))
+    return {"invalid_utf8": st.one_of(value, field_name, file_name)}
+
+
 # --- targets ---------------------------------------------------------------------------------------------
 
 
@@ -343,8 +369,12 @@ def _body_limit(path: str) -> int | None:
     return view_body_limit(match.func)
 
 
-def attack_route(path: str, client, max_examples: int, *, track_rows: bool = True) -> ClassOutcome:
-    """Hostile query strings (GET) and form bodies (POST, urlencoded) on one route of the URLconf."""
+def attack_route(path: str, client, max_examples: int, *, track_rows: bool = True, csrf_client=None) -> ClassOutcome:
+    """Hostile query strings (GET) and form bodies (POST, urlencoded and multipart) on one route of the URLconf.
+
+    Multipart bodies go through `csrf_client` (one that enforces CSRF, as a browser meets it), so that every route
+    reads the form: in the CSRF check, or in the view of a route exempt from it.
+    """
     outcome = ClassOutcome(path)
     api = path.startswith(("/api/", "/v1/"))
 
@@ -368,8 +398,27 @@ def attack_route(path: str, client, max_examples: int, *, track_rows: bool = Tru
         after = row_counts() if before is not None and response.status_code == 400 else before
         record(kind, judge(kind, response, seconds, api=api, before=before, after=after))
 
+    def multipart_check(drawn):
+        kind, body = drawn
+        before = row_counts() if track_rows else None
+        media_before = media_files()
+        started = time.monotonic()
+        content_type = f"multipart/form-data; boundary={MULTIPART_BOUNDARY}"
+        response = send_raw(csrf_client or client, "post", path, body, content_type)
+        seconds = time.monotonic() - started
+        after = row_counts() if before is not None and response.status_code == 400 else before
+        problem = None
+        if response.status_code not in NOT_TAKEN:  # a route that takes the form must refuse the text, not store it
+            problem = judge(kind, response, seconds, api=api, before=before, after=after)
+        elif response.status_code >= 500 or (api and problem_with(response)):
+            problem = judge(kind, response, seconds, api=api, before=None, after=None)
+        if not problem and media_files() != media_before:
+            problem = f"multipart {kind}: refused ({response.status_code}) but left files in media"
+        record(f"multipart_{kind}", problem and f"multipart {problem}")
+
     _run(bad_query_strings(), max_examples, query_check)
     _run(bad_form_bodies(), max_examples, form_check)
+    _run(bad_multipart_bodies(), max_examples, multipart_check)
     return outcome
 
 

@@ -58,13 +58,17 @@ def test_every_schema_operation_refuses_each_class_of_hostile_input(seeded_pages
 
 @pytest.mark.slow  # every operation or route, every class: a minute or two on a shared machine
 def test_every_route_refuses_invalid_unicode_in_query_strings_and_form_fields(seeded_pages, staff_user):
+    """Urlencoded and multipart forms alike: a multipart field, field name or file name that is not UTF-8 is a 400."""
     paths = route_paths()
     assert len(paths) >= 30 and "/admin/login/" in paths and "/api/lab/solve" in paths
     staff = Client()
     staff.force_login(staff_user)
-    outcomes = [attack_route(path, staff, EXAMPLES) for path in paths]
+    browser = Client(enforce_csrf_checks=True)
+    browser.force_login(staff_user)
+    outcomes = [attack_route(path, staff, EXAMPLES, csrf_client=browser) for path in paths]
     failures = [failure for outcome in outcomes for failure in outcome.failures]
     tried = tried_by_kind(outcomes)
+    assert tried["multipart_invalid_utf8"] >= len(paths)
     record(
         "hostile-routes",
         {

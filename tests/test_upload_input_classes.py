@@ -108,3 +108,63 @@ def test_a_path_hint_holding_a_nul_is_refused_before_anything_is_stored(staff_cl
     error = response.json()["error"]
     assert error["param"] == "path" and "NUL" in error["message"]
     assert not SourceFile.objects.exists() and media_files() == media_before
+
+
+# --- multipart fields: held to UTF-8 like every other body -----------------------------------------------------
+
+
+def multipart_body(hint: bytes, filename: bytes = b"seed42.json") -> tuple[bytes, str]:
+    boundary = "b0undary"
+    body = (
+        f"--{boundary}\r\n".encode()
+        + b'Content-Disposition: form-data; name="file"; filename="'
+        + filename
+        + b'"\r\nContent-Type: application/json\r\n\r\n'
+        + harness_file()
+        + f"\r\n--{boundary}\r\n".encode()
+        + b'Content-Disposition: form-data; name="path"\r\n\r\n'
+        + hint
+        + f"\r\n--{boundary}--\r\n".encode()
+    )
+    return body, f"multipart/form-data; boundary={boundary}"
+
+
+@pytest.mark.parametrize(
+    "hint, filename",
+    [(b"scale/exp32/\xffseed42.json", b"seed42.json"), (b"scale/exp32/seed42.json", b"seed\xc3\x28.json")],
+    ids=["field", "file-name"],
+)
+def test_a_multipart_field_or_file_name_that_is_not_utf8_is_a_400_and_nothing_is_stored(staff_client, hint, filename):
+    from benchmarks_app.models import SourceFile
+
+    media_before = media_files()
+    body, content_type = multipart_body(hint, filename)
+    response = staff_client.generic("POST", UPLOADS, body, content_type=content_type)
+    assert response.status_code == 400
+    error = response.json()["error"]
+    if b"\xff" in hint:
+        assert error["code"] == "invalid_encoding" and "not valid UTF-8" in error["message"]
+    else:  # Django's parser drops a part whose headers are not UTF-8: the file never reaches the view
+        assert error["param"] == "file"
+    assert not SourceFile.objects.exists() and media_files() == media_before
+
+
+def test_the_staff_upload_page_refuses_a_form_field_that_is_not_utf8(staff_client):
+    from benchmarks_app.models import SourceFile
+
+    media_before = media_files()
+    body, content_type = multipart_body(b"scale/\xe2\x82/seed42.json")
+    body = body.replace(b'name="path"', b'name="paths"')
+    response = staff_client.generic("POST", "/benchmarks/uploads/", body, content_type=content_type)
+    assert response.status_code == 400
+    assert not SourceFile.objects.exists() and media_files() == media_before
+
+
+def test_valid_non_ascii_multipart_fields_still_upload(staff_client):
+    body, content_type = multipart_body("scale/exp32/résultat\ufffd/seed42.json".encode())
+    from django.test import TestCase
+
+    with TestCase.captureOnCommitCallbacks(execute=True):
+        response = staff_client.generic("POST", UPLOADS, body, content_type=content_type)
+    assert response.status_code == 202
+    assert response.json()["uploads"][0]["status"] == "done"
