@@ -32,8 +32,7 @@ INPUT_CLASSES = {
     "surrogate": "lone surrogates (`\\ud800` escapes in JSON strings and keys; CESU-8 bytes in queries and forms)",
     "invalid_utf8": "invalid UTF-8 (raw and percent-escaped) in bodies, query strings, form fields and result files",
     "multipart_invalid_utf8": "invalid UTF-8 in a multipart field value, field name or file name, on every route "
-    "with CSRF"
-    " enforced (so every route reads the form)",
+    "with CSRF enforced (so every route reads the form)",
     "nul": "NUL characters (`\\u0000`, `%00`), which PostgreSQL cannot store",
     "huge_number": "numbers beyond a double or a 64-bit integer (10**400, 2**64, 10**4000)",
     "deep_nesting": "JSON nested 200 to 50,000 levels deep",

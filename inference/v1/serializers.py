@@ -106,7 +106,10 @@ class GenerationParamsSerializer(serializers.Serializer):
         required=False, allow_null=True, default=1.0, min_value=0.0, max_value=2.0,
         help_text="0 is greedy (deterministic).",
     )  # fmt: skip
-    top_p = serializers.FloatField(required=False, allow_null=True, default=1.0, min_value=0.0, max_value=1.0)
+    top_p = serializers.FloatField(
+        required=False, allow_null=True, default=1.0, min_value=0.0, max_value=1.0,
+        help_text="Nucleus sampling: in (0, 1]; 1 keeps every token.",
+    )  # fmt: skip
     stop = StopField(required=False, default=(), allow_null=True)
     seed = serializers.IntegerField(
         required=False, allow_null=True, default=None, min_value=0, max_value=2**63 - 1,
@@ -135,6 +138,11 @@ class GenerationParamsSerializer(serializers.Serializer):
         choices=["picard", "anderson"], required=False, allow_null=True, default="picard",
         help_text="EqLM: fixed-point solver.",
     )  # fmt: skip
+
+    def validate_top_p(self, value):
+        if value is not None and value <= 0:
+            raise serializers.ValidationError("Ensure this value is greater than 0 (1 keeps every token).")
+        return value
 
     def get_fields(self):
         fields = super().get_fields()
