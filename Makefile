@@ -140,18 +140,18 @@ bench-scoring: setup ## Prompt scoring (echo, max_tokens 0) bytes/s against gene
 
 .PHONY: evaluate-blimp evaluate-convergence bench-decode
 # The recipes of the committed models (resumable: the same command continues from var/train/<run>/state.pt).
-EQ_TRAIN := --objective equilibrium --jacobian-weight 1.0 --residual-weight 1.0 --anytime-depths 4,8 --threads $${THREADS:-2}
 train-demo: setup ## Train or resume the KJV demo EqLM: OBJECTIVE=equilibrium (default: the committed eqlm-demo's recipe) or unrolled
 	@if [ "$${OBJECTIVE:-equilibrium}" = unrolled ]; then \
 	  nice -n 10 $(BIN)/python manage.py train_demo_model --out var/train/eqlm-demo-unrolled --steps 6461 --threads $${THREADS:-2}; \
 	else \
-	  nice -n 10 $(BIN)/python manage.py train_demo_model --out var/train/eqlm-demo-full --corpus kjv \
-	    --init-checkpoint inference/demo/eqlm-demo-unrolled.pt --steps 500 --lr 1e-3 --warmup-steps 20 \
-	    --penalty-warmup-steps 50 --solve-depths 8-24 --grad-iters 0 --checkpoint-steps 50 $(EQ_TRAIN) && \
-	  nice -n 10 $(BIN)/python manage.py train_demo_model --out var/train/eqlm-demo-stage2 --corpus kjv \
-	    --init-checkpoint var/train/eqlm-demo-full/latest.pt --steps 350 --lr 5e-4 --warmup-steps 10 \
-	    --penalty-warmup-steps 10 --solve-depths 12-40 --grad-iters 0 --jacobian-weight 2.0 --jacobian-target 0.15 \
-	    --residual-weight 2.0 --anytime-depths 4,8 --objective equilibrium --checkpoint-steps 50 --threads $${THREADS:-2}; \
+	  nice -n 10 $(BIN)/python manage.py train_demo_model --out var/train/eqlm-demo-eq --corpus kjv --objective equilibrium \
+	    --steps 15000 --max-minutes 170 --grad-iters 0 --solve-depths 8-20 --anytime-depths 4,8 --residual-weight 1.0 \
+	    --jacobian-weight 1.0 --jacobian-target 0.1 --penalty-warmup-steps 1000 --checkpoint-steps 500 \
+	    --threads $${THREADS:-2} && \
+	  nice -n 10 $(BIN)/python manage.py train_demo_model --out var/train/eqlm-demo-ft --corpus kjv --objective equilibrium \
+	    --init-checkpoint var/train/eqlm-demo-eq/latest.pt --steps 1500 --max-minutes 40 --lr 3e-4 --warmup-steps 20 \
+	    --penalty-warmup-steps 20 --solve-depths 24-48 --grad-iters 4 --anytime-depths 4,8 --residual-weight 1.0 \
+	    --jacobian-weight 1.0 --jacobian-target 0.1 --random-init 0 --checkpoint-steps 250 --threads $${THREADS:-2}; \
 	fi
 
 train-code: setup ## Train or resume eqlm-code, the council's second-domain member (Django's source, equilibrium from scratch)
