@@ -72,6 +72,8 @@ class TrainSettings:
     penalty_warmup_steps: int = 300  # residual and Jacobian penalties ramp in linearly (at full strength from step 0
     # they make the constant map, which ignores the context, the easiest optimum)
     random_init_prob: float = 0.0  # share of steps whose no-gradient solve starts from a random state
+    warm_init_prob: float = 0.0  # share of steps whose no-gradient solve starts from the previous position's solved
+    # state, as the runtime's warm start does (path independence for that start, not only for z = 0)
     corpus: str = "kjv"
     init_checkpoint: str | None = None  # fine-tune: start from this checkpoint's weights (its config is used)
     stop_after: int | None = None  # end this invocation after this many steps in all (a stop, not a schedule change)
@@ -121,6 +123,7 @@ def equilibrium_loss(
     generator: torch.Generator,
     random_init: bool,
     penalty_scale: float = 1.0,
+    warm_init: bool = False,
 ):
     """Cross-entropy at the fixed point (phantom gradient), anytime cross-entropy, residual and Jacobian penalties.
 
@@ -152,6 +155,10 @@ def equilibrium_loss(
         else:
             z = torch.zeros_like(inj)
         inj_nograd = inj.detach()
+        if warm_init:  # every position starts from its predecessor's solved state (the first from zero)
+            for _ in range(solve_depth):
+                z, _, _ = model.block(z, inj_nograd)
+            z = torch.cat([torch.zeros_like(z[:, :1]), z[:, :-1]], dim=1)
         for _ in range(solve_depth):
             z, _, _ = model.block(z, inj_nograd)
     z = z.detach()
@@ -215,6 +222,8 @@ def run_hash(config: EqLMConfig, settings: TrainSettings, corpus_sha: str) -> st
     s = settings.to_dict()
     for key in ("max_minutes", "checkpoint_minutes", "checkpoint_steps", "threads", "stop_after"):
         s.pop(key)
+    if not s["warm_init_prob"]:  # added later: runs without it keep the hashes recorded before it existed
+        del s["warm_init_prob"]
     if s.get("init_checkpoint"):
         s["init_checkpoint"] = hashlib.sha256(Path(s["init_checkpoint"]).read_bytes()).hexdigest()
     blob = json.dumps({"config": config.to_dict(), "settings": s, "corpus": corpus_sha}, sort_keys=True)
@@ -358,9 +367,11 @@ def train(
         else:
             solve_depth = int(rng.integers(settings.solve_depth_min, settings.solve_depth_max + 1))
             random_init = bool(rng.random() < settings.random_init_prob)
+            # drawn only when asked for, so that runs without it keep their batches, depths and noise
+            warm_init = bool(settings.warm_init_prob and rng.random() < settings.warm_init_prob)
             ramp = min(1.0, step / settings.penalty_warmup_steps) if settings.penalty_warmup_steps else 1.0
             loss, parts = equilibrium_loss(
-                model, batch[:, :-1], batch[:, 1:], settings, solve_depth, gen, random_init, penalty_scale=ramp
+                model, batch[:, :-1], batch[:, 1:], settings, solve_depth, gen, random_init, ramp, warm_init
             )
         opt.zero_grad(set_to_none=True)
         loss.backward()

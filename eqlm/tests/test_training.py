@@ -95,3 +95,34 @@ def test_a_resume_with_other_settings_is_refused(tmp_path):
     run_tiny(tmp_path, "run", stop_after=1)
     with pytest.raises(ValueError, match="belongs to another run"):
         run_tiny(tmp_path, "run", lr=1e-2)
+
+
+def test_a_warm_start_solve_begins_each_position_at_its_predecessors_solved_state():
+    """--warm-init trains the runtime's warm start: the no-gradient solve starts from the shifted solved states."""
+    model = non_contracting_tiny_model()
+    batch = torch.tensor([list(TEXT[:48])])
+    settings = TrainSettings(objective="equilibrium", anytime_depths=[], grad_iters=1)
+    cold, _ = equilibrium_loss(model, batch[:, :-1], batch[:, 1:], settings, 6, torch.Generator(), False)
+    warm, parts = equilibrium_loss(model, batch[:, :-1], batch[:, 1:], settings, 6, torch.Generator(), False, 1.0, True)
+    assert torch.isfinite(warm) and not torch.isclose(warm, cold)  # a different start on a map that has not settled
+    warm.backward()
+    assert all(p.grad is not None for p in model.block.parameters())
+
+
+def test_runs_without_warm_init_keep_the_run_hash_they_had_before_it_existed():
+    from eqlm.training import run_hash
+
+    settings = TrainSettings(objective="equilibrium")
+    assert run_hash(tiny_config(), settings, "sha") == "af2b0adae945a80c"  # computed by the code before the option
+    warm = TrainSettings(objective="equilibrium", warm_init_prob=0.5)
+    assert run_hash(tiny_config(), warm, "sha") != run_hash(tiny_config(), settings, "sha")
+
+
+@pytest.mark.slow
+def test_a_tiny_run_with_warm_starts_resumes_to_the_same_model(tmp_path):
+    whole = run_tiny(tmp_path, "whole", grad_iters=2, warm_init_prob=0.5)
+    run_tiny(tmp_path, "split", grad_iters=2, warm_init_prob=0.5, stop_after=3)
+    resumed = run_tiny(tmp_path, "split", grad_iters=2, warm_init_prob=0.5)
+    a = torch.load(whole, weights_only=True)["state_dict"]
+    b = torch.load(resumed, weights_only=True)["state_dict"]
+    assert all(torch.equal(value, b[key]) for key, value in a.items())

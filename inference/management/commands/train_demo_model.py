@@ -47,6 +47,12 @@ class Command(BaseCommand):
         parser.add_argument("--jacobian-weight", type=float, default=0.0)
         parser.add_argument("--jacobian-target", type=float, default=0.25, help="squared gain below which no penalty")
         parser.add_argument("--random-init", type=float, default=0.0, help="share of solves from a random state")
+        parser.add_argument(
+            "--warm-init",
+            type=float,
+            default=0.0,
+            help="with --grad-iters N > 0: share of solves from the previous position's solved state",
+        )
         parser.add_argument("--batch-size", type=int, default=8)
         parser.add_argument("--lr", type=float, default=3e-3)
         parser.add_argument("--warmup-steps", type=int, default=100)
@@ -99,6 +105,7 @@ class Command(BaseCommand):
             jacobian_weight=opts["jacobian_weight"],
             jacobian_target=opts["jacobian_target"],
             random_init_prob=opts["random_init"],
+            warm_init_prob=opts["warm_init"],
             corpus=opts["corpus"],
             init_checkpoint=opts["init_checkpoint"],
         )
