@@ -359,6 +359,8 @@ def write_report(results: dict, out: Path, args) -> str:
         "",
         "## What these checks found (and what changed)",
         "",
+        "- The schema fuzz found `top_p: 0` on `/v1/completions` and `/v1/chat/completions` passing the serializer and "
+        "failing in the runtime (a 500): it is now a 400 naming `top_p` (`inference/v1/serializers.py`).",
         "- An upload onto a full disk answered 500 and left a half-written file in the media folder: the media "
         "storage now removes the partial file and the request answers 507 (read-only folder: 503) in plain words or "
         "the API's error shape (`portal/storage.py`, `portal/middleware.py`).",
