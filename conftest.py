@@ -135,6 +135,28 @@ def tiny_onnx_dir(tiny_onnx_export) -> Path:
     return tiny_onnx_export(0)
 
 
+@pytest.fixture
+def serve_models(settings):
+    """`serve_models(models_dir=None, default=None)`: this process serves `models_dir` (as MODELS_DIR) with
+    `default` (or models_dir/eqlm-demo) as the default model, from fresh runtimes and an empty cache; the runtimes
+    and the cache are reset again after the test, whatever it did."""
+    from django.core.cache import cache
+
+    from inference import serving
+
+    def serve(models_dir: Path | None = None, default: Path | None = None) -> Path:
+        if models_dir is not None:
+            settings.MODELS_DIR = models_dir
+        settings.DEMO_MODEL_ONNX_DIR = default if default is not None else Path(models_dir) / "eqlm-demo"
+        serving.reset()
+        cache.clear()
+        return models_dir if models_dir is not None else default
+
+    yield serve
+    serving.reset()
+    cache.clear()
+
+
 # --- the bundled models ------------------------------------------------------------------------
 
 

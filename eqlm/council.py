@@ -131,8 +131,6 @@ def equilibrium(
     log_ref = reference_log_probs(lp, reference)
     pull = tau * log_ref if tau else 0.0
     log_y = log_ref - _logsumexp(log_ref, axis=-1)[..., None]
-    if lp.ndim == 2:
-        return _one_position(lp, log_y, pull, beta, eta, int(max_iter), tol)
     batch = lp.shape[:-2]
     iterations = np.zeros(batch, dtype=np.int64)
     residual = np.full(batch, np.inf)
@@ -152,28 +150,6 @@ def equilibrium(
         converged |= active & (movement < tol)
     weights = influence_weights(np.exp(log_y), lp, beta)
     return Equilibrium(log_y, weights, iterations, residual, converged)
-
-
-def _one_position(lp, log_y, pull, beta: float, eta: float, max_iter: int, tol: float) -> Equilibrium:
-    """The same iteration for one position [M, V] with plain vector algebra (decoding calls this once per token)."""
-    iterations, residual, converged = 0, math.inf, False
-    lp_t = lp.T  # [V, M]
-    for _ in range(max_iter):
-        y = np.exp(log_y)
-        score = beta * (y @ lp_t)
-        w = np.exp(score - score.max())
-        w /= w.sum()
-        new = (1 - eta) * log_y + eta * (w @ lp + pull)
-        m = new.max()
-        new -= m + math.log(np.exp(new - m).sum())
-        residual = float(np.abs(np.exp(new) - y).sum())
-        log_y = new
-        iterations += 1
-        if residual < tol:
-            converged = True
-            break
-    weights = influence_weights(np.exp(log_y), lp, beta)
-    return Equilibrium(log_y, weights, np.asarray(iterations), np.asarray(residual), np.asarray(converged))
 
 
 def solve(log_probs: np.ndarray, kinetic: Kinetic) -> Equilibrium:
@@ -226,8 +202,11 @@ class CouncilStats(StreamStats):
 class CouncilResult(GenerationResult):
     """A finished council generation: one CouncilEntry per returned token (and the stream's stats)."""
 
-    entries: list[CouncilEntry] = field(default_factory=list)
     stats: CouncilStats | None = None
+
+    @property
+    def entries(self) -> list[CouncilEntry]:
+        return self.stats.entries[: len(self.tokens)]
 
 
 class _MemberState:
@@ -295,10 +274,7 @@ class CouncilGenerator(Generator):
         return TokenStream(self._stream(request, stats), stats)
 
     def generate(self, request: GenerationRequest) -> CouncilResult:
-        stream = self.stream(request)
-        result = CouncilResult.from_stream(request, stream)
-        result.entries = stream.stats.entries[: len(result.tokens)]
-        return result
+        return CouncilResult.from_stream(request, self.stream(request))
 
     def _entry(self, eq: Equilibrium, states: list[_MemberState]) -> CouncilEntry:
         return CouncilEntry(

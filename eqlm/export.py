@@ -9,6 +9,7 @@ decode incrementally with results identical to recomputing the whole sequence.
 from __future__ import annotations
 
 import json
+import re
 import warnings
 from pathlib import Path
 
@@ -247,9 +248,7 @@ def export_demo(
             "window": onnx_model.max_positions,
             "seconds": round(time.time() - started, 1),
         }
-        vocabulary = {
-            w.lower() for w in __import__("re").findall(r"[A-Za-z]+", corpus.decode("utf-8", errors="replace"))
-        }
+        vocabulary = {w.lower() for w in re.findall(r"[A-Za-z]+", corpus.decode("utf-8", errors="replace"))}
         generator = Generator(out_dir)
         prompts = domain["prompts"]
         samples = {}

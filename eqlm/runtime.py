@@ -81,8 +81,8 @@ class GenerationResult:
     stats: StreamStats | None = None  # the stream's stats (the echoed prompt's log probabilities among them)
 
     @classmethod
-    def from_stream(cls, request: GenerationRequest, stream: TokenStream, **extra):
-        """Run the stream to its end and sum it up (subclasses add their own fields through `extra`)."""
+    def from_stream(cls, request: GenerationRequest, stream: TokenStream):
+        """Run the stream to its end and sum it up."""
         events = list(stream)
         stats = stream.stats
         return cls(
@@ -94,7 +94,6 @@ class GenerationResult:
             mean_iterations=float(np.mean(stats.iterations)) if stats.iterations else 0.0,
             final_residual=stats.residuals[-1] if stats.residuals else 0.0,
             stats=stats,
-            **extra,
         )
 
 

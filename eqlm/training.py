@@ -155,12 +155,15 @@ def equilibrium_loss(
         else:
             z = torch.zeros_like(inj)
         inj_nograd = inj.detach()
-        if warm_init:  # every position starts from its predecessor's solved state (the first from zero)
+
+        def settle(z):
             for _ in range(solve_depth):
                 z, _, _ = model.block(z, inj_nograd)
-            z = torch.cat([torch.zeros_like(z[:, :1]), z[:, :-1]], dim=1)
-        for _ in range(solve_depth):
-            z, _, _ = model.block(z, inj_nograd)
+            return z
+
+        z = settle(z)
+        if warm_init:  # the runtime's warm start: every position starts from its predecessor's solved state
+            z = settle(torch.cat([torch.zeros_like(z[:, :1]), z[:, :-1]], dim=1))
     z = z.detach()
     for _ in range(settings.grad_iters):
         z, _, _ = model.block(z, inj)
@@ -258,6 +261,8 @@ def train(
     """
     if settings.objective not in OBJECTIVES:
         raise ValueError(f"unknown objective {settings.objective!r}; expected one of {OBJECTIVES}")
+    if settings.grad_iters <= 0 and (settings.random_init_prob or settings.warm_init_prob):
+        raise ValueError("random and warm initial states need the no-gradient solve: set grad_iters > 0")
     torch.set_num_threads(settings.threads)
     torch.manual_seed(settings.seed)
     data, sha, corpus_name = load_training_corpus(settings, corpus_path)

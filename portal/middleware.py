@@ -1,5 +1,6 @@
 """Project middleware: security headers, 503s for lost services, request input checks and the API error shape."""
 
+import codecs
 from urllib.parse import parse_qsl
 
 from django.conf import settings
@@ -154,7 +155,7 @@ def check_request_input(request, view_func) -> None:
     if content_type == "multipart/form-data":
         # uploads keep their own limit (UPLOAD_MAX_BYTES) and their files are checked row by row on ingest; the
         # fields are parsed later, by the view, so they get a strict decoding instead of a check here
-        if (request.encoding or "utf-8").lower().replace("_", "-") in ("utf-8", "utf8"):
+        if codecs.lookup(request.encoding or settings.DEFAULT_CHARSET).name == "utf-8":  # not a declared charset
             request.encoding = STRICT_UTF8
         return
     try:

@@ -31,16 +31,6 @@ def council_models_dir(tmp_path_factory, tiny_onnx_export):
 
 
 @pytest.fixture
-def council_models_served(settings, council_models_dir):
+def council_models_served(serve_models, council_models_dir):
     """The two tiny members are what this process serves, with fresh runtimes and an empty cache around the test."""
-    from django.core.cache import cache
-
-    from inference import serving
-
-    settings.MODELS_DIR = council_models_dir
-    settings.DEMO_MODEL_ONNX_DIR = council_models_dir / "eqlm-demo"
-    serving.reset()
-    cache.clear()
-    yield council_models_dir
-    serving.reset()
-    cache.clear()
+    return serve_models(council_models_dir)

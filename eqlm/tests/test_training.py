@@ -126,3 +126,9 @@ def test_a_tiny_run_with_warm_starts_resumes_to_the_same_model(tmp_path):
     a = torch.load(whole, weights_only=True)["state_dict"]
     b = torch.load(resumed, weights_only=True)["state_dict"]
     assert all(torch.equal(value, b[key]) for key, value in a.items())
+
+
+def test_random_or_warm_starts_without_a_no_gradient_solve_are_refused(tmp_path):
+    for starts in ({"random_init_prob": 0.5}, {"random_init_prob": 0.0, "warm_init_prob": 0.5}):
+        with pytest.raises(ValueError, match="grad_iters > 0"):
+            run_tiny(tmp_path, "run", grad_iters=0, **starts)

@@ -9,7 +9,6 @@ import json
 import httpx
 import numpy as np
 import pytest
-from django.core.cache import cache
 from openai import BadRequestError, OpenAI
 
 from eqlm.runtime import GenerationRequest, Generator, score_prompt
@@ -30,15 +29,9 @@ def service(tiny_onnx_dir):
 
 
 @pytest.fixture
-def api(live_server, settings, tiny_onnx_dir):
-    from inference import serving
-
-    settings.DEMO_MODEL_ONNX_DIR = tiny_onnx_dir
-    serving.reset()
-    cache.clear()
-    yield OpenAI(base_url=f"{live_server.url}/v1", api_key="not-needed-here", max_retries=0, timeout=60)
-    serving.reset()
-    cache.clear()
+def api(live_server, serve_models, tiny_onnx_dir):
+    serve_models(default=tiny_onnx_dir)
+    return OpenAI(base_url=f"{live_server.url}/v1", api_key="not-needed-here", max_retries=0, timeout=60)
 
 
 def post(live_server, path: str, body: dict) -> httpx.Response:

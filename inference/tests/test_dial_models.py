@@ -71,11 +71,10 @@ def test_the_manifest_names_each_graph_by_a_url_carrying_its_sha256(client):
 
 
 def test_a_graph_url_of_a_replaced_export_is_gone_and_the_new_manifest_names_new_urls(
-    client, settings, tmp_path, tiny_onnx_export
+    client, serve_models, tmp_path, tiny_onnx_export
 ):
-    settings.MODELS_DIR = tmp_path
-    settings.DEMO_MODEL_ONNX_DIR = shutil.copytree(tiny_onnx_export(0), tmp_path / "eqlm-demo")
-    serving.reset()
+    shutil.copytree(tiny_onnx_export(0), tmp_path / "eqlm-demo")
+    serve_models(tmp_path)
     old = client.get("/demo/models/eqlm-demo/manifest.json")
     shutil.rmtree(tmp_path / "eqlm-demo")
     shutil.copytree(tiny_onnx_export(1), tmp_path / "eqlm-demo")
@@ -84,7 +83,6 @@ def test_a_graph_url_of_a_replaced_export_is_gone_and_the_new_manifest_names_new
     step_old, step_new = old.json()["graph_urls"]["step"], new.json()["graph_urls"]["step"]
     assert step_old != step_new
     assert client.get(step_old).status_code == 404 and client.get(step_new).status_code == 200
-    serving.reset()
 
 
 def test_model_files_of_an_unknown_model_or_hash_are_404s(client):

@@ -14,7 +14,6 @@ from pathlib import Path
 
 import pytest
 from django.conf import settings
-from django.core.cache import cache
 
 from inference.models import ApiKey
 
@@ -41,16 +40,10 @@ def demo_export(tmp_path_factory):
 
 
 @pytest.fixture
-def served_demo(settings, demo_export):
-    from inference import serving
-
-    settings.DEMO_MODEL_ONNX_DIR = demo_export[1]
+def served_demo(settings, serve_models, demo_export):
     settings.API_REQUIRE_KEY = True
-    serving.reset()
-    cache.clear()
-    yield demo_export
-    serving.reset()
-    cache.clear()
+    serve_models(default=demo_export[1])
+    return demo_export
 
 
 def run_lm_eval(live_server, raw_key: str, tasks: list[str], out: Path) -> dict:

@@ -19,16 +19,12 @@ def exports(tiny_onnx_export):
 
 
 @pytest.fixture
-def models_dir(tmp_path, settings, exports):
+def models_dir(tmp_path, serve_models, exports):
     """A MODELS_DIR with the default model (seed 0) and `tiny-other` (seed 1); fresh runtimes for each test."""
     root = tmp_path / "models"
     shutil.copytree(exports[0], root / "eqlm-demo")
     shutil.copytree(exports[1], root / "tiny-other")
-    settings.MODELS_DIR = root
-    settings.DEMO_MODEL_ONNX_DIR = root / "eqlm-demo"
-    serving.reset()
-    yield root
-    serving.reset()
+    return serve_models(root)
 
 
 def test_every_bundled_folder_is_a_model_addressed_by_its_folder_name(models_dir):

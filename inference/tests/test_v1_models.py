@@ -4,7 +4,6 @@ import json
 import shutil
 
 import pytest
-from django.core.cache import cache
 
 from inference import serving
 
@@ -19,17 +18,11 @@ def exports(tiny_onnx_export):
 
 
 @pytest.fixture
-def models(settings, tmp_path, exports):
+def models(serve_models, tmp_path, exports):
     """eqlm-demo (default depth 8) and tiny-five (default depth 5, other weights) under a fresh MODELS_DIR."""
     shutil.copytree(exports["default"], tmp_path / "eqlm-demo")
     shutil.copytree(exports["five"], tmp_path / "tiny-five")
-    settings.MODELS_DIR = tmp_path
-    settings.DEMO_MODEL_ONNX_DIR = tmp_path / "eqlm-demo"
-    serving.reset()
-    cache.clear()
-    yield tmp_path
-    serving.reset()
-    cache.clear()
+    return serve_models(tmp_path)
 
 
 def complete(client, **body):

@@ -70,22 +70,20 @@ def test_a_page_answers_503_in_plain_words_when_the_database_is_down(client, mon
     assert middleware.process_exception(RequestFactory().get("/"), ValueError("not ours")) is None
 
 
-def test_health_lists_every_servable_model_with_its_state_in_this_process(client, settings, tmp_path, tiny_onnx_export):
+def test_health_lists_every_servable_model_with_its_state_in_this_process(
+    client, serve_models, tmp_path, tiny_onnx_export
+):
     import shutil
 
     from inference import serving
 
-    settings.MODELS_DIR = tmp_path
-    settings.DEMO_MODEL_ONNX_DIR = shutil.copytree(tiny_onnx_export(0), tmp_path / "eqlm-demo")
+    shutil.copytree(tiny_onnx_export(0), tmp_path / "eqlm-demo")
     shutil.copytree(tiny_onnx_export(1), tmp_path / "tiny-other")
     (tmp_path / "broken").mkdir()
     (tmp_path / "broken" / "manifest.json").write_text('{"graphs": {"embed": "embed.onnx"}}')
-    serving.reset()
-    try:
-        serving.resolve_model("tiny-other")
-        models = {m["id"]: m for m in client.get("/api/health").json()["models"]}
-    finally:
-        serving.reset()
+    serve_models(tmp_path)
+    serving.resolve_model("tiny-other")
+    models = {m["id"]: m for m in client.get("/api/health").json()["models"]}
     assert list(models) == ["eqlm-demo", "broken", "tiny-other"] and models["eqlm-demo"]["default"] is True
     assert models["eqlm-demo"]["state"] == "not loaded" and models["tiny-other"]["state"] == "loaded"
     assert models["broken"]["state"] == "failed" and "missing" in models["broken"]["error"]

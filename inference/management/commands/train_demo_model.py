@@ -115,5 +115,8 @@ class Command(BaseCommand):
             self.stdout.flush()
 
         corpus_file = Path(opts["corpus_file"]) if opts["corpus_file"] else None
-        path = train(config, train_settings, Path(opts["out"]), corpus_file, log)
+        try:
+            path = train(config, train_settings, Path(opts["out"]), corpus_file, log)
+        except ValueError as exc:  # settings that cannot train, or a resume of another run
+            raise CommandError(str(exc)) from exc
         self.stdout.write(self.style.SUCCESS(f"checkpoint: {path}"))
