@@ -168,3 +168,9 @@ def test_valid_non_ascii_multipart_fields_still_upload(staff_client):
         response = staff_client.generic("POST", UPLOADS, body, content_type=content_type)
     assert response.status_code == 202
     assert response.json()["uploads"][0]["status"] == "done"
+
+
+def test_a_multipart_body_that_declares_utf8_is_held_to_it_too(staff_client):
+    body, content_type = multipart_body(b"scale/exp32/\xffseed42.json")
+    response = staff_client.generic("POST", UPLOADS, body, content_type=content_type + "; charset=UTF-8")
+    assert response.status_code == 400 and response.json()["error"]["code"] == "invalid_encoding"
