@@ -1,7 +1,7 @@
 """Halting and warm start on a model: adaptive (tol, cap 64) against fixed depth 64 in the same run, cold and warm.
 
 Usage: .venv/bin/python bench/decode.py [--model eqlm-demo] [--tol 0.01] [--cap 64] [--prompts 40] [--tokens 25]
-       [--solver picard] [--bpb-windows 16] [--heldout] [--json] [--onnx-dir DIR]
+       [--solver picard] [--bpb-windows 16] [--heldout] [--basins 2] [--json] [--onnx-dir DIR]
 
 Three decoding modes on the same prompts (the starts of lines of the committed held-out slice), greedy, through the
 server's generation service (eqlm/runtime.py, onnxruntime): fixed depth 64; adaptive halting at tol with cap 64
@@ -10,8 +10,10 @@ first comes from the cold prompt pass in every mode); tokens/s is generated toke
 prompt pass included. Bits/byte is measured on non-overlapping 256-byte windows of held-out text, teacher-forced:
 fixed depth and cold adaptive halting as one batched solve per window (eqlm/convergence.py, identical to decoding
 with the per-iteration cache), warm start by decoding the window one byte at a time (each position starts from the
-previous position's final state), as generation does. --heldout uses the whole held-out slice of the corpus
-(needs Debian's bible-kjv) instead of the committed 4 KB slice.
+previous position's final state and iterates against the solved states before it), as generation does.
+--heldout uses the whole held-out slice of the corpus (needs Debian's bible-kjv) instead of the committed 4 KB
+slice. --basins diagnoses a warm start that misses: one position at a time, iterated against its context's solved
+states from four starts, and the share of each that reaches the joint fixed point.
 
 Targets (issue 14), printed with whether each holds:
 - halting pays: tol 0.01 (cap 64) uses <= 16 iterations per token on average, costs <= 0.02 bits/byte against fixed
@@ -69,7 +71,7 @@ def warm_bits_per_byte(model: OnnxEqLM, windows: np.ndarray, tol: float, cap: in
         cache = DecodeCache(model, cap)
         z0 = None
         for position in range(len(window) - 1):
-            z, its, _ = process(model, cache, [int(window[position])], cap, tol, solver, z0)
+            z, its, _ = process(model, cache, [int(window[position])], cap, tol, solver, z0, settle=True)
             z0 = z
             nll += float(cv.nll_from_logits(model.head(z)[0, 0], np.asarray(window[position + 1])))
             iterations += int(its[0]) if position else 0  # the first position has nothing to start from
@@ -77,11 +79,59 @@ def warm_bits_per_byte(model: OnnxEqLM, windows: np.ndarray, tol: float, cap: in
     return nll / count / LN2, iterations / (count - len(windows))
 
 
+BASIN_STARTS = ("converged + 30% noise", "joint iterate 4", "zero", "predecessor (warm start)")
+
+
+def basins(model: OnnxEqLM, windows: np.ndarray, depth: int = 128, every: int = 4, seed: int = 0) -> dict:
+    """Which starts reach the joint fixed point when one position is iterated against its converged context.
+
+    Each window is solved jointly from z = 0 for `depth` iterations (the reference fixed point z*). Then every
+    `every`-th position is iterated alone, its context's keys and values fixed at z*, from four starts. A start
+    "returns" when it ends within 5% (relative distance) of z* there. Returns, per start, the share that returns
+    and the bits/byte at the states reached.
+    """
+    rng = np.random.default_rng(seed)
+    returned = {name: [] for name in BASIN_STARTS}
+    nll = {name: [] for name in BASIN_STARTS}
+    for window in windows:
+        ids = np.asarray(window, dtype=np.int64)[None, :]
+        t_len = ids.shape[1]
+        inj = model.embed(ids, np.arange(t_len)[None, :])
+        empty = model.empty_kv()
+        z = np.zeros_like(inj)
+        early = None
+        for i in range(depth):
+            z = model.step(z, inj, empty, empty)[0]
+            if i == 3:
+                early = z
+        _, k, v, _ = model.step(z, inj, empty, empty)
+        for t in range(1, t_len - 1, every):
+            target = z[:, t : t + 1]
+            size = float(np.linalg.norm(target))
+            noise = rng.standard_normal(target.shape).astype(np.float32)
+            starts = {
+                BASIN_STARTS[0]: target + 0.3 * size * noise / np.sqrt(target.shape[-1]),
+                BASIN_STARTS[1]: early[:, t : t + 1],
+                BASIN_STARTS[2]: np.zeros_like(target),
+                BASIN_STARTS[3]: z[:, t - 1 : t],
+            }
+            for name, zt in starts.items():
+                zt = zt.astype(np.float32)
+                for _ in range(depth):
+                    zt = model.step(zt, inj[:, t : t + 1], k[:, :, :t], v[:, :, :t])[0]
+                returned[name].append(float(np.linalg.norm(zt - target)) / size < 0.05)
+                nll[name].append(float(cv.nll_from_logits(model.head(zt)[0, 0], np.asarray(window[t + 1]))))
+    return {
+        name: {"returns": float(np.mean(returned[name])), "bits_per_byte": float(np.mean(nll[name])) / LN2}
+        for name in BASIN_STARTS
+    }
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", default="eqlm-demo", help="a bundled model id (static/models/<id>/)")
     parser.add_argument("--onnx-dir", help="an exported model folder (overrides --model)")
-    parser.add_argument("--slice", default=str(SLICE))
+    parser.add_argument("--slice", default=str(SLICE), type=lambda p: str(Path(p).resolve()))
     parser.add_argument("--tol", type=float, default=0.01)
     parser.add_argument("--cap", type=int, default=64)
     parser.add_argument("--fixed", type=int, default=64, help="the fixed depth to compare with")
@@ -91,6 +141,9 @@ def main() -> int:
     parser.add_argument("--threads", type=int, default=1, help="onnxruntime intra-op threads (the server's: 1)")
     parser.add_argument("--bpb-windows", type=int, default=16, help="held-out windows for bits/byte (0 = skip)")
     parser.add_argument("--heldout", action="store_true", help="windows from the corpus's held-out slice")
+    parser.add_argument(
+        "--basins", type=int, default=2, help="held-out windows for the warm-start basin diagnosis (0 = skip)"
+    )
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     args = parser.parse_args()
 
@@ -156,6 +209,15 @@ def main() -> int:
             "seconds": round(time.perf_counter() - started, 1),
         }
 
+    if args.basins:
+        started = time.perf_counter()
+        source = Path(args.slice).read_bytes()
+        report["basins"] = {
+            "windows": args.basins,
+            "starts": basins(model, cv.windows_of(source, model.max_positions, limit=args.basins)),
+            "seconds": round(time.perf_counter() - started, 1),
+        }
+
     iterations_saved = 1 - warm["mean_iterations"] / cold["mean_iterations"]
     speedup = cold["tokens_per_second"] / fixed["tokens_per_second"]
     targets = [
@@ -192,6 +254,14 @@ def main() -> int:
         f"greedy agreement: adaptive vs fixed {g['adaptive_cold_vs_fixed']:.4f}, "
         f"warm vs cold {g['adaptive_warm_vs_cold']:.4f}"
     )
+    if "basins" in report:
+        b = report["basins"]
+        print(
+            f"warm-start basins ({b['windows']} windows, one position against its converged context, "
+            f"{b['seconds']} s): start, share reaching the joint fixed point, bits/byte there"
+        )
+        for name, row in b["starts"].items():
+            print(f"  {name:<26}{row['returns']:>7.1%}{row['bits_per_byte']:>9.3f}")
     print("targets:")
     for t in report["targets"]:
         print(f"  [{'holds' if t['holds'] else 'MISSED'}] {t['target']}: {t['measured']}")

@@ -221,7 +221,10 @@ class _MemberState:
         else:
             self.depth = int(request.depth or generator.default_depth)
         self.cache = DecodeCache(self.model, self.depth)
-        z, iterations, residual = process(self.model, self.cache, ids, self.depth, request.tol, request.solver)
+        warm = request.warm_start
+        z, iterations, residual = process(
+            self.model, self.cache, ids, self.depth, request.tol, request.solver, settle=warm
+        )
         self.prompt_z = z if request.echo_logprobs else None
         self._keep(z[:, -1:], iterations[-1], residual[-1])
 
@@ -244,7 +247,9 @@ class _MemberState:
     def advance(self, token: int) -> None:
         z0 = self.z if self.request.warm_start else None
         req = self.request
-        z, iterations, residual = process(self.model, self.cache, [token], self.depth, req.tol, req.solver, z0)
+        z, iterations, residual = process(
+            self.model, self.cache, [token], self.depth, req.tol, req.solver, z0, settle=req.warm_start
+        )
         self._keep(z, iterations[0], residual[0])
 
 

@@ -152,7 +152,9 @@ def export_onnx(
             "halting": "with tol, a position stops after the iteration whose residual < tol (or at the cap); its "
             "state stays frozen and its K/V for every later iteration slot are computed from that frozen state "
             "(one step call with empty past gives them).",
-            "warm_start": "a generated token's z starts at the previous position's final z instead of 0.",
+            "warm_start": "a generated token's z starts at the previous position's final z instead of 0, and "
+            "every position's K/V in every iteration slot are those of its final state (the prompt's included), so "
+            "a new position iterates against its context's solved states from its first iteration on.",
             "empty_prompt": "an empty prompt is replaced by a single newline byte.",
             "context": "positions are absolute, 0..max_positions-1; the prompt keeps its last bytes when too long.",
         },

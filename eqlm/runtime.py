@@ -241,10 +241,14 @@ def process(
     solver: str,
     z0: np.ndarray | None = None,
     history: list[np.ndarray] | None = None,
+    settle: bool = False,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Run T new positions after the cached ones; fills the cache. Returns (final z [1,T,D], iterations, residual).
 
     `history`, when given, receives each iteration's residuals [T] (position i's curve is the first iterations[i]).
+    `settle` (warm start) stores the K/V of the new positions' final states in every iteration slot, so positions
+    processed later iterate against these solved states (the context's fixed point) from their first iteration on,
+    instead of against the states this solve passed through.
     """
     t = len(ids)
     p = cache.length
@@ -270,10 +274,10 @@ def process(
             active &= ~(r[0] < tol)
             if not active.any():
                 break
-    if done < cache.slots:  # halted early: later iteration slots hold the frozen states' K/V
+    if settle or done < cache.slots:  # halted early: later iteration slots hold the frozen states' K/V
         empty = model.empty_kv()
         _, k, v, _ = model.step(z, inj, empty, empty)
-        for slot in range(done, cache.slots):
+        for slot in range(0 if settle else done, cache.slots):
             cache.put(slot, k, v)
     cache.length += t
     return z, iterations, residual
@@ -334,7 +338,8 @@ class Generator:
         stats.prompt_ids = list(given)
         rng = np.random.default_rng(request.seed)
         cache = DecodeCache(self.model, depth)
-        z, iterations, residual = process(self.model, cache, ids, depth, request.tol, request.solver)
+        warm = request.warm_start
+        z, iterations, residual = process(self.model, cache, ids, depth, request.tol, request.solver, settle=warm)
         last_z, last_iter, last_res = z[:, -1:], int(iterations[-1]), float(residual[-1])
         next_logits = None
         if request.echo_logprobs:  # the whole prompt was one batched solve: one head call scores every position
@@ -356,8 +361,10 @@ class Generator:
             if cache.length >= self.max_positions:
                 stats.finish_reason = "length"
                 return
-            z0 = last_z if request.warm_start else None
-            z, iterations, residual = process(self.model, cache, [token], depth, request.tol, request.solver, z0)
+            z0 = last_z if warm else None
+            z, iterations, residual = process(
+                self.model, cache, [token], depth, request.tol, request.solver, z0, settle=warm
+            )
             last_z, last_iter, last_res = z, int(iterations[0]), float(residual[0])
         stats.finish_reason = "length"
 

@@ -115,6 +115,23 @@ def test_warm_start_changes_the_start_not_the_interface(generator):
     assert warm.mean_iterations > 0
 
 
+def test_a_settled_solve_leaves_its_final_states_keys_and_values_in_every_iteration_slot(tiny_onnx_dir):
+    """Warm start: later positions attend to the context's solved states from their first iteration on."""
+    model = OnnxEqLM(tiny_onnx_dir)
+    ids = list(b"grace and peace")
+    cache = DecodeCache(model, 12)
+    z, _, _ = process(model, cache, ids, 12, 0.05, "picard", settle=True)
+    empty = model.empty_kv()
+    _, k, v, _ = model.step(z, model.embed(np.asarray([ids]), np.arange(len(ids))[None, :]), empty, empty)
+    for slot in range(12):
+        past_k, past_v = cache.past(slot)
+        assert np.array_equal(past_k, k) and np.array_equal(past_v, v)
+    # a cold solve keeps the states each iteration passed through
+    cold = DecodeCache(model, 12)
+    process(model, cold, ids, 12, 0.05, "picard")
+    assert not np.array_equal(cold.past(0)[0], cold.past(11)[0])
+
+
 def test_anderson_solver_runs_and_reports_residuals(generator):
     result = generator.generate(GenerationRequest(prompt="Selah", max_tokens=6, tol=0.05, solver="anderson"))
     assert len(result.tokens) == 6

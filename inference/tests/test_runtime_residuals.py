@@ -37,14 +37,13 @@ def server_curves(onnx_dir, tokens: list[int], depth: int, tol=None, warm_start=
     cache = DecodeCache(model, depth)
     ids = list(PROMPT.encode())
     history: list[np.ndarray] = []
-    z, iterations, _ = process(model, cache, ids, depth, tol, solver, history=history)
+    z, iterations, _ = process(model, cache, ids, depth, tol, solver, history=history, settle=warm_start)
     curves = [[float(h[-1]) for h in history[: iterations[-1]]]]
     last_z = z[:, -1:]
     for token in tokens[:-1]:
         history = []
-        z, iterations, _ = process(
-            model, cache, [token], depth, tol, solver, last_z if warm_start else None, history=history
-        )
+        z0 = last_z if warm_start else None
+        z, iterations, _ = process(model, cache, [token], depth, tol, solver, z0, history=history, settle=warm_start)
         curves.append([float(h[0]) for h in history[: iterations[0]]])
         last_z = z
     return curves

@@ -132,7 +132,8 @@ class GenerationParamsSerializer(serializers.Serializer):
     )  # fmt: skip
     warm_start = serializers.BooleanField(
         required=False, allow_null=True, default=False,
-        help_text="EqLM: start each new token from the previous position's state.",
+        help_text="EqLM: start each new token from the previous position's state, iterating against the "
+        "solved states of the positions before it.",
     )  # fmt: skip
     solver = serializers.ChoiceField(
         choices=["picard", "anderson"], required=False, allow_null=True, default="picard",

@@ -6,7 +6,9 @@
      produced at iteration i, so decoding one token costs `depth` step calls over one position;
    - adaptive halting: a position stops after the iteration whose residual < tol; its K/V for the remaining
      slots come from its frozen state (one step call with an empty past);
-   - warm start: a generated token starts from the previous position's final state instead of 0;
+   - warm start: a generated token starts from the previous position's final state instead of 0, and every
+     position's K/V in every slot are then those of its final state (`settle`), so a new position iterates
+     against its context's solved states from its first iteration on;
    - Anderson acceleration per position (memory 5, float64 algebra, float32 results) as generation._Anderson.
    Sampling (temperature > 0) uses its own seeded generator, so sampled text differs from the server's. */
 (function (root) {
@@ -239,7 +241,7 @@
     }
 
     /* Run T new positions after the cached ones and fill the cache (generation.process). */
-    async process(cache, ids, depth, tol, solver, z0 = null) {
+    async process(cache, ids, depth, tol, solver, z0 = null, settle = false) {
       const t = ids.length;
       const d = this.dModel;
       const p = cache.length;
@@ -274,9 +276,9 @@
           if (!active.some(Boolean)) break;
         }
       }
-      if (done < cache.slots) {
+      if (settle || done < cache.slots) {
         const [, k, v] = await this.step(z, inj, t, this.emptyKv(), this.emptyKv());
-        for (let slot = done; slot < cache.slots; slot++) cache.put(slot, k, v, t);
+        for (let slot = settle ? 0 : done; slot < cache.slots; slot++) cache.put(slot, k, v, t);
       }
       cache.length += t;
       return { z, iterations, residual, history };
@@ -295,7 +297,7 @@
       const rng = new Mulberry32(seed);
       const cache = new DecodeCache(this, cap);
       const d = this.dModel;
-      let state = await this.process(cache, ids, cap, tol, solver);
+      let state = await this.process(cache, ids, cap, tol, solver, null, warmStart);
       let t = ids.length;
       let lastZ = state.z.slice((t - 1) * d, t * d);
       let lastIter = state.iterations[t - 1];
@@ -309,7 +311,7 @@
         yield { tokenId: token, text: decoder.push(token), iterations: lastIter, residual: lastRes, residuals: lastHistory };
         if (n === maxTokens - 1) break;
         if (cache.length >= this.maxPositions) return;
-        state = await this.process(cache, [token], cap, tol, solver, warmStart ? lastZ : null);
+        state = await this.process(cache, [token], cap, tol, solver, warmStart ? lastZ : null, warmStart);
         t = 1;
         lastZ = state.z;
         lastIter = state.iterations[0];
