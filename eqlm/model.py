@@ -89,11 +89,26 @@ class Block(nn.Module):
         inj: torch.Tensor,
         past_k: torch.Tensor | None = None,
         past_v: torch.Tensor | None = None,
+        settled: tuple[torch.Tensor, torch.Tensor] | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """One iteration for T new positions after P cached ones. Returns (f(z), k, v) with k, v from the input z."""
+        """One iteration for T new positions after P cached ones. Returns (f(z), k, v) with k, v from the input z.
+
+        `settled` (training the runtime's warm start, no cache): keys and values [B, H, T, Dh] of these same T
+        positions' solved states. Position j then attends to the solved states of positions < j and to its own
+        current state only, as a newly decoded position does when its context is settled; every position of the
+        batch is that new position at once.
+        """
         b, t, d = z.shape
         q, k, v = self._qkv(z)
-        if past_k is None:
+        if settled is not None:
+            settled_k, settled_v = settled
+            scale = 1.0 / math.sqrt(self.head_dim)
+            before = torch.ones(t, t, dtype=torch.bool, device=z.device).tril(-1)
+            context = (q @ settled_k.transpose(-1, -2) * scale).masked_fill(~before, float("-inf"))
+            own = (q * k).sum(-1, keepdim=True) * scale
+            weights = torch.softmax(torch.cat([context, own], dim=-1), dim=-1)
+            att = weights[..., :t] @ settled_v + weights[..., t:] * v
+        elif past_k is None:
             att = F.scaled_dot_product_attention(q, k, v, is_causal=True)
         else:
             keys = torch.cat([past_k, k], dim=2)

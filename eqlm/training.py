@@ -74,6 +74,11 @@ class TrainSettings:
     random_init_prob: float = 0.0  # share of steps whose no-gradient solve starts from a random state
     warm_init_prob: float = 0.0  # share of steps whose no-gradient solve starts from the previous position's solved
     # state, as the runtime's warm start does (path independence for that start, not only for z = 0)
+    settled_weight: float = 0.0  # weight of the settled-context warm-start term (the runtime's warm start): each
+    # position starts from its predecessor's solved state and iterates against the solved states before it; the
+    # term is the cross-entropy there plus the squared distance to the position's own solved state
+    settled_iters_min: int = 4  # no-gradient iterations of that warm solve (drawn per step), before grad_iters
+    settled_iters_max: int = 12
     corpus: str = "kjv"
     init_checkpoint: str | None = None  # fine-tune: start from this checkpoint's weights (its config is used)
     stop_after: int | None = None  # end this invocation after this many steps in all (a stop, not a schedule change)
@@ -124,6 +129,7 @@ def equilibrium_loss(
     random_init: bool,
     penalty_scale: float = 1.0,
     warm_init: bool = False,
+    settled_iters: int = 0,
 ):
     """Cross-entropy at the fixed point (phantom gradient), anytime cross-entropy, residual and Jacobian penalties.
 
@@ -165,9 +171,35 @@ def equilibrium_loss(
         if warm_init:  # the runtime's warm start: every position starts from its predecessor's solved state
             z = settle(torch.cat([torch.zeros_like(z[:, :1]), z[:, :-1]], dim=1))
     z = z.detach()
+    solved = z
     for _ in range(settings.grad_iters):
         z, _, _ = model.block(z, inj)
-    return _fixed_point_terms(model, z, inj, y, settings, losses, parts, generator, penalty_scale)
+    loss, parts = _fixed_point_terms(model, z, inj, y, settings, losses, parts, generator, penalty_scale)
+    if settings.settled_weight and settled_iters:
+        loss = loss + settings.settled_weight * _settled_warm_term(
+            model, solved, inj, y, settings, settled_iters, parts
+        )
+    return loss, parts
+
+
+def _settled_warm_term(model, solved, inj, y, settings, iters, parts):
+    """The runtime's warm start, trained: every position starts at its predecessor's solved state and iterates
+    against the solved states before it (`iters` without gradient, then `grad_iters` with it); cross-entropy there
+    plus the relative squared distance to its own solved state, so that start reaches the same fixed point."""
+    with torch.no_grad():
+        settled = model.block.kv(solved)
+        z = torch.cat([torch.zeros_like(solved[:, :1]), solved[:, :-1]], dim=1)
+        inj_nograd = inj.detach()
+        for _ in range(iters):
+            z, _, _ = model.block(z, inj_nograd, settled=settled)
+    z = z.detach()
+    for _ in range(settings.grad_iters):
+        z, _, _ = model.block(z, inj, settled=settled)
+    ce = F.cross_entropy(model.head(z).flatten(0, 1), y.flatten())
+    distance = (z - solved).pow(2).sum(-1) / (solved.pow(2).sum(-1) + 1e-12)
+    parts["warm"] = ce.detach()
+    parts["wdist"] = distance.detach().mean()
+    return ce + distance.mean()
 
 
 def _fixed_point_terms(model, z, inj, y, settings, losses, parts, generator, penalty_scale):
@@ -227,6 +259,9 @@ def run_hash(config: EqLMConfig, settings: TrainSettings, corpus_sha: str) -> st
         s.pop(key)
     if not s["warm_init_prob"]:  # added later: runs without it keep the hashes recorded before it existed
         del s["warm_init_prob"]
+    if not s["settled_weight"]:  # likewise
+        for key in ("settled_weight", "settled_iters_min", "settled_iters_max"):
+            del s[key]
     if s.get("init_checkpoint"):
         s["init_checkpoint"] = hashlib.sha256(Path(s["init_checkpoint"]).read_bytes()).hexdigest()
     blob = json.dumps({"config": config.to_dict(), "settings": s, "corpus": corpus_sha}, sort_keys=True)
@@ -261,7 +296,7 @@ def train(
     """
     if settings.objective not in OBJECTIVES:
         raise ValueError(f"unknown objective {settings.objective!r}; expected one of {OBJECTIVES}")
-    if settings.grad_iters <= 0 and (settings.random_init_prob or settings.warm_init_prob):
+    if settings.grad_iters <= 0 and (settings.random_init_prob or settings.warm_init_prob or settings.settled_weight):
         raise ValueError("random and warm initial states need the no-gradient solve: set grad_iters > 0")
     torch.set_num_threads(settings.threads)
     torch.manual_seed(settings.seed)
@@ -375,8 +410,20 @@ def train(
             # drawn only when asked for, so that runs without it keep their batches, depths and noise
             warm_init = bool(settings.warm_init_prob and rng.random() < settings.warm_init_prob)
             ramp = min(1.0, step / settings.penalty_warmup_steps) if settings.penalty_warmup_steps else 1.0
+            settled_iters = 0
+            if settings.settled_weight:  # drawn only when asked for, as warm_init
+                settled_iters = int(rng.integers(settings.settled_iters_min, settings.settled_iters_max + 1))
             loss, parts = equilibrium_loss(
-                model, batch[:, :-1], batch[:, 1:], settings, solve_depth, gen, random_init, ramp, warm_init
+                model,
+                batch[:, :-1],
+                batch[:, 1:],
+                settings,
+                solve_depth,
+                gen,
+                random_init,
+                ramp,
+                warm_init,
+                settled_iters,
             )
         opt.zero_grad(set_to_none=True)
         loss.backward()

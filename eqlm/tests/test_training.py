@@ -132,3 +132,60 @@ def test_random_or_warm_starts_without_a_no_gradient_solve_are_refused(tmp_path)
     for starts in ({"random_init_prob": 0.5}, {"random_init_prob": 0.0, "warm_init_prob": 0.5}):
         with pytest.raises(ValueError, match="grad_iters > 0"):
             run_tiny(tmp_path, "run", grad_iters=0, **starts)
+
+
+def test_settled_attention_is_what_a_warm_decoded_position_sees():
+    """Block(settled=K/V of solved states) at position t equals one new position after a cache of those states."""
+    from eqlm.testing import tiny_model
+
+    model = tiny_model()
+    ids = torch.tensor([list(TEXT[:24])])
+    inj = model.embed(ids)
+    solved = model.solve(ids, max_iter=12).z
+    z = torch.randn_like(solved)
+    settled = model.block.kv(solved)
+    with torch.no_grad():
+        batched, _, _ = model.block(z, inj, settled=settled)
+        for t in (0, 5, 23):
+            k, v = settled[0][:, :, :t], settled[1][:, :, :t]
+            one, _, _ = model.block(z[:, t : t + 1], inj[:, t : t + 1], k, v)
+            assert torch.allclose(batched[:, t : t + 1], one, atol=1e-5)
+        # settled at the states themselves is plain causal attention
+        same, _, _ = model.block(z, inj, settled=model.block.kv(z))
+        plain, _, _ = model.block(z, inj)
+    assert torch.allclose(same, plain, atol=1e-5)
+
+
+def test_the_settled_warm_term_trains_the_warm_start_path():
+    model = non_contracting_tiny_model()
+    batch = torch.tensor([list(TEXT[:48])])
+    settings = TrainSettings(objective="equilibrium", anytime_depths=[], grad_iters=1, settled_weight=1.0)
+    cold, _ = equilibrium_loss(model, batch[:, :-1], batch[:, 1:], settings, 6, torch.Generator(), False)
+    loss, parts = equilibrium_loss(
+        model, batch[:, :-1], batch[:, 1:], settings, 6, torch.Generator(), False, 1.0, False, 4
+    )
+    assert {"warm", "wdist"} <= set(parts) and parts["wdist"] > 0
+    assert torch.isclose(loss, cold + parts["warm"] + parts["wdist"], rtol=1e-4)
+    loss.backward()
+    assert all(p.grad is not None for p in model.block.parameters())
+
+
+def test_runs_without_the_settled_warm_term_keep_their_run_hash(tmp_path):
+    from eqlm.training import run_hash
+
+    settings = TrainSettings(objective="equilibrium")
+    assert run_hash(tiny_config(), settings, "sha") == "af2b0adae945a80c"
+    settled = TrainSettings(objective="equilibrium", settled_weight=0.5)
+    assert run_hash(tiny_config(), settled, "sha") != run_hash(tiny_config(), settings, "sha")
+    with pytest.raises(ValueError, match="grad_iters > 0"):
+        run_tiny(tmp_path, "run", grad_iters=0, settled_weight=0.5)
+
+
+@pytest.mark.slow
+def test_a_tiny_run_with_the_settled_warm_term_resumes_to_the_same_model(tmp_path):
+    whole = run_tiny(tmp_path, "whole", grad_iters=2, settled_weight=0.5)
+    run_tiny(tmp_path, "split", grad_iters=2, settled_weight=0.5, stop_after=3)
+    resumed = run_tiny(tmp_path, "split", grad_iters=2, settled_weight=0.5)
+    a = torch.load(whole, weights_only=True)["state_dict"]
+    b = torch.load(resumed, weights_only=True)["state_dict"]
+    assert all(torch.equal(value, b[key]) for key, value in a.items())

@@ -53,6 +53,18 @@ class Command(BaseCommand):
             default=0.0,
             help="with --grad-iters N > 0: share of solves from the previous position's solved state",
         )
+        parser.add_argument(
+            "--settled-warm",
+            type=float,
+            default=0.0,
+            help="with --grad-iters N > 0: weight of the warm-start term (from the predecessor's solved state, "
+            "against the solved context; cross-entropy plus distance to the cold fixed point)",
+        )
+        parser.add_argument(
+            "--settled-iters",
+            default="4-12",
+            help="no-gradient iterations of that warm solve, drawn per step: LOW-HIGH",
+        )
         parser.add_argument("--batch-size", type=int, default=8)
         parser.add_argument("--lr", type=float, default=3e-3)
         parser.add_argument("--warmup-steps", type=int, default=100)
@@ -70,8 +82,11 @@ class Command(BaseCommand):
         from eqlm.training import TrainSettings, train
 
         low, high = _depth_range(opts["solve_depths"])
+        settled_low, settled_high = _depth_range(opts["settled_iters"])
         if not 1 <= low <= high:
             raise CommandError("--solve-depths must be LOW-HIGH with 1 <= LOW <= HIGH")
+        if not 0 <= settled_low <= settled_high:
+            raise CommandError("--settled-iters must be LOW-HIGH with 0 <= LOW <= HIGH")
         config = EqLMConfig(
             d_model=opts["d_model"],
             n_heads=opts["heads"],
@@ -106,6 +121,9 @@ class Command(BaseCommand):
             jacobian_target=opts["jacobian_target"],
             random_init_prob=opts["random_init"],
             warm_init_prob=opts["warm_init"],
+            settled_weight=opts["settled_warm"],
+            settled_iters_min=settled_low,
+            settled_iters_max=settled_high,
             corpus=opts["corpus"],
             init_checkpoint=opts["init_checkpoint"],
         )
