@@ -23,9 +23,6 @@ log = logging.getLogger(__name__)
 DEFAULT_MODEL_ID = "eqlm-demo"
 GRAPH_ROLES = ("embed", "step", "head")
 
-# Kept for callers and tests that look at it: the default model's runtime once it is loaded (else None).
-_generator: Generator | None = None
-
 
 class UnknownModel(LookupError):
     """No servable model has this id."""
@@ -207,7 +204,6 @@ def _slot(model_id: str) -> _Slot:
 
 def runtime_for(card: ModelCard) -> Generator:
     """The card's runtime, loaded on first use (once per export version); raises ModelUnavailable."""
-    global _generator
     if card.error:
         raise ModelUnavailable(card.error)
     slot = _slot(card.id)
@@ -231,8 +227,6 @@ def runtime_for(card: ModelCard) -> Generator:
                 slot.load_seconds = round(time.perf_counter() - started, 3)
         if slot.error:
             raise ModelUnavailable(slot.error)
-        if card.id == DEFAULT_MODEL_ID:
-            _generator = slot.runtime
         return slot.runtime
 
 
@@ -323,7 +317,7 @@ def forget_registry_rows() -> None:
 
 def reset() -> None:
     """Forget every loaded runtime and the cached registry rows (tests, or after replacing files by hand)."""
-    global _generator, _registry_cache
+    global _registry_cache
     with _slots_lock:
         _slots.clear()
-    _generator, _registry_cache = None, None
+    _registry_cache = None

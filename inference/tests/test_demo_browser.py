@@ -29,11 +29,11 @@ def dial_model_dir(request):
 
 
 @pytest.fixture
-def dial_model(settings, dial_model_dir, monkeypatch):
+def dial_model(settings, dial_model_dir):
     from inference import serving
 
     settings.DEMO_MODEL_ONNX_DIR = dial_model_dir
-    monkeypatch.setattr(serving, "_generator", None)
+    serving.reset()
     cache.clear()
     return dial_model_dir
 

@@ -45,8 +45,7 @@ def test_focus_curve_and_converged_share_follow_the_run_and_the_dial(page, live_
 
     if not (Path(django_settings.DEMO_MODEL_ONNX_DIR) / "manifest.json").exists():
         settings.DEMO_MODEL_ONNX_DIR = tiny_onnx_dir
-    if hasattr(serving, "_generator"):
-        serving._generator = None
+    serving.reset()
     cache.clear()
     evaluate_tiny(Path(settings.MEDIA_ROOT) / "demo-convergence", "eqlm-demo")
     page.set_viewport_size({"width": 375, "height": 800})
