@@ -20,12 +20,12 @@ PROMPT = "In the beginning"
 
 
 @pytest.fixture
-def served_model(settings, tiny_onnx_dir, monkeypatch):
+def served_model(settings, tiny_onnx_dir):
     """Point the generation service at the tiny model for this test (fresh generator, fresh rate counters)."""
     from inference import serving
 
     settings.DEMO_MODEL_ONNX_DIR = tiny_onnx_dir
-    monkeypatch.setattr(serving, "_generator", None)
+    serving.reset()
     cache.clear()
     yield tiny_onnx_dir
     cache.clear()

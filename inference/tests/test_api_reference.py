@@ -9,11 +9,11 @@ pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
-def served_model(settings, tiny_onnx_dir, monkeypatch):
+def served_model(settings, tiny_onnx_dir):
     from inference import serving
 
     settings.DEMO_MODEL_ONNX_DIR = tiny_onnx_dir
-    monkeypatch.setattr(serving, "_generator", None)
+    serving.reset()
     cache.clear()
 
 

@@ -100,7 +100,8 @@ WARM_PROBE = """
 import sys
 import portal.wsgi
 from inference import serving
-print(serving._generator is not None, "torch" in sys.modules)
+default = next(s for s in serving.model_states() if s["default"])
+print(default["state"] == "loaded", "torch" in sys.modules)
 """
 
 
