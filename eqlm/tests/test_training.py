@@ -119,10 +119,11 @@ def test_runs_without_warm_init_keep_the_run_hash_they_had_before_it_existed():
 
 
 @pytest.mark.slow
-def test_a_tiny_run_with_warm_starts_resumes_to_the_same_model(tmp_path):
-    whole = run_tiny(tmp_path, "whole", grad_iters=2, warm_init_prob=0.5)
-    run_tiny(tmp_path, "split", grad_iters=2, warm_init_prob=0.5, stop_after=3)
-    resumed = run_tiny(tmp_path, "split", grad_iters=2, warm_init_prob=0.5)
+@pytest.mark.parametrize("start", [{"warm_init_prob": 0.5}, {"settled_weight": 0.5}], ids=["warm-init", "settled-warm"])
+def test_a_tiny_run_with_warm_starts_resumes_to_the_same_model(tmp_path, start):
+    whole = run_tiny(tmp_path, "whole", grad_iters=2, **start)
+    run_tiny(tmp_path, "split", grad_iters=2, stop_after=3, **start)
+    resumed = run_tiny(tmp_path, "split", grad_iters=2, **start)
     a = torch.load(whole, weights_only=True)["state_dict"]
     b = torch.load(resumed, weights_only=True)["state_dict"]
     assert all(torch.equal(value, b[key]) for key, value in a.items())
@@ -179,13 +180,3 @@ def test_runs_without_the_settled_warm_term_keep_their_run_hash(tmp_path):
     assert run_hash(tiny_config(), settled, "sha") != run_hash(tiny_config(), settings, "sha")
     with pytest.raises(ValueError, match="grad_iters > 0"):
         run_tiny(tmp_path, "run", grad_iters=0, settled_weight=0.5)
-
-
-@pytest.mark.slow
-def test_a_tiny_run_with_the_settled_warm_term_resumes_to_the_same_model(tmp_path):
-    whole = run_tiny(tmp_path, "whole", grad_iters=2, settled_weight=0.5)
-    run_tiny(tmp_path, "split", grad_iters=2, settled_weight=0.5, stop_after=3)
-    resumed = run_tiny(tmp_path, "split", grad_iters=2, settled_weight=0.5)
-    a = torch.load(whole, weights_only=True)["state_dict"]
-    b = torch.load(resumed, weights_only=True)["state_dict"]
-    assert all(torch.equal(value, b[key]) for key, value in a.items())
