@@ -96,14 +96,9 @@ def basins(model: OnnxEqLM, windows: np.ndarray, depth: int = 128, every: int = 
     for window in windows:
         ids = np.asarray(window, dtype=np.int64)[None, :]
         t_len = ids.shape[1]
-        inj = model.embed(ids, np.arange(t_len)[None, :])
+        inj, states = model.joint_states(ids, [4, depth])
+        z, early = states[depth], states[4]
         empty = model.empty_kv()
-        z = np.zeros_like(inj)
-        early = None
-        for i in range(depth):
-            z = model.step(z, inj, empty, empty)[0]
-            if i == 3:
-                early = z
         _, k, v, _ = model.step(z, inj, empty, empty)
         for t in range(1, t_len - 1, every):
             target = z[:, t : t + 1]

@@ -83,6 +83,11 @@ class Block(nn.Module):
         shape = (b, t, self.n_heads, self.head_dim)
         return (x.reshape(shape).transpose(1, 2) for x in (q, k, v))
 
+    def _attend(self, q, keys, values, visible):
+        """Softmax attention of queries [B, H, T, Dh] over keys/values [B, H, S, Dh] where visible [T, S] allows."""
+        scores = (q @ keys.transpose(-1, -2)) * (1.0 / math.sqrt(self.head_dim))
+        return torch.softmax(scores.masked_fill(~visible, float("-inf")), dim=-1) @ values
+
     def forward(
         self,
         z: torch.Tensor,
@@ -101,24 +106,17 @@ class Block(nn.Module):
         b, t, d = z.shape
         q, k, v = self._qkv(z)
         if settled is not None:
-            settled_k, settled_v = settled
-            scale = 1.0 / math.sqrt(self.head_dim)
-            before = torch.ones(t, t, dtype=torch.bool, device=z.device).tril(-1)
-            context = (q @ settled_k.transpose(-1, -2) * scale).masked_fill(~before, float("-inf"))
-            own = (q * k).sum(-1, keepdim=True) * scale
-            weights = torch.softmax(torch.cat([context, own], dim=-1), dim=-1)
-            att = weights[..., :t] @ settled_v + weights[..., t:] * v
+            # position j sees the solved states of positions < j, then its own current state (and no other)
+            ones = torch.ones(t, t, dtype=torch.bool, device=z.device)
+            visible = torch.cat([ones.tril(-1), torch.eye(t, dtype=torch.bool, device=z.device)], dim=1)
+            att = self._attend(q, torch.cat([settled[0], k], dim=2), torch.cat([settled[1], v], dim=2), visible)
         elif past_k is None:
             att = F.scaled_dot_product_attention(q, k, v, is_causal=True)
         else:
-            keys = torch.cat([past_k, k], dim=2)
-            values = torch.cat([past_v, v], dim=2)
             p = past_k.shape[2]
             # new position j (absolute p + j) sees every cached position and new positions <= j
             visible = torch.arange(t, device=z.device)[:, None] + p >= torch.arange(p + t, device=z.device)[None, :]
-            scores = (q @ keys.transpose(-1, -2)) * (1.0 / math.sqrt(self.head_dim))
-            scores = scores.masked_fill(~visible, float("-inf"))
-            att = torch.softmax(scores, dim=-1) @ values
+            att = self._attend(q, torch.cat([past_k, k], dim=2), torch.cat([past_v, v], dim=2), visible)
         att = self.proj(att.transpose(1, 2).reshape(b, t, d))
         mlp = self.fc2(F.gelu(self.fc1(z)))
         skip = z if self.state_skip == 1.0 else self.state_skip * z  # the original block's graph stays unchanged

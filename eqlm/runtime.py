@@ -198,8 +198,8 @@ class OnnxEqLM:
     def empty_kv(self, batch: int = 1) -> np.ndarray:
         return np.zeros((batch, self.n_heads, 0, self.head_dim), dtype=np.float32)
 
-    def full_solve(self, ids: np.ndarray, depths: list[int]) -> dict[int, np.ndarray]:
-        """Logits [B, T, V] at each depth for whole windows (cold start, fixed depth): the bits/byte path."""
+    def joint_states(self, ids: np.ndarray, depths: list[int]) -> tuple[np.ndarray, dict[int, np.ndarray]]:
+        """(injection, {depth: states [B, T, D]}) for whole windows, all positions iterated together from z = 0."""
         b, t = ids.shape
         inj = self.embed(ids, np.broadcast_to(np.arange(t), (b, t)))
         z = np.zeros_like(inj)
@@ -208,8 +208,12 @@ class OnnxEqLM:
         for i in range(1, max(depths) + 1):
             z = self.step(z, inj, empty, empty)[0]
             if i in depths:
-                out[i] = self.head(z)
-        return out
+                out[i] = z
+        return inj, out
+
+    def full_solve(self, ids: np.ndarray, depths: list[int]) -> dict[int, np.ndarray]:
+        """Logits [B, T, V] at each depth for whole windows (cold start, fixed depth): the bits/byte path."""
+        return {d: self.head(z) for d, z in self.joint_states(ids, depths)[1].items()}
 
 
 class DecodeCache:
@@ -262,7 +266,8 @@ def process(
     for slot in range(depth):
         past_k, past_v = cache.past(slot)
         fz, k, v, r = model.step(z, inj, past_k, past_v)
-        cache.put(slot, k, v)
+        if not settle:  # a settled solve writes its final states' K/V into every slot at the end
+            cache.put(slot, k, v)
         new = anderson.update(z, fz) if anderson is not None else fz
         z = np.where(active[None, :, None], new, z)
         residual = np.where(active, r[0].astype(np.float64), residual)

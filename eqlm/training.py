@@ -169,7 +169,7 @@ def equilibrium_loss(
 
         z = settle(z)
         if warm_init:  # the runtime's warm start: every position starts from its predecessor's solved state
-            z = settle(torch.cat([torch.zeros_like(z[:, :1]), z[:, :-1]], dim=1))
+            z = settle(predecessor_states(z))
     z = z.detach()
     solved = z
     for _ in range(settings.grad_iters):
@@ -182,16 +182,20 @@ def equilibrium_loss(
     return loss, parts
 
 
+def predecessor_states(z: torch.Tensor) -> torch.Tensor:
+    """Each position's start under warm start: its predecessor's state [B, T, D] (zero for the first position)."""
+    return torch.cat([torch.zeros_like(z[:, :1]), z[:, :-1]], dim=1)
+
+
 def _settled_warm_term(model, solved, inj, y, settings, iters, parts):
     """The runtime's warm start, trained: every position starts at its predecessor's solved state and iterates
     against the solved states before it (`iters` without gradient, then `grad_iters` with it); cross-entropy there
     plus the relative squared distance to its own solved state, so that start reaches the same fixed point."""
     with torch.no_grad():
         settled = model.block.kv(solved)
-        z = torch.cat([torch.zeros_like(solved[:, :1]), solved[:, :-1]], dim=1)
-        inj_nograd = inj.detach()
+        z = predecessor_states(solved)
         for _ in range(iters):
-            z, _, _ = model.block(z, inj_nograd, settled=settled)
+            z, _, _ = model.block(z, inj.detach(), settled=settled)
     z = z.detach()
     for _ in range(settings.grad_iters):
         z, _, _ = model.block(z, inj, settled=settled)
@@ -252,16 +256,19 @@ def _atomic_torch_save(payload: dict, path: Path) -> None:
             os.unlink(tmp)
 
 
+# settings added after runs were recorded, each led by the one that switches it on
+ADDED_LATER = (("warm_init_prob",), ("settled_weight", "settled_iters_min", "settled_iters_max"))
+
+
 def run_hash(config: EqLMConfig, settings: TrainSettings, corpus_sha: str) -> str:
     """What a resumed run must share with the run it continues (everything but the safety stops)."""
     s = settings.to_dict()
     for key in ("max_minutes", "checkpoint_minutes", "checkpoint_steps", "threads", "stop_after"):
         s.pop(key)
-    if not s["warm_init_prob"]:  # added later: runs without it keep the hashes recorded before it existed
-        del s["warm_init_prob"]
-    if not s["settled_weight"]:  # likewise
-        for key in ("settled_weight", "settled_iters_min", "settled_iters_max"):
-            del s[key]
+    for keys in ADDED_LATER:  # off, they leave the hash as it was before they existed
+        if not s[keys[0]]:
+            for key in keys:
+                del s[key]
     if s.get("init_checkpoint"):
         s["init_checkpoint"] = hashlib.sha256(Path(s["init_checkpoint"]).read_bytes()).hexdigest()
     blob = json.dumps({"config": config.to_dict(), "settings": s, "corpus": corpus_sha}, sort_keys=True)

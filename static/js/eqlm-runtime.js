@@ -257,7 +257,7 @@
       for (let slot = 0; slot < depth; slot++) {
         const [pastK, pastV] = cache.past(slot);
         const [fz, k, v, r] = await this.step(z, inj, t, pastK, pastV);
-        cache.put(slot, k, v, t);
+        if (!settle) cache.put(slot, k, v, t); // a settled solve writes its final K/V into every slot at the end
         const next = anderson ? anderson.update(z, fz) : fz;
         const merged = new Float32Array(t * d);
         for (let i = 0; i < t; i++) {
