@@ -79,6 +79,10 @@ class TrainSettings:
     # term is the cross-entropy there plus the squared distance to the position's own solved state
     settled_iters_min: int = 4  # no-gradient iterations of that warm solve (drawn per step), before grad_iters
     settled_iters_max: int = 12
+    slow_mode_weight: float = 0.0  # weight of the slow-mode penalty: the map's gain along the solve's last step, which
+    # a deep Picard solve aligns with the Jacobian's slowest-contracting direction (power iteration), hinged at
+    # slow_mode_target; the random-probe Jacobian penalty averages over directions and leaves that one near 1
+    slow_mode_target: float = 0.5  # squared gain below which no penalty (0.5: about 0.7 per iteration)
     corpus: str = "kjv"
     init_checkpoint: str | None = None  # fine-tune: start from this checkpoint's weights (its config is used)
     stop_after: int | None = None  # end this invocation after this many steps in all (a stop, not a schedule change)
@@ -141,12 +145,14 @@ def equilibrium_loss(
     if settings.grad_iters <= 0:  # full gradient: one trajectory from zero, supervised at the low depths and at K
         z = torch.zeros_like(inj)
         for i in range(1, solve_depth + 1):
+            previous = z
             z, _, _ = model.block(z, inj)
             if i in settings.anytime_depths and i < solve_depth:
                 ce = F.cross_entropy(model.head(z).flatten(0, 1), y.flatten())
                 parts[f"d{i}"] = ce.detach()
                 losses.append(ce)
-        return _fixed_point_terms(model, z, inj, y, settings, losses, parts, generator, penalty_scale)
+        step = (z - previous).detach()
+        return _fixed_point_terms(model, z, inj, y, settings, losses, parts, generator, penalty_scale, step)
     if settings.anytime_depths:
         z = torch.zeros_like(inj)
         for i in range(1, max(settings.anytime_depths) + 1):
@@ -163,18 +169,20 @@ def equilibrium_loss(
         inj_nograd = inj.detach()
 
         def settle(z):
+            previous = z
             for _ in range(solve_depth):
+                previous = z
                 z, _, _ = model.block(z, inj_nograd)
-            return z
+            return z, z - previous
 
-        z = settle(z)
+        z, step = settle(z)
         if warm_init:  # the runtime's warm start: every position starts from its predecessor's solved state
-            z = settle(predecessor_states(z))
+            z, step = settle(predecessor_states(z))
     z = z.detach()
     solved = z
     for _ in range(settings.grad_iters):
         z, _, _ = model.block(z, inj)
-    loss, parts = _fixed_point_terms(model, z, inj, y, settings, losses, parts, generator, penalty_scale)
+    loss, parts = _fixed_point_terms(model, z, inj, y, settings, losses, parts, generator, penalty_scale, step)
     if settings.settled_weight and settled_iters:
         loss = loss + settings.settled_weight * _settled_warm_term(
             model, solved, inj, y, settings, settled_iters, parts
@@ -206,8 +214,20 @@ def _settled_warm_term(model, solved, inj, y, settings, iters, parts):
     return ce + distance.mean()
 
 
-def _fixed_point_terms(model, z, inj, y, settings, losses, parts, generator, penalty_scale):
-    """The cross-entropy at the final state (mixed with the anytime losses) plus the residual and Jacobian penalties."""
+def _gain(model, z, fz, inj, direction, eps):
+    """Per-position squared gain ||f(z + d) - f(z)||^2 / ||d||^2 of the map along `direction` [B, T, D], the probe d
+    scaled to `eps` times each position's state norm (a forward difference: one block call, no double backward)."""
+    scale = eps * z.detach().norm(dim=-1, keepdim=True) / (direction.norm(dim=-1, keepdim=True) + 1e-12)
+    delta = direction * scale
+    f_delta, _, _ = model.block(z + delta, inj)
+    return (f_delta - fz).pow(2).sum(-1) / (delta.pow(2).sum(-1) + 1e-30)
+
+
+def _fixed_point_terms(model, z, inj, y, settings, losses, parts, generator, penalty_scale, step=None):
+    """The cross-entropy at the final state (mixed with the anytime losses) plus the residual and Jacobian penalties.
+
+    `step` is the solve's last update z_K - z_(K-1) (no gradient), the probe direction of the slow-mode penalty.
+    """
     ce_star = F.cross_entropy(model.head(z).flatten(0, 1), y.flatten())
     parts["eq"] = ce_star.detach()
     loss = ce_star if not losses else 0.5 * ce_star + 0.5 * sum(losses) / len(losses)
@@ -219,13 +239,14 @@ def _fixed_point_terms(model, z, inj, y, settings, losses, parts, generator, pen
     if settings.jacobian_weight:
         # ||J e||^2 / ||e||^2 by a forward difference along a random direction: an unbiased-in-the-limit Hutchinson
         # estimate of ||J||_F^2 / D that costs one extra block call instead of a double backward
-        eps = torch.randn(z.shape, generator=generator)
-        scale = settings.jacobian_eps * z.detach().norm(dim=-1, keepdim=True) / (eps.norm(dim=-1, keepdim=True) + 1e-12)
-        delta = eps * scale
-        f_delta, _, _ = model.block(z + delta, inj)
-        gain = (f_delta - fz).pow(2).sum(-1) / delta.pow(2).sum(-1)
+        gain = _gain(model, z, fz, inj, torch.randn(z.shape, generator=generator), settings.jacobian_eps)
         parts["jac"] = gain.detach().mean()
         loss = loss + penalty_scale * settings.jacobian_weight * F.relu(gain - settings.jacobian_target).mean()
+    if settings.slow_mode_weight and step is not None:
+        # after a deep solve the last update points along the slowest-contracting direction (power iteration)
+        slow = _gain(model, z, fz, inj, step, settings.jacobian_eps)
+        parts["slow"] = slow.detach().median()
+        loss = loss + penalty_scale * settings.slow_mode_weight * F.relu(slow - settings.slow_mode_target).mean()
     return loss, parts
 
 
@@ -257,7 +278,11 @@ def _atomic_torch_save(payload: dict, path: Path) -> None:
 
 
 # settings added after runs were recorded, each led by the one that switches it on
-ADDED_LATER = (("warm_init_prob",), ("settled_weight", "settled_iters_min", "settled_iters_max"))
+ADDED_LATER = (
+    ("warm_init_prob",),
+    ("settled_weight", "settled_iters_min", "settled_iters_max"),
+    ("slow_mode_weight", "slow_mode_target"),
+)
 
 
 def run_hash(config: EqLMConfig, settings: TrainSettings, corpus_sha: str) -> str:

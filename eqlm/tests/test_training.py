@@ -180,3 +180,51 @@ def test_runs_without_the_settled_warm_term_keep_their_run_hash(tmp_path):
     assert run_hash(tiny_config(), settled, "sha") != run_hash(tiny_config(), settings, "sha")
     with pytest.raises(ValueError, match="grad_iters > 0"):
         run_tiny(tmp_path, "run", grad_iters=0, settled_weight=0.5)
+
+
+def test_a_deep_solves_last_step_probes_a_slower_direction_than_a_random_one():
+    """The slow-mode penalty's probe: after a deep Picard solve the last update points along the map's
+    slowest-contracting direction (power iteration). On the committed eqlm-demo, whose random-direction gain the
+    Jacobian penalty holds near its target, the gain along that direction is several times larger."""
+    from pathlib import Path
+
+    from eqlm.checkpoint import load_checkpoint
+    from eqlm.training import _gain
+
+    root = Path(__file__).resolve().parents[2]
+    model, _ = load_checkpoint(root / "inference" / "demo" / "eqlm-demo.pt")
+    batch = torch.tensor([list((root / "inference" / "demo" / "heldout_slice.txt").read_bytes()[:256])])
+    with torch.no_grad():
+        inj = model.embed(batch)
+        z = torch.zeros_like(inj)
+        for _ in range(32):
+            previous, (z, _, _) = z, model.block(z, inj)
+        fz, _, _ = model.block(z, inj)
+        slow = _gain(model, z, fz, inj, z - previous, 0.05).median()
+        gen = torch.Generator().manual_seed(1)
+        random = torch.stack([_gain(model, z, fz, inj, torch.randn(z.shape, generator=gen), 0.05) for _ in range(4)])
+    assert slow > 3 * random.median()
+
+
+def test_the_slow_mode_term_enters_the_loss_and_the_gradient_in_both_gradient_modes():
+    model = non_contracting_tiny_model()
+    batch = torch.tensor([list(TEXT[:48])])
+    for grad_iters in (0, 2):
+        plain = TrainSettings(objective="equilibrium", anytime_depths=[], grad_iters=grad_iters, residual_weight=0)
+        slow = TrainSettings(**{**plain.to_dict(), "slow_mode_weight": 1.0, "slow_mode_target": 0.0})
+        base, _ = equilibrium_loss(model, batch[:, :-1], batch[:, 1:], plain, 6, torch.Generator(), False)
+        loss, parts = equilibrium_loss(model, batch[:, :-1], batch[:, 1:], slow, 6, torch.Generator(), False)
+        assert "slow" in parts and parts["slow"] > 0
+        assert loss > base
+        model.zero_grad()
+        (loss - base).backward()
+        assert model.block.fc1.weight.grad.abs().sum() > 0
+
+
+def test_runs_without_the_slow_mode_term_keep_their_run_hash():
+    from eqlm.training import run_hash
+
+    settings = TrainSettings(objective="equilibrium")
+    assert run_hash(tiny_config(), settings, "sha") == "af2b0adae945a80c"
+    slow = TrainSettings(objective="equilibrium", slow_mode_weight=0.5)
+    assert run_hash(tiny_config(), slow, "sha") != run_hash(tiny_config(), settings, "sha")

@@ -46,6 +46,15 @@ class Command(BaseCommand):
         parser.add_argument("--residual-weight", type=float, default=None, help="default 0.1 unrolled, 1.0 equilibrium")
         parser.add_argument("--jacobian-weight", type=float, default=0.0)
         parser.add_argument("--jacobian-target", type=float, default=0.25, help="squared gain below which no penalty")
+        parser.add_argument(
+            "--slow-mode-weight",
+            type=float,
+            default=0.0,
+            help="equilibrium: weight of the penalty on the map's gain along the solve's last step (its slowest mode)",
+        )
+        parser.add_argument(
+            "--slow-mode-target", type=float, default=0.5, help="squared slow-mode gain below which no penalty"
+        )
         parser.add_argument("--random-init", type=float, default=0.0, help="share of solves from a random state")
         parser.add_argument(
             "--warm-init",
@@ -119,6 +128,8 @@ class Command(BaseCommand):
             residual_weight=residual_weight,
             jacobian_weight=opts["jacobian_weight"],
             jacobian_target=opts["jacobian_target"],
+            slow_mode_weight=opts["slow_mode_weight"],
+            slow_mode_target=opts["slow_mode_target"],
             random_init_prob=opts["random_init"],
             warm_init_prob=opts["warm_init"],
             settled_weight=opts["settled_warm"],
