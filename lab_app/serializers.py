@@ -1,8 +1,7 @@
 """Request shapes of the lab API (documented in the schema) and the checks made before any solver runs.
 
 The solvers validate each field themselves (lab_app/solvers/); what lives here is what only the API can
-judge: numbers that cannot be doubles (`10**400`), sweep keys that are not parameters of the solver, and the
-total work one job may ask for.
+judge: numbers that cannot be doubles (`10**400`) and the total work one job may ask for.
 """
 
 from __future__ import annotations
@@ -62,14 +61,6 @@ def check_numbers(data) -> None:
             raise SolverInputError(_field_for(trail), "holds a number too large for a 64-bit float")
 
 
-def check_sweep_keys(spec: dict, params_used: dict) -> None:
-    """A sweep may only vary a parameter the solver takes (or the random game's seed)."""
-    for key in sorted(spec.get("sweep") or {}):
-        if key != "seed" and key not in params_used:
-            known = ", ".join(sorted(params_used)) or "none"
-            raise SolverInputError(f"sweep.{key}", f"is not a parameter of {spec.get('solver')} (it takes: {known})")
-
-
 def run_work(normalised: dict) -> int:
     """Work units of one validated run (as `solve(validate_only=True)` returns it): steps x m x n."""
     params, game = normalised["params"], normalised["game"]
@@ -112,5 +103,4 @@ def check_job_request(data) -> None:
         solve({k: v for k, v in variant.items() if k != "_point"}, JOB_LIMITS, validate_only=True)
         for variant in variants
     ]
-    check_sweep_keys(spec, runs[0]["params"])
     check_work(spec, runs)

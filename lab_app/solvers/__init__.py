@@ -21,6 +21,7 @@ __all__ = [
     "PRESETS",
     "Game",
     "Limits",
+    "PARAMETERS",
     "SolverInputError",
     "TimeLimitExceeded",
     "parse_game",
@@ -30,6 +31,14 @@ __all__ = [
 ]
 
 SOLVERS = ("mmd", "gda", "qre", "qre_path", "nash")
+# the parameters each solver takes: a key outside its list is refused rather than silently ignored
+PARAMETERS = {
+    "mmd": ("eta", "tau", "steps", "record", "reset_every", "tol", "alternating", "x0", "y0", "magnet_x", "magnet_y"),
+    "gda": ("eta", "steps", "record", "tol", "alternating", "x0", "y0"),
+    "qre": ("lambda", "tol"),
+    "qre_path": ("lambda_max", "max_points"),
+    "nash": ("method", "label", "time_limit"),
+}
 
 
 class TimeLimitExceeded(RuntimeError):
@@ -99,6 +108,11 @@ def solve(
     params = {} if params is None else params  # false, 0 or "" are not a missing object
     if not isinstance(params, dict):
         raise SolverInputError("params", "must be an object")
+    for key in params:
+        if key not in PARAMETERS[solver]:
+            raise SolverInputError(
+                f"params.{key}", f"is not a parameter of {solver} (it takes: {', '.join(PARAMETERS[solver])})"
+            )
     game = parse_game(spec.get("game"), limits.max_size)
     started = time.perf_counter()
     body, used = _RUNNERS[solver](game, params, limits, Ctx(validate_only, deadline))

@@ -131,6 +131,22 @@ def _int(value, field: str, lo: int, hi: int) -> int:
     return value
 
 
+# the fields each kind of game object takes (anything else is refused rather than ignored)
+GAME_FIELDS = {
+    "random": ("preset", "m", "n", "seed", "zero_sum"),
+    "preset": ("preset",),
+    "matrix": ("A", "B", "name"),
+}
+
+
+def _known_fields(value: dict, kind: str, what: str) -> None:
+    for key in value:
+        if key not in GAME_FIELDS[kind]:
+            raise SolverInputError(
+                f"game.{key}", f"is not a field of {what} (it takes: {', '.join(GAME_FIELDS[kind])})"
+            )
+
+
 def parse_game(value, max_size: int = MAX_SIZE_SERVER) -> Game:
     """A Game from `"preset"`, `{"preset": name, ...}` or `{"A": [[..]], "B": [[..]]}` (B defaults to −A)."""
     if isinstance(value, str):
@@ -142,17 +158,25 @@ def parse_game(value, max_size: int = MAX_SIZE_SERVER) -> Game:
         if not isinstance(name, str) or name not in PRESETS:  # a list or an object cannot be looked up
             raise SolverInputError("game.preset", f"unknown preset {name!r}; choose one of {', '.join(PRESETS)}")
         if name == "random":
+            _known_fields(value, "random", "the random game")
             m = _int(value.get("m", 3), "game.m", 1, max_size)
             n = _int(value.get("n", 3), "game.n", 1, max_size)
             seed = _int(value.get("seed", 1), "game.seed", 0, 2**32 - 1)
-            return random_game(m, n, seed, bool(value.get("zero_sum", False)))
+            zero_sum = value.get("zero_sum", False)
+            if not isinstance(zero_sum, bool):
+                raise SolverInputError("game.zero_sum", "must be true or false")
+            return random_game(m, n, seed, zero_sum)
+        _known_fields(value, "preset", f"the preset {name}")
         A, B = PRESETS[name]["payoffs"]
         return Game(name, np.array(A, dtype=float), np.array(B, dtype=float))
     if "A" not in value:
         raise SolverInputError("game.A", "is required (or give a preset)")
+    _known_fields(value, "matrix", "a game given by its matrices")
     A = _matrix(value["A"], "game.A", max_size)
     B = -A if value.get("B") is None else _matrix(value["B"], "game.B", max_size)
     if B.shape != A.shape:
         raise SolverInputError("game.B", f"must have the same shape as A ({A.shape[0]}×{A.shape[1]})")
-    name = value.get("name") if isinstance(value.get("name"), str) else "custom"
+    name = value.get("name", "custom")
+    if not isinstance(name, str):
+        raise SolverInputError("game.name", "must be a string")
     return Game(name[:80], A, B)

@@ -57,6 +57,13 @@ def test_solve_accepts_explicit_matrices_and_returns_the_browser_shape(client):
         ({"game": "rps", "solver": "mmd", "params": {"steps": 20001}}, "params.steps"),
         ({"game": "rps", "solver": "simulated_annealing"}, "solver"),
         ({"game": {"A": [[1, "x"]]}, "solver": "nash"}, "game.A"),
+        ({"game": "rps", "solver": "qre", "params": {"lamda": 3}}, "params.lamda"),
+        ({"game": "rps", "solver": "nash", "params": {"eta": 0.1}}, "params.eta"),
+        ({"game": {"preset": "random", "zero_sum": [1]}, "solver": "nash"}, "game.zero_sum"),
+        ({"game": {"preset": "random", "size": 4}, "solver": "nash"}, "game.size"),
+        ({"game": {"preset": "rps", "m": 4}, "solver": "nash"}, "game.m"),
+        ({"game": {"A": [[1, 0], [0, 1]], "name": 5}, "solver": "nash"}, "game.name"),
+        ({"game": {"A": [[1, 0], [0, 1]], "b": [[0, 1], [1, 0]]}, "solver": "nash"}, "game.b"),
     ],
 )
 def test_bad_solve_input_gets_400_naming_the_field(client, body, param):
@@ -137,6 +144,8 @@ def test_a_seed_sweep_varies_the_random_game(client, post_job):
         ({"game": "rps", "solver": "mmd", "sweep": {"tau": [-1, 0.1]}}, "params.tau"),
         ({"game": "rps", "solver": "nash", "sweep": {"seed": [1, 2]}}, "sweep.seed"),
         ({"game": "rps", "solver": "dance"}, "solver"),
+        ({"game": "rps", "solver": "mmd", "sweep": {"lambda": [1, 2]}}, "sweep.lambda"),
+        ({"game": "rps", "solver": "qre", "params": {"steps": 10}}, "params.steps"),
     ],
 )
 def test_bad_job_input_gets_400_and_stores_nothing(client, body, param):

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from lab_app.solvers import Limits, solve
+from lab_app.solvers import Limits, SolverInputError, solve
 from lab_app.tests.test_solvers import SHARP_A, SHARP_B
 
 pytestmark = pytest.mark.slow  # node
@@ -128,8 +128,15 @@ def test_js_and_python_draw_the_same_random_game_from_a_seed():
         ({"game": {"A": [[1, 2], [3]]}, "solver": "nash"}, "game.A"),
         ({"game": "rps", "solver": "qre", "params": {"lambda": -1}}, "params.lambda"),
         ({"game": "rps", "solver": "mmd", "params": {"steps": 10**9}}, "params.steps"),
+        ({"game": "rps", "solver": "qre", "params": {"lamda": 3}}, "params.lamda"),
+        ({"game": {"preset": "random", "zero_sum": [1]}, "solver": "nash"}, "game.zero_sum"),
+        ({"game": {"preset": "rps", "m": 4}, "solver": "nash"}, "game.m"),
+        ({"game": {"A": [[1, 0], [0, 1]], "name": 5}, "solver": "nash"}, "game.name"),
     ],
 )
 def test_js_rejects_bad_input_naming_the_same_field_as_python(spec, field):
     (answer,) = run_node({"specs": [spec], "limits": {"max_size": 50, "max_steps": 20000}})
     assert not answer["ok"] and answer["field"] == field
+    with pytest.raises(SolverInputError) as python:
+        solve(spec, Limits())
+    assert python.value.field == field

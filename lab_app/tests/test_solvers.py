@@ -336,3 +336,13 @@ def test_fractions_are_shown_only_when_exact():
     assert fraction_string(3 / 7) == "3/7"
     assert fraction_string(float(Fraction(1, 10))) == "1/10"
     assert fraction_string(math.pi / 10) is None
+
+
+@pytest.mark.parametrize("solver", ["mmd", "gda", "qre", "qre_path", "nash"])
+def test_each_solver_takes_exactly_the_parameters_it_reports_using(solver):
+    from lab_app.solvers import PARAMETERS
+
+    used = solve({"game": "rps", "solver": solver}, validate_only=True)["params"]
+    assert set(used) == set(PARAMETERS[solver])
+    with pytest.raises(SolverInputError, match=f"params.typo: is not a parameter of {solver}"):
+        solve({"game": "rps", "solver": solver, "params": {"typo": 1}})

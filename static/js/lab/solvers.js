@@ -61,6 +61,15 @@ function starts(game, params, strictlyPositive) {
   return [x0, y0, { x0: sx, y0: sy }];
 }
 
+// the parameters each solver takes: a key outside its list is refused rather than silently ignored (as in Python)
+const PARAMETERS = {
+  mmd: ["eta", "tau", "steps", "record", "reset_every", "tol", "alternating", "x0", "y0", "magnet_x", "magnet_y"],
+  gda: ["eta", "steps", "record", "tol", "alternating", "x0", "y0"],
+  qre: ["lambda", "tol"],
+  qre_path: ["lambda_max", "max_points"],
+  nash: ["method", "label", "time_limit"],
+};
+
 const RUNNERS = {
   mmd(game, p, lim) {
     const o = {
@@ -156,6 +165,9 @@ function solve(spec, limits) {
   if (!SOLVERS.includes(solver)) throw new SolverInputError("solver", `unknown solver '${solver}'; choose one of ${SOLVERS.join(", ")}`);
   const params = spec.params || {};
   if (typeof params !== "object" || Array.isArray(params)) throw new SolverInputError("params", "must be an object");
+  for (const key of Object.keys(params))
+    if (!PARAMETERS[solver].includes(key))
+      throw new SolverInputError(`params.${key}`, `is not a parameter of ${solver} (it takes: ${PARAMETERS[solver].join(", ")})`);
   const game = parseGame(spec.game, lim.max_size);
   const started = now();
   const [body, used] = RUNNERS[solver](game, params, lim);
@@ -166,4 +178,4 @@ function solve(spec, limits) {
   );
 }
 
-export { solve, SOLVERS, DEFAULT_LIMITS, SolverInputError, PRESETS, parseGame, randomGame, mulberry32, nashConv, fractionString, projectSimplex, mmd, gda, qre, tracePath, vertexEnumeration, lemkeHowson };
+export { solve, SOLVERS, PARAMETERS, DEFAULT_LIMITS, SolverInputError, PRESETS, parseGame, randomGame, mulberry32, nashConv, fractionString, projectSimplex, mmd, gda, qre, tracePath, vertexEnumeration, lemkeHowson };

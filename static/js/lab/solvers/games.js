@@ -80,6 +80,19 @@ export function checkInt(value, field, lo, hi) {
   if (!Number.isInteger(value) || value < lo || value > hi) throw new SolverInputError(field, `must be an integer from ${lo} to ${hi}`);
   return value;
 }
+// the fields each kind of game object takes (anything else is refused rather than ignored), as in games.py
+export const GAME_FIELDS = {
+  random: ["preset", "m", "n", "seed", "zero_sum"],
+  preset: ["preset"],
+  matrix: ["A", "B", "name"],
+};
+
+function knownFields(value, kind, what) {
+  for (const key of Object.keys(value))
+    if (!GAME_FIELDS[kind].includes(key))
+      throw new SolverInputError(`game.${key}`, `is not a field of ${what} (it takes: ${GAME_FIELDS[kind].join(", ")})`);
+}
+
 export function parseGame(value, maxSize = 50) {
   if (typeof value === "string") value = { preset: value };
   if (!value || typeof value !== "object" || Array.isArray(value))
@@ -89,19 +102,25 @@ export function parseGame(value, maxSize = 50) {
     if (!Object.prototype.hasOwnProperty.call(PRESETS, name))
       throw new SolverInputError("game.preset", `unknown preset '${name}'; choose one of ${Object.keys(PRESETS).join(", ")}`);
     if (name === "random") {
+      knownFields(value, "random", "the random game");
       const m = checkInt(value.m ?? 3, "game.m", 1, maxSize);
       const n = checkInt(value.n ?? 3, "game.n", 1, maxSize);
       const seed = checkInt(value.seed ?? 1, "game.seed", 0, 2 ** 32 - 1);
-      return randomGame(m, n, seed, Boolean(value.zero_sum));
+      const zeroSum = value.zero_sum ?? false;
+      if (typeof zeroSum !== "boolean") throw new SolverInputError("game.zero_sum", "must be true or false");
+      return randomGame(m, n, seed, zeroSum);
     }
+    knownFields(value, "preset", `the preset ${name}`);
     const [A, B] = PRESETS[name].payoffs;
     return makeGame(name, A.map((r) => r.slice()), B.map((r) => r.slice()));
   }
   if (!("A" in value)) throw new SolverInputError("game.A", "is required (or give a preset)");
+  knownFields(value, "matrix", "a game given by its matrices");
   const A = checkMatrix(value.A, "game.A", maxSize);
   const B = value.B == null ? A.map((r) => r.map((v) => -v)) : checkMatrix(value.B, "game.B", maxSize);
   if (B.length !== A.length || B[0].length !== A[0].length)
     throw new SolverInputError("game.B", `must have the same shape as A (${A.length}×${A[0].length})`);
-  const name = typeof value.name === "string" ? value.name.slice(0, 80) : "custom";
-  return makeGame(name, A, B);
+  const name = value.name ?? "custom";
+  if (typeof name !== "string") throw new SolverInputError("game.name", "must be a string");
+  return makeGame(name.slice(0, 80), A, B);
 }
