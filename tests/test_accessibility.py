@@ -1,6 +1,7 @@
-"""Every page in headless Chromium: axe finds no serious or critical violation in light or dark mode, nothing
-leaves the machine, the console stays clean, a 375-px-wide phone needs no sideways scrolling, and the lab and the
-depth dial work from the keyboard alone.
+"""Every page in headless Chromium: axe finds no serious or critical violation in light or dark mode or on a
+375-px-wide phone (where wide tables scroll inside a focusable region), nothing leaves the machine, the console
+stays clean, the phone needs no sideways scrolling of the page, and the lab and the depth dial work from the
+keyboard alone.
 
 The suite checks every page but only one benchmark table; `RELIABILITY_FULL=1` (make reliability) checks them all.
 """
@@ -38,11 +39,12 @@ def test_every_page_is_accessible_in_light_and_dark_mode_and_fits_a_phone(page):
         overflow = horizontal_overflow(page)
         if overflow > 0:
             problems.append(f"{url} [375 px] wider than the screen by {overflow} px")
+        problems += [f"{url} [375 px] {violation}" for violation in serious_violations(page)]
     record(
         "accessibility",
         {
             "pages": len(urls),
-            "axe_runs": 2 * len(urls),
+            "axe_runs": 3 * len(urls),
             "phone_checks": len(urls),
             "problems": problems,
             "console_errors": page.watch.console_errors,

@@ -83,7 +83,7 @@ function table(caption, headers, rows, opts) {
     el("thead", {}, [el("tr", {}, headers.map((h) => el("th", { scope: "col", text: h })))]),
     el("tbody", {}, rows.map((r) => el("tr", {}, r.map((c, i) => el(i === 0 ? "th" : "td", i === 0 ? { scope: "row", text: c } : { class: typeof c === "number" ? "num" : null, text: typeof c === "number" ? fmt(c) : c }))))),
   ]);
-  const wrap = el("div", { class: "table-wrap" }, [t]);
+  const wrap = el("div", { class: "table-wrap", tabindex: "0", role: "region", "aria-label": `${caption} (scrolls sideways)` }, [t]);
   const raw = o.raw || rows;
   const block = el("div", {}, [wrap, downloadLinks(o.name || "table", headers, raw)]);
   if (o.collapsed) return el("details", {}, [el("summary", { text: o.summary || "Data table" }), block]);
