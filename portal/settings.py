@@ -186,7 +186,8 @@ STORAGES = {
     # Removes a half-written upload when the disk is full or read-only (portal/storage.py).
     "default": {"BACKEND": "portal.storage.SafeFileSystemStorage"},
     "staticfiles": {
-        "BACKEND": "whitenoise.storage.CompressedManifestStaticFilesStorage"
+        # hashed and compressed; ES module imports are rewritten to the hashed files (portal/storage.py)
+        "BACKEND": "portal.storage.ModuleStaticFilesStorage"
         if not DEBUG
         else "django.contrib.staticfiles.storage.StaticFilesStorage"
     },

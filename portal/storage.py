@@ -5,6 +5,7 @@ import os
 from contextlib import suppress
 
 from django.core.files.storage import FileSystemStorage
+from whitenoise.storage import CompressedManifestStaticFilesStorage
 
 NO_SPACE = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG}
 
@@ -29,3 +30,19 @@ class SafeFileSystemStorage(FileSystemStorage):
                 with suppress(OSError):
                     os.remove(path)
             raise StorageUnavailable(exc) from exc
+
+
+class ModuleStaticFilesStorage(CompressedManifestStaticFilesStorage):
+    """Hashed, compressed static files whose ES module imports point at the hashed files too.
+
+    A page loads `lab.js` under its content hash; without this its `import ... from "./solvers.js"` fetched the
+    unhashed file, so after a deploy a browser could run a new module against an old one it had cached. The vendored
+    third-party bundles (static/vendor/) are copied as they are: their minified text is not rewritten.
+    """
+
+    support_js_module_import_aggregation = True
+
+    def url_converter(self, name, hashed_files, template=None):
+        if name.startswith("vendor/"):
+            return lambda matchobj: matchobj["matched"]
+        return super().url_converter(name, hashed_files, template)
