@@ -10,6 +10,7 @@ from django.db import migrations
 OLD, NEW = "eqlm-demo", "eqlm-demo-unrolled"
 NEW_NAME = "EqLM demo, unrolled-trained (KJV, byte-level)"
 OLD_NAME = "EqLM demo (KJV, byte-level)"
+KEPT, KEPT_NAME = "eqlm-demo-equilibrium", "EqLM demo, equilibrium-trained (KJV, byte-level)"
 
 
 def _move(apps, old: str, new: str, new_name: str, checkpoint: str, onnx_dir: str) -> None:
@@ -43,9 +44,12 @@ def forwards(apps, schema_editor):
 
 
 def backwards(apps, schema_editor):
+    """The unrolled model gets its old id back; the equilibrium model that held that id since, with its evaluation
+    runs and result rows, moves aside to KEPT rather than being deleted (a reverse loses no measurement)."""
     RegisteredModel = apps.get_model("inference", "RegisteredModel")
-    if RegisteredModel.objects.filter(slug=OLD).exists():  # the new model's row: it did not exist before
-        RegisteredModel.objects.filter(slug=OLD).delete()
+    current = RegisteredModel.objects.filter(slug=OLD).first()
+    if current is not None:
+        _move(apps, OLD, KEPT, KEPT_NAME, current.checkpoint_path, current.onnx_dir)
     _move(apps, NEW, OLD, OLD_NAME, "inference/demo/eqlm-demo.pt", "")
 
 

@@ -80,6 +80,44 @@ def test_the_data_migration_moves_the_old_models_row_evaluations_and_result_rows
     assert not Row.objects.filter(arm_label="eqlm-demo").exists()
 
 
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.usefixtures("back_to_latest_afterwards")
+def test_reversing_the_move_keeps_the_equilibrium_models_row_and_rows_under_an_archive_id():
+    apps = migrate(AFTER)
+    RegisteredModel = apps.get_model("inference", "RegisteredModel")
+    EvaluationRun = apps.get_model("inference", "EvaluationRun")
+    Run, Arm = apps.get_model("benchmarks_app", "Run"), apps.get_model("benchmarks_app", "Arm")
+    ResultRow = apps.get_model("benchmarks_app", "ResultRow")
+    RegisteredModel.objects.all().delete()
+    fields = {"kind": "demo", "model_class": "EqLM", "sha256": "cd" * 32}
+    unrolled = RegisteredModel.objects.create(
+        slug="eqlm-demo-unrolled", name="EqLM demo, unrolled-trained (KJV, byte-level)", **fields
+    )
+    equilibrium = RegisteredModel.objects.create(
+        slug="eqlm-demo", name="EqLM demo", checkpoint_path="inference/demo/eqlm-demo.pt", **fields
+    )
+    evaluation = EvaluationRun.objects.create(model=equilibrium, depths=[4, 8])
+    for slug in ("eqlm-demo", "eqlm-demo-unrolled"):
+        run = Run.objects.create(run_id=f"local:{slug}:{'cd' * 6}:convergence", experiment="local")
+        arm = Arm.objects.create(run=run, label=slug)
+        ResultRow.objects.create(arm=arm, experiment="local", arm_label=slug, metric="bits_per_byte", value=2.3)
+
+    apps = migrate(BEFORE)
+
+    RegisteredModel = apps.get_model("inference", "RegisteredModel")
+    ResultRow = apps.get_model("benchmarks_app", "ResultRow")
+    EvaluationRun = apps.get_model("inference", "EvaluationRun")
+    slugs = dict(RegisteredModel.objects.values_list("pk", "slug"))
+    assert slugs == {unrolled.pk: "eqlm-demo", equilibrium.pk: "eqlm-demo-equilibrium"}
+    assert EvaluationRun.objects.get(pk=evaluation.pk).model_id == equilibrium.pk
+    kept = RegisteredModel.objects.get(pk=equilibrium.pk)
+    assert kept.checkpoint_path == "inference/demo/eqlm-demo.pt"
+    assert dict(ResultRow.objects.values_list("arm_label", "arm__run__run_id")) == {
+        "eqlm-demo": f"local:eqlm-demo:{'cd' * 6}:convergence",
+        "eqlm-demo-equilibrium": f"local:eqlm-demo-equilibrium:{'cd' * 6}:convergence",
+    }
+
+
 def test_the_unrolled_models_files_are_committed_under_its_id_and_say_so():
     onnx = Path(settings.MODELS_DIR) / "eqlm-demo-unrolled"
     manifest = json.loads((onnx / "manifest.json").read_text())
