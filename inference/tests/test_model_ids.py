@@ -22,6 +22,13 @@ def migrate(targets):
     return executor.loader.project_state(targets).apps
 
 
+def historical_models(targets):
+    """Migrate to `targets`; the registry, evaluation and result-row models as they were there."""
+    apps = migrate(targets)
+    names = ("inference.RegisteredModel", "inference.EvaluationRun", "benchmarks_app.Run", "benchmarks_app.Arm")
+    return tuple(apps.get_model(name) for name in (*names, "benchmarks_app.ResultRow"))
+
+
 def migrate_to_latest():
     executor = MigrationExecutor(connection)
     executor.migrate(executor.loader.graph.leaf_nodes())
@@ -36,11 +43,7 @@ def back_to_latest_afterwards():
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.usefixtures("back_to_latest_afterwards")
 def test_the_data_migration_moves_the_old_models_row_evaluations_and_result_rows_to_the_unrolled_id():
-    apps = migrate(BEFORE)
-    RegisteredModel = apps.get_model("inference", "RegisteredModel")
-    EvaluationRun = apps.get_model("inference", "EvaluationRun")
-    Run, Arm = apps.get_model("benchmarks_app", "Run"), apps.get_model("benchmarks_app", "Arm")
-    ResultRow = apps.get_model("benchmarks_app", "ResultRow")
+    RegisteredModel, EvaluationRun, Run, Arm, ResultRow = historical_models(BEFORE)
     old = RegisteredModel.objects.create(
         slug="eqlm-demo",
         name="EqLM demo (KJV, byte-level)",
@@ -83,11 +86,7 @@ def test_the_data_migration_moves_the_old_models_row_evaluations_and_result_rows
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.usefixtures("back_to_latest_afterwards")
 def test_reversing_the_move_keeps_the_equilibrium_models_row_and_rows_under_an_archive_id():
-    apps = migrate(AFTER)
-    RegisteredModel = apps.get_model("inference", "RegisteredModel")
-    EvaluationRun = apps.get_model("inference", "EvaluationRun")
-    Run, Arm = apps.get_model("benchmarks_app", "Run"), apps.get_model("benchmarks_app", "Arm")
-    ResultRow = apps.get_model("benchmarks_app", "ResultRow")
+    RegisteredModel, EvaluationRun, Run, Arm, ResultRow = historical_models(AFTER)
     RegisteredModel.objects.all().delete()
     fields = {"kind": "demo", "model_class": "EqLM", "sha256": "cd" * 32}
     unrolled = RegisteredModel.objects.create(
@@ -102,11 +101,8 @@ def test_reversing_the_move_keeps_the_equilibrium_models_row_and_rows_under_an_a
         arm = Arm.objects.create(run=run, label=slug)
         ResultRow.objects.create(arm=arm, experiment="local", arm_label=slug, metric="bits_per_byte", value=2.3)
 
-    apps = migrate(BEFORE)
+    RegisteredModel, EvaluationRun, _, _, ResultRow = historical_models(BEFORE)
 
-    RegisteredModel = apps.get_model("inference", "RegisteredModel")
-    ResultRow = apps.get_model("benchmarks_app", "ResultRow")
-    EvaluationRun = apps.get_model("inference", "EvaluationRun")
     slugs = dict(RegisteredModel.objects.values_list("pk", "slug"))
     assert slugs == {unrolled.pk: "eqlm-demo", equilibrium.pk: "eqlm-demo-equilibrium"}
     assert EvaluationRun.objects.get(pk=evaluation.pk).model_id == equilibrium.pk
