@@ -9,7 +9,8 @@ Two objectives:
   one-step / phantom implicit gradient) give the cross-entropy at the equilibrium. Anytime cross-entropy at low depths
   (4, 8) keeps a small budget usable, a residual penalty on the final state and a finite-difference Hutchinson estimate
   of the Jacobian's Frobenius norm (Bai et al. 2021, "Stabilizing Equilibrium Models by Jacobian Regularization") make
-  the map contract.
+  the map contract; the optional slow-mode penalty probes the map along the solve's last update instead, the direction
+  a deep Picard solve leaves least contracted.
 
 Everything a step uses (its batch, its drawn depth, its initial noise) comes from a generator seeded by
 (seed, step), and the learning-rate schedule depends on the step count alone, so a run stopped at any point and
@@ -169,7 +170,6 @@ def equilibrium_loss(
         inj_nograd = inj.detach()
 
         def settle(z):
-            previous = z
             for _ in range(solve_depth):
                 previous = z
                 z, _, _ = model.block(z, inj_nograd)
