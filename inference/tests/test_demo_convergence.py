@@ -61,12 +61,14 @@ def test_focus_curve_and_converged_share_follow_the_run_and_the_dial(page, live_
     assert share_at != "—"
 
     page.locator("#max-tokens").evaluate(set_value, "6")
+    assert page.locator("#cv-focus-table-wrap").is_hidden()  # no empty focusable region before a run
     page.fill("#prompt", "And God said")
     page.click("#generate")
     page.wait_for_selector("#output[data-state=done]", timeout=60_000)
     page.wait_for_selector("#convergence[data-focus-iterations]")
     assert page.locator("#convergence").get_attribute("data-focus-iterations") == "4"  # fixed depth 4
     assert page.locator("#cv-focus-table tbody tr").count() == 4
+    assert page.locator("#cv-focus-table-wrap").is_visible()
     assert page.locator("#cv-focus-plot .main-svg").count() >= 1
 
     # keyboard: one tab stop in the output; arrows move the focus and the curve follows

@@ -157,6 +157,7 @@
     }
     const table = $("cv-focus-table");
     table.hidden = false;
+    $("cv-focus-table-wrap").hidden = false; // a focusable region only once it holds a table
     const label = JSON.stringify(span.textContent);
     $("cv-focus-caption").textContent = `Residual by iteration of token ${label} (${residuals.length} iteration${residuals.length === 1 ? "" : "s"}${tol ? `, tolerance ${tol.toPrecision(2)}` : ""})`;
     table.tBodies[0].replaceChildren(...residuals.map((value, i) => {
