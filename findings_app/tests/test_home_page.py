@@ -40,8 +40,7 @@ def test_the_home_page_renders_with_an_empty_database(client):
 
 def test_no_number_is_typed_into_the_home_template_or_the_headline_labels():
     template = (Path(settings.BASE_DIR) / "templates" / "home.html").read_text()
-    markup = r"</?h[1-6]\b|tabindex=\"0\""  # heading tags and the focusable table region hold digits, not figures
-    assert re.search(r"\d", re.sub(markup, "", template)) is None
+    assert re.search(r"\d", re.sub(r"</?h[1-6]\b", "", template)) is None
     for label, _, _ in HEADLINES:
         assert re.search(r"\d", label.replace("F44", "").replace("Qwen2.5-7B", "")) is None, label
 

@@ -156,8 +156,7 @@
       }, { displayModeBar: false, responsive: true });
     }
     const table = $("cv-focus-table");
-    table.hidden = false;
-    $("cv-focus-table-wrap").hidden = false; // a focusable region only once it holds a table
+    $("cv-focus-table-wrap").hidden = false; // the table and its focusable region appear once a run fills them
     const label = JSON.stringify(span.textContent);
     $("cv-focus-caption").textContent = `Residual by iteration of token ${label} (${residuals.length} iteration${residuals.length === 1 ? "" : "s"}${tol ? `, tolerance ${tol.toPrecision(2)}` : ""})`;
     table.tBodies[0].replaceChildren(...residuals.map((value, i) => {

@@ -1,4 +1,5 @@
-"""Collected static files: a page's ES modules import the content-hashed files of their dependencies."""
+"""Static files and page markup: collected ES modules import the content-hashed files of their dependencies,
+and wide tables sit in focusable regions."""
 
 import json
 from pathlib import Path
@@ -23,3 +24,14 @@ def test_collected_es_modules_import_their_dependencies_by_content_hash(tmp_path
     # the vendored bundles are copied byte for byte
     source = Path(django_settings.BASE_DIR) / "static" / "vendor" / "plotly.min.js"
     assert (tmp_path / paths["vendor/plotly.min.js"]).read_bytes() == source.read_bytes()
+
+
+def test_a_table_region_is_a_focusable_region_named_after_its_table_with_the_name_escaped():
+    from django.template import Context, Template
+
+    html = Template('{% load portal_tags %}<div {% table_region "Figures of " code %}>').render(
+        Context({"code": "<F1>"})
+    )
+    assert html == (
+        '<div class="table-wrap" tabindex="0" role="region" aria-label="Figures of &lt;F1&gt; (scrolls sideways)">'
+    )
