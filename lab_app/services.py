@@ -9,7 +9,7 @@ from django.conf import settings
 from django.db import transaction
 
 from .models import LabRun
-from .solvers import PARAMETERS, Limits, SolverInputError, TimeLimitExceeded, solve
+from .solvers import PARAMETERS, Limits, SolverInputError, TimeLimitExceeded, refuse_unknown, solve
 
 # Synchronous answers stay small; jobs may run longer and enumerate larger games.
 SYNC_LIMITS = Limits(max_size=50, max_steps=20_000, max_path_points=5000, max_enumeration_size=8, time_limit=5.0)
@@ -44,12 +44,10 @@ def _sweep_combinations(spec: dict) -> list[dict]:
     if not isinstance(sweep, dict) or not sweep:
         raise SolverInputError("sweep", "must be an object mapping a parameter name to a list of values")
     keys = sorted(sweep)  # a fixed order: PostgreSQL's jsonb does not keep the order the keys were sent in
-    takes = PARAMETERS.get(spec.get("solver"))  # an unknown solver is refused by name further on
+    solver = spec.get("solver")
+    if solver in PARAMETERS:  # an unknown solver is refused by name further on
+        refuse_unknown((key for key in keys if key != "seed"), PARAMETERS[solver], "sweep", f"a parameter of {solver}")
     for key in keys:
-        if takes is not None and key != "seed" and key not in takes:
-            raise SolverInputError(
-                f"sweep.{key}", f"is not a parameter of {spec['solver']} (it takes: {', '.join(takes)})"
-            )
         values = sweep[key]
         if not isinstance(values, list) or not values:
             raise SolverInputError(f"sweep.{key}", "must be a non-empty list")

@@ -14,7 +14,7 @@ import numpy as np
 
 from . import dynamics, nash, qre
 from .core import METRIC_NOTE, nash_conv, probability_vector, start_point
-from .games import PRESETS, Game, SolverInputError, parse_game, random_game
+from .games import PRESETS, Game, SolverInputError, parse_game, random_game, refuse_unknown
 
 __all__ = [
     "nash_conv",
@@ -26,6 +26,7 @@ __all__ = [
     "TimeLimitExceeded",
     "parse_game",
     "random_game",
+    "refuse_unknown",
     "solve",
     "SOLVERS",
 ]
@@ -108,11 +109,7 @@ def solve(
     params = {} if params is None else params  # false, 0 or "" are not a missing object
     if not isinstance(params, dict):
         raise SolverInputError("params", "must be an object")
-    for key in params:
-        if key not in PARAMETERS[solver]:
-            raise SolverInputError(
-                f"params.{key}", f"is not a parameter of {solver} (it takes: {', '.join(PARAMETERS[solver])})"
-            )
+    refuse_unknown(params, PARAMETERS[solver], "params", f"a parameter of {solver}")
     game = parse_game(spec.get("game"), limits.max_size)
     started = time.perf_counter()
     body, used = _RUNNERS[solver](game, params, limits, Ctx(validate_only, deadline))

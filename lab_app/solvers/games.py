@@ -139,12 +139,11 @@ GAME_FIELDS = {
 }
 
 
-def _known_fields(value: dict, kind: str, what: str) -> None:
-    for key in value:
-        if key not in GAME_FIELDS[kind]:
-            raise SolverInputError(
-                f"game.{key}", f"is not a field of {what} (it takes: {', '.join(GAME_FIELDS[kind])})"
-            )
+def refuse_unknown(keys, allowed, prefix: str, what: str) -> None:
+    """A key outside `allowed` is refused naming it (`<prefix>.<key>`), never ignored: `what` says whose it is not."""
+    for key in keys:
+        if key not in allowed:
+            raise SolverInputError(f"{prefix}.{key}", f"is not {what} (it takes: {', '.join(allowed)})")
 
 
 def parse_game(value, max_size: int = MAX_SIZE_SERVER) -> Game:
@@ -158,7 +157,7 @@ def parse_game(value, max_size: int = MAX_SIZE_SERVER) -> Game:
         if not isinstance(name, str) or name not in PRESETS:  # a list or an object cannot be looked up
             raise SolverInputError("game.preset", f"unknown preset {name!r}; choose one of {', '.join(PRESETS)}")
         if name == "random":
-            _known_fields(value, "random", "the random game")
+            refuse_unknown(value, GAME_FIELDS["random"], "game", "a field of the random game")
             m = _int(value.get("m", 3), "game.m", 1, max_size)
             n = _int(value.get("n", 3), "game.n", 1, max_size)
             seed = _int(value.get("seed", 1), "game.seed", 0, 2**32 - 1)
@@ -166,12 +165,12 @@ def parse_game(value, max_size: int = MAX_SIZE_SERVER) -> Game:
             if not isinstance(zero_sum, bool):
                 raise SolverInputError("game.zero_sum", "must be true or false")
             return random_game(m, n, seed, zero_sum)
-        _known_fields(value, "preset", f"the preset {name}")
+        refuse_unknown(value, GAME_FIELDS["preset"], "game", f"a field of the preset {name}")
         A, B = PRESETS[name]["payoffs"]
         return Game(name, np.array(A, dtype=float), np.array(B, dtype=float))
     if "A" not in value:
         raise SolverInputError("game.A", "is required (or give a preset)")
-    _known_fields(value, "matrix", "a game given by its matrices")
+    refuse_unknown(value, GAME_FIELDS["matrix"], "game", "a field of a game given by its matrices")
     A = _matrix(value["A"], "game.A", max_size)
     B = -A if value.get("B") is None else _matrix(value["B"], "game.B", max_size)
     if B.shape != A.shape:

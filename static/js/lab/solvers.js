@@ -4,7 +4,7 @@
  * Conventions: payoffs A (row) and B (column), m×n; x, y on simplices; both players ascend their own payoff.
  */
 import { METRIC_NOTE, zeros, matvec, dot, sum, nashConv, fractionString, projectSimplex } from "./solvers/core.js";
-import { SolverInputError, gameJson, parseGame, PRESETS, randomGame, mulberry32 } from "./solvers/games.js";
+import { SolverInputError, gameJson, parseGame, PRESETS, randomGame, mulberry32, refuseUnknown } from "./solvers/games.js";
 import { mmd, gda } from "./solvers/dynamics.js";
 import { vertexEnumeration, lemkeHowson, polish, equilibriumJson } from "./solvers/nash.js";
 import { qre, tracePath } from "./solvers/qre.js";
@@ -165,9 +165,7 @@ function solve(spec, limits) {
   if (!SOLVERS.includes(solver)) throw new SolverInputError("solver", `unknown solver '${solver}'; choose one of ${SOLVERS.join(", ")}`);
   const params = spec.params || {};
   if (typeof params !== "object" || Array.isArray(params)) throw new SolverInputError("params", "must be an object");
-  for (const key of Object.keys(params))
-    if (!PARAMETERS[solver].includes(key))
-      throw new SolverInputError(`params.${key}`, `is not a parameter of ${solver} (it takes: ${PARAMETERS[solver].join(", ")})`);
+  refuseUnknown(Object.keys(params), PARAMETERS[solver], "params", `a parameter of ${solver}`);
   const game = parseGame(spec.game, lim.max_size);
   const started = now();
   const [body, used] = RUNNERS[solver](game, params, lim);
@@ -178,4 +176,4 @@ function solve(spec, limits) {
   );
 }
 
-export { solve, SOLVERS, PARAMETERS, DEFAULT_LIMITS, SolverInputError, PRESETS, parseGame, randomGame, mulberry32, nashConv, fractionString, projectSimplex, mmd, gda, qre, tracePath, vertexEnumeration, lemkeHowson };
+export { solve, SOLVERS, DEFAULT_LIMITS, SolverInputError, PRESETS, parseGame, randomGame, mulberry32, nashConv, fractionString, projectSimplex, mmd, gda, qre, tracePath, vertexEnumeration, lemkeHowson };

@@ -81,16 +81,16 @@ export function checkInt(value, field, lo, hi) {
   return value;
 }
 // the fields each kind of game object takes (anything else is refused rather than ignored), as in games.py
-export const GAME_FIELDS = {
+const GAME_FIELDS = {
   random: ["preset", "m", "n", "seed", "zero_sum"],
   preset: ["preset"],
   matrix: ["A", "B", "name"],
 };
 
-function knownFields(value, kind, what) {
-  for (const key of Object.keys(value))
-    if (!GAME_FIELDS[kind].includes(key))
-      throw new SolverInputError(`game.${key}`, `is not a field of ${what} (it takes: ${GAME_FIELDS[kind].join(", ")})`);
+/** A key outside `allowed` is refused naming it (`<prefix>.<key>`), never ignored, as refuse_unknown in games.py. */
+export function refuseUnknown(keys, allowed, prefix, what) {
+  for (const key of keys)
+    if (!allowed.includes(key)) throw new SolverInputError(`${prefix}.${key}`, `is not ${what} (it takes: ${allowed.join(", ")})`);
 }
 
 export function parseGame(value, maxSize = 50) {
@@ -102,7 +102,7 @@ export function parseGame(value, maxSize = 50) {
     if (!Object.prototype.hasOwnProperty.call(PRESETS, name))
       throw new SolverInputError("game.preset", `unknown preset '${name}'; choose one of ${Object.keys(PRESETS).join(", ")}`);
     if (name === "random") {
-      knownFields(value, "random", "the random game");
+      refuseUnknown(Object.keys(value), GAME_FIELDS.random, "game", "a field of the random game");
       const m = checkInt(value.m ?? 3, "game.m", 1, maxSize);
       const n = checkInt(value.n ?? 3, "game.n", 1, maxSize);
       const seed = checkInt(value.seed ?? 1, "game.seed", 0, 2 ** 32 - 1);
@@ -110,12 +110,12 @@ export function parseGame(value, maxSize = 50) {
       if (typeof zeroSum !== "boolean") throw new SolverInputError("game.zero_sum", "must be true or false");
       return randomGame(m, n, seed, zeroSum);
     }
-    knownFields(value, "preset", `the preset ${name}`);
+    refuseUnknown(Object.keys(value), GAME_FIELDS.preset, "game", `a field of the preset ${name}`);
     const [A, B] = PRESETS[name].payoffs;
     return makeGame(name, A.map((r) => r.slice()), B.map((r) => r.slice()));
   }
   if (!("A" in value)) throw new SolverInputError("game.A", "is required (or give a preset)");
-  knownFields(value, "matrix", "a game given by its matrices");
+  refuseUnknown(Object.keys(value), GAME_FIELDS.matrix, "game", "a field of a game given by its matrices");
   const A = checkMatrix(value.A, "game.A", maxSize);
   const B = value.B == null ? A.map((r) => r.map((v) => -v)) : checkMatrix(value.B, "game.B", maxSize);
   if (B.length !== A.length || B[0].length !== A[0].length)
