@@ -223,7 +223,7 @@ def _gain(model, z, fz, inj, direction, eps):
     return (f_delta - fz).pow(2).sum(-1) / (delta.pow(2).sum(-1) + 1e-30)
 
 
-def _fixed_point_terms(model, z, inj, y, settings, losses, parts, generator, penalty_scale, step=None):
+def _fixed_point_terms(model, z, inj, y, settings, losses, parts, generator, penalty_scale, step):
     """The cross-entropy at the final state (mixed with the anytime losses) plus the residual and Jacobian penalties.
 
     `step` is the solve's last update z_K - z_(K-1) (no gradient), the probe direction of the slow-mode penalty.
@@ -242,7 +242,7 @@ def _fixed_point_terms(model, z, inj, y, settings, losses, parts, generator, pen
         gain = _gain(model, z, fz, inj, torch.randn(z.shape, generator=generator), settings.jacobian_eps)
         parts["jac"] = gain.detach().mean()
         loss = loss + penalty_scale * settings.jacobian_weight * F.relu(gain - settings.jacobian_target).mean()
-    if settings.slow_mode_weight and step is not None:
+    if settings.slow_mode_weight:
         # after a deep solve the last update points along the slowest-contracting direction (power iteration)
         slow = _gain(model, z, fz, inj, step, settings.jacobian_eps)
         parts["slow"] = slow.detach().median()
