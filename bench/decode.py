@@ -15,7 +15,7 @@ previous position's final state and iterates against the solved states before it
 slice. --basins diagnoses a warm start that misses: one position at a time, iterated against its context's solved
 states from four starts, and the share of each that reaches the joint fixed point.
 
-Targets (issue 14), printed with whether each holds:
+Targets (issue 14), printed part by part and as a whole (a target holds only when every part does):
 - halting pays: tol 0.01 (cap 64) uses <= 16 iterations per token on average, costs <= 0.02 bits/byte against fixed
   depth 64, and generates >= 2x as many tokens/s as fixed depth 64;
 - warm start pays: at tol 0.01, >= 30% fewer iterations than a cold start with >= 99% of greedy tokens unchanged.
@@ -229,6 +229,12 @@ def main() -> int:
         cost = bpb["adaptive_cold"] - bpb["fixed"]
         targets.insert(1, ("halting: bits/byte cost <= 0.02 vs fixed depth", cost, cost <= 0.02))
     report["targets"] = [{"target": t, "measured": round(float(v), 4), "holds": bool(ok)} for t, v, ok in targets]
+    # The issue's targets are conjunctions: a part that holds alone (warm start stopping early at a worse fixed
+    # point) does not make the target hold.
+    report["combined"] = {
+        group: all(t["holds"] for t in report["targets"] if t["target"].startswith(group + ":"))
+        for group in ("halting", "warm start")
+    }
     if args.json:
         print(json.dumps(report))
         return 0
@@ -260,6 +266,8 @@ def main() -> int:
     print("targets:")
     for t in report["targets"]:
         print(f"  [{'holds' if t['holds'] else 'MISSED'}] {t['target']}: {t['measured']}")
+    for group, holds in report["combined"].items():
+        print(f"{group} pays (every part above): {'holds' if holds else 'MISSED'}")
     return 0
 
 
