@@ -202,7 +202,8 @@ def export_demo(
 
     model, data = load_checkpoint(checkpoint)
     provenance = data["provenance"]
-    corpus_kind = (provenance.get("train_settings") or {}).get("corpus", "kjv")
+    train_settings = provenance.get("train_settings") or {}
+    corpus_kind = train_settings.get("corpus", "kjv")
     domain = DOMAINS[corpus_kind]
     depths = [*range(1, 13), 16, 24, 32, 48, 64]
     export_onnx(model, out_dir, int8=int8, model_id=model_id)
@@ -219,9 +220,9 @@ def export_demo(
             "tokens_seen": provenance.get("tokens"),
             "train_seconds": provenance.get("train_seconds"),
             "seed": provenance.get("seed"),
-            "hardware": "CPU (2 shared cores, torch.set_num_threads(2))",
+            "hardware": f"CPU (2 shared cores, torch.set_num_threads({train_settings.get('threads', 2)}))",
             "supervised_depths": data["config_dict"].get("train_depths"),
-            "settings": provenance.get("train_settings"),
+            "settings": train_settings or None,
             "init_checkpoint_sha256": provenance.get("init_checkpoint_sha256"),
         },
         "provenance": {k: provenance.get(k) for k in PROVENANCE_KEYS_FOR_CARD},
