@@ -222,7 +222,7 @@ def export_demo(
             "seed": provenance.get("seed"),
             "hardware": f"CPU (2 shared cores, torch.set_num_threads({train_settings.get('threads', 2)}))",
             "supervised_depths": data["config_dict"].get("train_depths"),
-            "settings": train_settings or None,
+            "settings": provenance.get("train_settings"),
             "init_checkpoint_sha256": provenance.get("init_checkpoint_sha256"),
         },
         "provenance": {k: provenance.get(k) for k in PROVENANCE_KEYS_FOR_CARD},
