@@ -84,6 +84,14 @@ class TrainSettings:
     # a deep Picard solve aligns with the Jacobian's slowest-contracting direction (power iteration), hinged at
     # slow_mode_target; the random-probe Jacobian penalty averages over directions and leaves that one near 1
     slow_mode_target: float = 0.5  # squared gain below which no penalty (0.5: about 0.7 per iteration)
+    early_gain_weight: float = 0.0  # weight of the early-gain penalty: the map's squared gain at the first iterates
+    # from zero (z_k for k in early_gain_iters), hinged at early_gain_target. Those iterates are where float32
+    # rounding is amplified most (a served graph must reproduce torch's logits), and the penalties at the fixed
+    # point do not reach them
+    early_gain_iters: list[int] = field(default_factory=lambda: [1, 2, 3])
+    early_gain_target: float = 4.0  # squared gain below which no penalty (4: at most doubling a perturbation)
+    early_gain_power: int = 2  # power-iteration steps (no gradient) that turn the random probe toward the map's
+    # most-amplified direction at that iterate; 0: the random probe itself
     corpus: str = "kjv"
     init_checkpoint: str | None = None  # fine-tune: start from this checkpoint's weights (its config is used)
     stop_after: int | None = None  # end this invocation after this many steps in all (a stop, not a schedule change)
@@ -154,14 +162,26 @@ def equilibrium_loss(
                 losses.append(ce)
         step = (z - previous).detach()
         return _fixed_point_terms(model, z, inj, y, settings, losses, parts, generator, penalty_scale, step)
-    if settings.anytime_depths:
+    early = sorted(set(settings.early_gain_iters)) if settings.early_gain_weight else []
+    early_term = None
+    if settings.anytime_depths or early:
         z = torch.zeros_like(inj)
-        for i in range(1, max(settings.anytime_depths) + 1):
+        gains = []
+        for i in range(1, max([*settings.anytime_depths, *(k + 1 for k in early)]) + 1):
+            previous = z
             z, _, _ = model.block(z, inj)
+            if i - 1 in early and i > 1:  # the gain at z_(i-1), whose image z_i was just computed
+                gains.append(_early_gain(model, previous, z, inj, generator, settings))
             if i in settings.anytime_depths:
                 ce = F.cross_entropy(model.head(z).flatten(0, 1), y.flatten())
                 parts[f"d{i}"] = ce.detach()
                 losses.append(ce)
+        if gains:
+            gain = torch.stack(gains)
+            parts["early"] = gain.detach().amax(0).median()
+            early_term = F.relu(gain - settings.early_gain_target).mean()
+        else:
+            early_term = None
     with torch.no_grad():
         if random_init:
             z = torch.randn(inj.shape, generator=generator)  # about the scale of a LayerNorm output
@@ -183,6 +203,8 @@ def equilibrium_loss(
     for _ in range(settings.grad_iters):
         z, _, _ = model.block(z, inj)
     loss, parts = _fixed_point_terms(model, z, inj, y, settings, losses, parts, generator, penalty_scale, step)
+    if early_term is not None:
+        loss = loss + penalty_scale * settings.early_gain_weight * early_term
     if settings.settled_weight and settled_iters:
         loss = loss + settings.settled_weight * _settled_warm_term(
             model, solved, inj, y, settings, settled_iters, parts
@@ -221,6 +243,20 @@ def _gain(model, z, fz, inj, direction, eps):
     delta = direction * scale
     f_delta, _, _ = model.block(z + delta, inj)
     return (f_delta - fz).pow(2).sum(-1) / (delta.pow(2).sum(-1) + 1e-30)
+
+
+def _early_gain(model, z, fz, inj, generator, settings):
+    """Per-position squared gain of the map at an early iterate z (image fz), along a random probe that
+    `early_gain_power` no-gradient power-iteration steps turn toward the most-amplified direction."""
+    direction = torch.randn(z.shape, generator=generator)
+    with torch.no_grad():
+        for _ in range(settings.early_gain_power):
+            scale = (
+                settings.jacobian_eps * z.norm(dim=-1, keepdim=True) / (direction.norm(dim=-1, keepdim=True) + 1e-12)
+            )
+            image, _, _ = model.block(z + direction * scale, inj)
+            direction = image - fz
+    return _gain(model, z, fz, inj, direction.detach(), settings.jacobian_eps)
 
 
 def _fixed_point_terms(model, z, inj, y, settings, losses, parts, generator, penalty_scale, step):
@@ -282,6 +318,7 @@ ADDED_LATER = (
     ("warm_init_prob",),
     ("settled_weight", "settled_iters_min", "settled_iters_max"),
     ("slow_mode_weight", "slow_mode_target"),
+    ("early_gain_weight", "early_gain_iters", "early_gain_target", "early_gain_power"),
 )
 
 
@@ -330,6 +367,8 @@ def train(
         raise ValueError(f"unknown objective {settings.objective!r}; expected one of {OBJECTIVES}")
     if settings.grad_iters <= 0 and (settings.random_init_prob or settings.warm_init_prob or settings.settled_weight):
         raise ValueError("random and warm initial states need the no-gradient solve: set grad_iters > 0")
+    if settings.early_gain_weight and (settings.grad_iters <= 0 or min(settings.early_gain_iters, default=0) < 1):
+        raise ValueError("the early-gain penalty needs grad_iters > 0 and iterates k >= 1")
     torch.set_num_threads(settings.threads)
     torch.manual_seed(settings.seed)
     data, sha, corpus_name = load_training_corpus(settings, corpus_path)

@@ -228,3 +228,66 @@ def test_runs_without_the_slow_mode_term_keep_their_run_hash():
     assert run_hash(tiny_config(), settings, "sha") == "af2b0adae945a80c"
     slow = TrainSettings(objective="equilibrium", slow_mode_weight=0.5)
     assert run_hash(tiny_config(), slow, "sha") != run_hash(tiny_config(), settings, "sha")
+
+
+def test_the_early_gain_term_enters_the_loss_and_the_gradient_and_needs_the_no_gradient_solve(tmp_path):
+    model = non_contracting_tiny_model()
+    batch = torch.tensor([list(TEXT[:48])])
+    plain = TrainSettings(objective="equilibrium", anytime_depths=[], grad_iters=2, residual_weight=0)
+    early = TrainSettings(**{**plain.to_dict(), "early_gain_weight": 1.0, "early_gain_target": 0.0})
+    base, _ = equilibrium_loss(model, batch[:, :-1], batch[:, 1:], plain, 6, torch.Generator(), False)
+    loss, parts = equilibrium_loss(model, batch[:, :-1], batch[:, 1:], early, 6, torch.Generator(), False)
+    assert "early" in parts and parts["early"] > 0
+    assert loss > base
+    model.zero_grad()
+    (loss - base).backward()
+    assert model.block.fc1.weight.grad.abs().sum() > 0
+    with pytest.raises(ValueError, match="early-gain penalty"):
+        run_tiny(tmp_path, "run", grad_iters=0, random_init_prob=0.0, early_gain_weight=0.5)
+
+
+def test_the_early_gain_penalty_lowers_the_gain_at_the_first_iterates():
+    """A few steps with only the early-gain term make the map's squared gain at z_1..z_3 smaller."""
+    from eqlm.training import _early_gain
+
+    torch.manual_seed(0)
+    model = non_contracting_tiny_model()
+    batch = torch.tensor([list(TEXT[i : i + 49]) for i in range(0, 4 * 49, 49)])
+    settings = TrainSettings(
+        objective="equilibrium",
+        anytime_depths=[],
+        grad_iters=1,
+        residual_weight=0,
+        early_gain_weight=1.0,
+        early_gain_target=0.0,
+        early_gain_power=0,
+    )
+
+    def early_gain() -> float:
+        with torch.no_grad():
+            inj = model.embed(batch[:, :-1])
+            z, gains = torch.zeros_like(inj), []
+            for k in range(1, 5):
+                previous, (z, _, _) = z, model.block(z, inj)
+                if k > 1:
+                    gains.append(_early_gain(model, previous, z, inj, torch.Generator().manual_seed(k), settings))
+            return torch.stack(gains).mean().item()
+
+    before = early_gain()
+    opt = torch.optim.Adam(model.block.parameters(), lr=3e-3)
+    for _ in range(20):
+        loss, parts = equilibrium_loss(model, batch[:, :-1], batch[:, 1:], settings, 4, torch.Generator(), False)
+        early_only = loss - parts["eq"]  # the cross-entropy at the fixed point is not what is tested
+        opt.zero_grad()
+        early_only.backward()
+        opt.step()
+    assert early_gain() < 0.8 * before
+
+
+def test_runs_without_the_early_gain_term_keep_their_run_hash():
+    from eqlm.training import run_hash
+
+    settings = TrainSettings(objective="equilibrium")
+    assert run_hash(tiny_config(), settings, "sha") == "af2b0adae945a80c"
+    early = TrainSettings(objective="equilibrium", early_gain_weight=0.5)
+    assert run_hash(tiny_config(), early, "sha") != run_hash(tiny_config(), settings, "sha")

@@ -55,6 +55,23 @@ class Command(BaseCommand):
         parser.add_argument(
             "--slow-mode-target", type=float, default=0.5, help="squared slow-mode gain below which no penalty"
         )
+        parser.add_argument(
+            "--early-gain-weight",
+            type=float,
+            default=0.0,
+            help="equilibrium, --grad-iters > 0: weight of the penalty on the map's gain at the first iterates from "
+            "zero (where float32 rounding is amplified most)",
+        )
+        parser.add_argument("--early-gain-iters", default="1,2,3", help="the iterates k (z_k) whose gain is held down")
+        parser.add_argument(
+            "--early-gain-target", type=float, default=4.0, help="squared early gain below which no penalty"
+        )
+        parser.add_argument(
+            "--early-gain-power",
+            type=int,
+            default=2,
+            help="power-iteration steps that turn the probe toward the most-amplified direction (0: random probe)",
+        )
         parser.add_argument("--random-init", type=float, default=0.0, help="share of solves from a random state")
         parser.add_argument(
             "--warm-init",
@@ -130,6 +147,10 @@ class Command(BaseCommand):
             jacobian_target=opts["jacobian_target"],
             slow_mode_weight=opts["slow_mode_weight"],
             slow_mode_target=opts["slow_mode_target"],
+            early_gain_weight=opts["early_gain_weight"],
+            early_gain_iters=[int(k) for k in opts["early_gain_iters"].split(",") if k],
+            early_gain_target=opts["early_gain_target"],
+            early_gain_power=opts["early_gain_power"],
             random_init_prob=opts["random_init"],
             warm_init_prob=opts["warm_init"],
             settled_weight=opts["settled_warm"],
