@@ -206,19 +206,24 @@ def test_a_deep_solves_last_step_probes_a_slower_direction_than_a_random_one():
     assert slow > 3 * random.median()
 
 
-def test_the_slow_mode_term_enters_the_loss_and_the_gradient_in_both_gradient_modes():
+def assert_the_term_enters_the_loss_and_the_gradient(grad_iters: int, part: str, **term) -> None:
+    """With `term` switched on (and nothing else), the loss grows, `part` is logged, and the term has a gradient."""
     model = non_contracting_tiny_model()
     batch = torch.tensor([list(TEXT[:48])])
+    plain = TrainSettings(objective="equilibrium", anytime_depths=[], grad_iters=grad_iters, residual_weight=0)
+    with_term = TrainSettings(**{**plain.to_dict(), **term})
+    base, _ = equilibrium_loss(model, batch[:, :-1], batch[:, 1:], plain, 6, torch.Generator(), False)
+    loss, parts = equilibrium_loss(model, batch[:, :-1], batch[:, 1:], with_term, 6, torch.Generator(), False)
+    assert part in parts and parts[part] > 0
+    assert loss > base
+    model.zero_grad()
+    (loss - base).backward()
+    assert model.block.fc1.weight.grad.abs().sum() > 0
+
+
+def test_the_slow_mode_term_enters_the_loss_and_the_gradient_in_both_gradient_modes():
     for grad_iters in (0, 2):
-        plain = TrainSettings(objective="equilibrium", anytime_depths=[], grad_iters=grad_iters, residual_weight=0)
-        slow = TrainSettings(**{**plain.to_dict(), "slow_mode_weight": 1.0, "slow_mode_target": 0.0})
-        base, _ = equilibrium_loss(model, batch[:, :-1], batch[:, 1:], plain, 6, torch.Generator(), False)
-        loss, parts = equilibrium_loss(model, batch[:, :-1], batch[:, 1:], slow, 6, torch.Generator(), False)
-        assert "slow" in parts and parts["slow"] > 0
-        assert loss > base
-        model.zero_grad()
-        (loss - base).backward()
-        assert model.block.fc1.weight.grad.abs().sum() > 0
+        assert_the_term_enters_the_loss_and_the_gradient(grad_iters, "slow", slow_mode_weight=1.0, slow_mode_target=0.0)
 
 
 def test_runs_without_the_slow_mode_term_keep_their_run_hash():
@@ -231,17 +236,7 @@ def test_runs_without_the_slow_mode_term_keep_their_run_hash():
 
 
 def test_the_early_gain_term_enters_the_loss_and_the_gradient_and_needs_the_no_gradient_solve(tmp_path):
-    model = non_contracting_tiny_model()
-    batch = torch.tensor([list(TEXT[:48])])
-    plain = TrainSettings(objective="equilibrium", anytime_depths=[], grad_iters=2, residual_weight=0)
-    early = TrainSettings(**{**plain.to_dict(), "early_gain_weight": 1.0, "early_gain_target": 0.0})
-    base, _ = equilibrium_loss(model, batch[:, :-1], batch[:, 1:], plain, 6, torch.Generator(), False)
-    loss, parts = equilibrium_loss(model, batch[:, :-1], batch[:, 1:], early, 6, torch.Generator(), False)
-    assert "early" in parts and parts["early"] > 0
-    assert loss > base
-    model.zero_grad()
-    (loss - base).backward()
-    assert model.block.fc1.weight.grad.abs().sum() > 0
+    assert_the_term_enters_the_loss_and_the_gradient(2, "early", early_gain_weight=1.0, early_gain_target=0.0)
     with pytest.raises(ValueError, match="early-gain penalty"):
         run_tiny(tmp_path, "run", grad_iters=0, random_init_prob=0.0, early_gain_weight=0.5)
 
