@@ -64,13 +64,14 @@ class Command(BaseCommand):
         )
         parser.add_argument("--early-gain-iters", default="1,2,3", help="the iterates k (z_k) whose gain is held down")
         parser.add_argument(
-            "--early-gain-target", type=float, default=4.0, help="squared early gain below which no penalty"
+            "--early-gain-target", type=float, default=9.0, help="squared early gain below which no penalty"
         )
         parser.add_argument(
             "--early-gain-power",
             type=int,
-            default=2,
-            help="power-iteration steps that turn the probe toward the most-amplified direction (0: random probe)",
+            default=0,
+            help="power-iteration steps that turn the probe toward the map's dominant eigen-direction (0: a random "
+            "probe, the stricter one on eqlm-demo)",
         )
         parser.add_argument("--random-init", type=float, default=0.0, help="share of solves from a random state")
         parser.add_argument(
