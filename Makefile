@@ -140,27 +140,27 @@ bench-scoring: setup ## Prompt scoring (echo, max_tokens 0) bytes/s against gene
 
 .PHONY: evaluate-blimp evaluate-convergence bench-decode
 # The recipes of the committed models (resumable: the same command continues from var/train/<run>/state.pt).
-train-demo: setup ## Train or resume the KJV demo EqLM: OBJECTIVE=equilibrium (default: the committed eqlm-demo's recipe) or unrolled
+train-demo: setup ## Train or resume the KJV demo EqLM: OBJECTIVE=equilibrium (default: the committed eqlm-demo's recipe, on THREADS=1 as it was trained) or unrolled
 	@if [ "$${OBJECTIVE:-equilibrium}" = unrolled ]; then \
 	  nice -n 10 $(BIN)/python manage.py train_demo_model --out var/train/eqlm-demo-unrolled --steps 6461 --threads $${THREADS:-2}; \
 	else \
 	  nice -n 10 $(BIN)/python manage.py train_demo_model --out var/train/eqlm-demo-eq --corpus kjv --objective equilibrium \
 	    --steps 12000 --max-minutes 170 --grad-iters 6 --solve-depths 12-32 --anytime-depths 4,8 --residual-weight 1.0 \
 	    --jacobian-weight 1.0 --jacobian-target 0.1 --penalty-warmup-steps 1000 --checkpoint-steps 250 \
-	    --threads $${THREADS:-2} && \
+	    --threads $${THREADS:-1} && \
 	  nice -n 10 $(BIN)/python manage.py train_demo_model --out var/train/eqlm-demo-ft --corpus kjv --objective equilibrium \
 	    --init-checkpoint var/train/eqlm-demo-eq/latest.pt --steps 1500 --max-minutes 60 --lr 3e-4 --warmup-steps 20 \
 	    --penalty-warmup-steps 20 --solve-depths 24-48 --grad-iters 4 --anytime-depths 4,8 --residual-weight 1.0 \
-	    --jacobian-weight 1.0 --jacobian-target 0.1 --random-init 0 --checkpoint-steps 250 --threads $${THREADS:-2} && \
+	    --jacobian-weight 1.0 --jacobian-target 0.1 --random-init 0 --checkpoint-steps 250 --threads $${THREADS:-1} && \
 	  nice -n 10 $(BIN)/python manage.py train_demo_model --out var/train/eqlm-demo-res --corpus kjv --objective equilibrium \
 	    --init-checkpoint var/train/eqlm-demo-ft/latest.pt --steps 1000 --max-minutes 45 --lr 1e-4 --warmup-steps 20 \
 	    --penalty-warmup-steps 20 --solve-depths 12-24 --grad-iters 4 --anytime-depths 4,8 --residual-weight 100 \
-	    --jacobian-weight 1.0 --jacobian-target 0.1 --random-init 0 --checkpoint-steps 250 --threads $${THREADS:-2} && \
+	    --jacobian-weight 1.0 --jacobian-target 0.1 --random-init 0 --checkpoint-steps 250 --threads $${THREADS:-1} && \
 	  nice -n 10 $(BIN)/python manage.py train_demo_model --out var/train/eqlm-demo-early --corpus kjv --objective equilibrium \
 	    --init-checkpoint var/train/eqlm-demo-res/latest.pt --steps 1000 --max-minutes 45 --lr 1e-4 --warmup-steps 20 \
 	    --penalty-warmup-steps 20 --solve-depths 12-24 --grad-iters 4 --anytime-depths 4,8 --residual-weight 100 \
 	    --jacobian-weight 1.0 --jacobian-target 0.1 --random-init 0 --early-gain-weight 0.01 --early-gain-target 9 \
-	    --early-gain-power 0 --checkpoint-steps 250 --threads $${THREADS:-2}; \
+	    --checkpoint-steps 250 --threads $${THREADS:-1}; \
 	fi
 
 train-code: setup ## Train or resume eqlm-code, the council's second-domain member (Django's source, equilibrium from scratch)

@@ -66,3 +66,24 @@ def test_the_demo_generator_decodes_greedily_and_deterministically():
     first = generator.generate(GenerationRequest(prompt="And God said", max_tokens=16))
     second = generator.generate(GenerationRequest(prompt="And God said", max_tokens=16))
     assert first.text == second.text and first.completion_tokens == 16
+
+
+def test_the_cards_figures_are_the_committed_metrics_and_stored_rows(metrics):
+    """The served model's card shows its whole-slice bits/byte from metrics.json and its 24-window Picard figures
+    from the result rows that `seed` loads (fixtures/local_results.json), not figures typed in separately."""
+    from inference.local_results import FIXTURE, records
+
+    card = json.loads((DEMO_DIR / "eqlm-demo.card.json").read_text())["measured"]
+    rows = records(json.loads(FIXTURE.read_text())["models"]["eqlm-demo"])
+    picard = [r for r in rows if r["condition"].get("solver") == "picard" and "depth" in r["condition"]]
+    converged = {
+        r["condition"]["depth"]: r["value"]
+        for r in picard
+        if r["metric"] == "converged_fraction" and r["condition"]["tol"] == 0.01
+    }
+    bpb = {r["condition"]["depth"]: r["value"] for r in picard if r["metric"] == "heldout_bits_per_byte"}
+    whole, fraction, windows = (row["values"] for row in card["rows"])
+    for i, depth in enumerate(card["depths"]):
+        assert whole[i] == round(metrics["held_out_bits_per_byte"][str(depth)], 4)
+        assert fraction[i] == round(converged[depth], 3)
+        assert windows[i] == round(bpb[depth], 4)

@@ -66,13 +66,6 @@ class Command(BaseCommand):
         parser.add_argument(
             "--early-gain-target", type=float, default=9.0, help="squared early gain below which no penalty"
         )
-        parser.add_argument(
-            "--early-gain-power",
-            type=int,
-            default=0,
-            help="power-iteration steps that turn the probe toward the map's dominant eigen-direction (0: a random "
-            "probe, the stricter one on eqlm-demo)",
-        )
         parser.add_argument("--random-init", type=float, default=0.0, help="share of solves from a random state")
         parser.add_argument(
             "--warm-init",
@@ -151,7 +144,6 @@ class Command(BaseCommand):
             early_gain_weight=opts["early_gain_weight"],
             early_gain_iters=[int(k) for k in opts["early_gain_iters"].split(",") if k],
             early_gain_target=opts["early_gain_target"],
-            early_gain_power=opts["early_gain_power"],
             random_init_prob=opts["random_init"],
             warm_init_prob=opts["warm_init"],
             settled_weight=opts["settled_warm"],
