@@ -10,7 +10,9 @@ Two objectives:
   (4, 8) keeps a small budget usable, a residual penalty on the final state and a finite-difference Hutchinson estimate
   of the Jacobian's Frobenius norm (Bai et al. 2021, "Stabilizing Equilibrium Models by Jacobian Regularization") make
   the map contract; the optional slow-mode penalty probes the map along the solve's last update instead, the direction
-  a deep Picard solve leaves least contracted.
+  a deep Picard solve leaves least contracted. Optionally the cross-entropy's gradient at the final state goes through
+  the implicit-function-theorem solve (a Neumann series of vector-Jacobian products) rather than the phantom gradient
+  alone, and a distillation term teaches the final state the next-byte distribution of an anytime iterate.
 
 Everything a step uses (its batch, its drawn depth, its initial noise) comes from a generator seeded by
 (seed, step), and the learning-rate schedule depends on the step count alone, so a run stopped at any point and
@@ -92,6 +94,13 @@ class TrainSettings:
     early_gain_target: float = 9.0  # squared gain below which no penalty (9: at most tripling a perturbation); the
     # probe is random, as the Jacobian penalty's (a power-iterated probe finds this non-normal map's dominant
     # eigen-direction, whose gain on eqlm-demo is lower than a random probe's)
+    implicit_iters: int = 0  # with grad_iters > 0: the cross-entropy's gradient at the final state goes through
+    # (I - J^T)^-1, the implicit-function-theorem gradient of a fixed point (Bai et al. 2019), approximated by this
+    # many Neumann terms (vector-Jacobian products of the map at that state); 0: the phantom gradient alone
+    distill_weight: float = 0.0  # weight of a soft cross-entropy from the anytime iterate at distill_depth (no
+    # gradient: the teacher) to the final state's next-byte distribution, so the fixed point learns what the better
+    # transient predicts, not only the one-hot next byte
+    distill_depth: int = 8
     corpus: str = "kjv"
     init_checkpoint: str | None = None  # fine-tune: start from this checkpoint's weights (its config is used)
     stop_after: int | None = None  # end this invocation after this many steps in all (a stop, not a schedule change)
@@ -164,17 +173,23 @@ def equilibrium_loss(
         return _fixed_point_terms(model, z, inj, y, settings, losses, parts, generator, penalty_scale, step)
     early = sorted(set(settings.early_gain_iters)) if settings.early_gain_weight else []
     early_term = None
-    if settings.anytime_depths or early:
+    teacher = None  # the anytime iterate's logits at distill_depth (no gradient)
+    distill = [settings.distill_depth] if settings.distill_weight else []
+    if settings.anytime_depths or early or distill:
         z = torch.zeros_like(inj)
         gains = []
-        for i in range(1, max([*settings.anytime_depths, *(k + 1 for k in early)]) + 1):
+        for i in range(1, max([*settings.anytime_depths, *(k + 1 for k in early), *distill]) + 1):
             previous = z
             z, _, _ = model.block(z, inj)
             if i - 1 in early and i > 1:  # the gain at z_(i-1), whose image z_i was just computed
                 probe = torch.randn(previous.shape, generator=generator)
                 gains.append(_gain(model, previous, z, inj, probe, settings.jacobian_eps))
+            if i in settings.anytime_depths or i in distill:
+                logits = model.head(z)
+                if i in distill:
+                    teacher = logits.detach()
             if i in settings.anytime_depths:
-                ce = F.cross_entropy(model.head(z).flatten(0, 1), y.flatten())
+                ce = F.cross_entropy(logits.flatten(0, 1), y.flatten())
                 parts[f"d{i}"] = ce.detach()
                 losses.append(ce)
         if gains:
@@ -201,7 +216,13 @@ def equilibrium_loss(
     solved = z
     for _ in range(settings.grad_iters):
         z, _, _ = model.block(z, inj)
-    loss, parts = _fixed_point_terms(model, z, inj, y, settings, losses, parts, generator, penalty_scale, step)
+    ce_z = z
+    if settings.implicit_iters:
+        ce_z = z + 0  # a node of its own: only the cross-entropy's gradient goes through the implicit solve
+        ce_z.register_hook(_implicit_backward(model, z.detach(), inj.detach(), settings.implicit_iters, parts))
+    loss, parts = _fixed_point_terms(
+        model, z, inj, y, settings, losses, parts, generator, penalty_scale, step, ce_z=ce_z, teacher=teacher
+    )
     if early_term is not None:
         loss = loss + penalty_scale * settings.early_gain_weight * early_term
     if settings.settled_weight and settled_iters:
@@ -235,6 +256,31 @@ def _settled_warm_term(model, solved, inj, y, settings, iters, parts):
     return ce + distance.mean()
 
 
+def _implicit_backward(model, z, inj, iters, parts):
+    """A gradient hook at a (near) fixed point z: g -> g + J^T g + (J^T)^2 g + ... (`iters` terms after g), the
+    Neumann series of (I - J^T)^-1 g with J = df/dz at z, by vector-Jacobian products of one block call. The
+    backward pass then carries that gradient through the iterations with gradient to the parameters, which is the
+    implicit-function-theorem gradient of the fixed point when z is one (Bai et al. 2019, "Deep Equilibrium Models").
+    Where the map does not contract (positions not yet settled) the series diverges: it stops before a term larger
+    than g. The number of terms used goes into `parts` as "ift"."""
+    z0 = z.detach().requires_grad_()
+    with torch.enable_grad():
+        f0, _, _ = model.block(z0, inj)
+
+    def hook(grad):
+        term, total, used = grad, grad, 0
+        limit = grad.norm()
+        for _ in range(iters):
+            (term,) = torch.autograd.grad(f0, z0, term, retain_graph=True)
+            if term.norm() > limit:
+                break
+            total, used = total + term, used + 1
+        parts["ift"] = torch.tensor(float(used))
+        return total
+
+    return hook
+
+
 def _gain(model, z, fz, inj, direction, eps):
     """Per-position squared gain ||f(z + d) - f(z)||^2 / ||d||^2 of the map along `direction` [B, T, D], the probe d
     scaled to `eps` times each position's state norm (a forward difference: one block call, no double backward)."""
@@ -244,14 +290,23 @@ def _gain(model, z, fz, inj, direction, eps):
     return (f_delta - fz).pow(2).sum(-1) / (delta.pow(2).sum(-1) + 1e-30)
 
 
-def _fixed_point_terms(model, z, inj, y, settings, losses, parts, generator, penalty_scale, step):
+def _fixed_point_terms(
+    model, z, inj, y, settings, losses, parts, generator, penalty_scale, step, ce_z=None, teacher=None
+):
     """The cross-entropy at the final state (mixed with the anytime losses) plus the residual and Jacobian penalties.
 
     `step` is the solve's last update z_K - z_(K-1) (no gradient), the probe direction of the slow-mode penalty.
+    `ce_z` (default z) is the final state as the cross-entropy and distillation terms see it (the implicit gradient
+    hooks that node only); `teacher`, logits [B, T, V] without gradient, adds the distillation term.
     """
-    ce_star = F.cross_entropy(model.head(z).flatten(0, 1), y.flatten())
+    logits = model.head(z if ce_z is None else ce_z)
+    ce_star = F.cross_entropy(logits.flatten(0, 1), y.flatten())
     parts["eq"] = ce_star.detach()
     loss = ce_star if not losses else 0.5 * ce_star + 0.5 * sum(losses) / len(losses)
+    if teacher is not None:
+        soft = -(F.softmax(teacher, dim=-1) * F.log_softmax(logits, dim=-1)).sum(-1).mean()
+        parts["kd"] = soft.detach()
+        loss = loss + settings.distill_weight * soft
     fz, _, _ = model.block(z, inj)
     residual = relative_residual(fz, z)
     parts["res"] = residual.detach().median()
@@ -304,6 +359,8 @@ ADDED_LATER = (
     ("settled_weight", "settled_iters_min", "settled_iters_max"),
     ("slow_mode_weight", "slow_mode_target"),
     ("early_gain_weight", "early_gain_iters", "early_gain_target"),
+    ("implicit_iters",),
+    ("distill_weight", "distill_depth"),
 )
 
 
@@ -354,6 +411,10 @@ def train(
         raise ValueError("random and warm initial states need the no-gradient solve: set grad_iters > 0")
     if settings.early_gain_weight and (settings.grad_iters <= 0 or min(settings.early_gain_iters, default=0) < 1):
         raise ValueError("the early-gain penalty needs grad_iters > 0 and iterates k >= 1")
+    if (settings.implicit_iters or settings.distill_weight) and settings.grad_iters <= 0:
+        raise ValueError("the implicit gradient and distillation need the no-gradient solve: set grad_iters > 0")
+    if settings.implicit_iters < 0 or settings.distill_depth < 1:
+        raise ValueError("implicit_iters must be >= 0 and distill_depth >= 1")
     torch.set_num_threads(settings.threads)
     torch.manual_seed(settings.seed)
     data, sha, corpus_name = load_training_corpus(settings, corpus_path)
@@ -488,7 +549,7 @@ def train(
         step += 1
         if step % 50 == 0 or step == 1:
             shown = " ".join(
-                f"{k}={v.item() / LN2:.3f}" if k.startswith(("d", "eq")) else f"{k}={v.item():.4f}"
+                f"{k}={v.item() / LN2:.3f}" if k.startswith(("d", "eq", "kd")) else f"{k}={v.item():.4f}"
                 for k, v in parts.items()
             )
             rate = (step * tokens_per_step) / (trained_seconds + time.time() - started)

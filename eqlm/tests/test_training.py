@@ -288,3 +288,52 @@ def test_runs_without_the_early_gain_term_keep_their_run_hash():
     assert run_hash(tiny_config(), settings, "sha") == "af2b0adae945a80c"
     early = TrainSettings(objective="equilibrium", early_gain_weight=0.5)
     assert run_hash(tiny_config(), early, "sha") != run_hash(tiny_config(), settings, "sha")
+
+
+def gradient_cosine_to_a_deep_unroll(model: EqLM, batch: torch.Tensor, **settings) -> float:
+    """Cosine between the parameters' gradient of `equilibrium_loss` (cross-entropy at the final state only) and the
+    gradient of the same cross-entropy through 80 plain iterations from zero, all with gradient."""
+    import torch.nn.functional as F
+
+    def flat_grad(loss):
+        model.zero_grad()
+        loss.backward()
+        return torch.cat([p.grad.flatten() for p in model.parameters()])
+
+    inj = model.embed(batch[:, :-1])
+    z = torch.zeros_like(inj)
+    for _ in range(80):
+        z, _, _ = model.block(z, inj)
+    deep = flat_grad(F.cross_entropy(model.head(z).flatten(0, 1), batch[:, 1:].flatten()))
+    plain = TrainSettings(objective="equilibrium", anytime_depths=[], grad_iters=1, residual_weight=0, **settings)
+    loss, _ = equilibrium_loss(model, batch[:, :-1], batch[:, 1:], plain, 79, torch.Generator(), False)
+    return F.cosine_similarity(flat_grad(loss), deep, dim=0).item()
+
+
+def test_the_implicit_gradient_is_close_to_the_gradient_through_a_deep_unroll_and_the_phantom_one_is_not():
+    torch.manual_seed(0)
+    model = EqLM(tiny_config())  # at initialisation the map settles, slowly: 80 iterations reach its fixed point
+    batch = torch.randint(0, 256, (2, 33), generator=torch.Generator().manual_seed(1))
+    phantom = gradient_cosine_to_a_deep_unroll(model, batch)
+    implicit = gradient_cosine_to_a_deep_unroll(model, batch, implicit_iters=40)
+    assert implicit > 0.95
+    assert implicit > phantom + 0.2
+
+
+def test_the_distillation_term_enters_the_loss_and_the_gradient():
+    assert_the_term_enters_the_loss_and_the_gradient(2, "kd", distill_weight=1.0, distill_depth=2)
+
+
+def test_the_implicit_gradient_and_distillation_need_the_no_gradient_solve(tmp_path):
+    for term in ({"implicit_iters": 4}, {"distill_weight": 0.5}):
+        with pytest.raises(ValueError, match="no-gradient solve"):
+            run_tiny(tmp_path, "run", grad_iters=0, random_init_prob=0.0, **term)
+
+
+@pytest.mark.parametrize("term", [{"implicit_iters": 8}, {"distill_weight": 0.5}], ids=["implicit", "distill"])
+def test_runs_without_the_implicit_gradient_or_distillation_keep_their_run_hash(term):
+    from eqlm.training import run_hash
+
+    settings = TrainSettings(objective="equilibrium")
+    assert run_hash(tiny_config(), settings, "sha") == "af2b0adae945a80c"
+    assert run_hash(tiny_config(), TrainSettings(objective="equilibrium", **term), "sha") != "af2b0adae945a80c"

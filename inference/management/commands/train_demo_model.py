@@ -66,6 +66,21 @@ class Command(BaseCommand):
         parser.add_argument(
             "--early-gain-target", type=float, default=9.0, help="squared early gain below which no penalty"
         )
+        parser.add_argument(
+            "--implicit-iters",
+            type=int,
+            default=0,
+            help="equilibrium, --grad-iters > 0: Neumann terms of the implicit (IFT) gradient of the cross-entropy at "
+            "the final state; 0: the phantom gradient alone",
+        )
+        parser.add_argument(
+            "--distill-weight",
+            type=float,
+            default=0.0,
+            help="equilibrium, --grad-iters > 0: weight of a soft cross-entropy from the anytime iterate at "
+            "--distill-depth (the teacher, no gradient) to the final state",
+        )
+        parser.add_argument("--distill-depth", type=int, default=8, help="the teacher's depth for --distill-weight")
         parser.add_argument("--random-init", type=float, default=0.0, help="share of solves from a random state")
         parser.add_argument(
             "--warm-init",
@@ -144,6 +159,9 @@ class Command(BaseCommand):
             early_gain_weight=opts["early_gain_weight"],
             early_gain_iters=[int(k) for k in opts["early_gain_iters"].split(",") if k],
             early_gain_target=opts["early_gain_target"],
+            implicit_iters=opts["implicit_iters"],
+            distill_weight=opts["distill_weight"],
+            distill_depth=opts["distill_depth"],
             random_init_prob=opts["random_init"],
             warm_init_prob=opts["warm_init"],
             settled_weight=opts["settled_warm"],
