@@ -101,6 +101,8 @@ class TrainSettings:
     # gradient: the teacher) to the final state's next-byte distribution, so the fixed point learns what the better
     # transient predicts, not only the one-hot next byte
     distill_depth: int = 8
+    teacher_checkpoint: str | None = None  # distil from this model's logits at distill_depth instead (no gradient),
+    # into the final state and every anytime iterate: another model's better predictions, not the student's own
     corpus: str = "kjv"
     init_checkpoint: str | None = None  # fine-tune: start from this checkpoint's weights (its config is used)
     stop_after: int | None = None  # end this invocation after this many steps in all (a stop, not a schedule change)
@@ -152,10 +154,13 @@ def equilibrium_loss(
     penalty_scale: float = 1.0,
     warm_init: bool = False,
     settled_iters: int = 0,
+    teacher_model: EqLM | None = None,
 ):
     """Cross-entropy at the fixed point (phantom gradient), anytime cross-entropy, residual and Jacobian penalties.
 
-    Returns (loss, parts) where parts maps a name to a detached scalar for logging.
+    Returns (loss, parts) where parts maps a name to a detached scalar for logging. With `teacher_model` (and
+    settings.distill_weight), that model's logits at distill_depth are the distillation targets of the final state and
+    of every anytime iterate.
     """
     inj = model.embed(x)
     parts: dict[str, torch.Tensor] = {}
@@ -173,8 +178,12 @@ def equilibrium_loss(
         return _fixed_point_terms(model, z, inj, y, settings, losses, parts, generator, penalty_scale, step)
     early = sorted(set(settings.early_gain_iters)) if settings.early_gain_weight else []
     early_term = None
-    teacher = None  # the anytime iterate's logits at distill_depth (no gradient)
-    distill = [settings.distill_depth] if settings.distill_weight else []
+    teacher = None  # the distillation targets: logits at distill_depth (no gradient)
+    distill = [settings.distill_depth] if settings.distill_weight and teacher_model is None else []
+    anytime_soft = []  # with an outside teacher: the anytime iterates' soft cross-entropies
+    if settings.distill_weight and teacher_model is not None:
+        with torch.no_grad():
+            teacher = teacher_model.unrolled(x, [settings.distill_depth])[settings.distill_depth]
     if settings.anytime_depths or early or distill:
         z = torch.zeros_like(inj)
         gains = []
@@ -192,6 +201,8 @@ def equilibrium_loss(
                 ce = F.cross_entropy(logits.flatten(0, 1), y.flatten())
                 parts[f"d{i}"] = ce.detach()
                 losses.append(ce)
+                if teacher_model is not None and teacher is not None:
+                    anytime_soft.append(_soft_cross_entropy(teacher, logits))
         if gains:
             gain = torch.stack(gains)
             parts["early"] = gain.detach().amax(0).median()
@@ -221,7 +232,7 @@ def equilibrium_loss(
         ce_z = z + 0  # a node of its own: only the cross-entropy's gradient goes through the implicit solve
         ce_z.register_hook(_implicit_backward(model, z.detach(), inj.detach(), settings.implicit_iters, parts))
     loss, parts = _fixed_point_terms(
-        model, z, inj, y, settings, losses, parts, generator, penalty_scale, step, ce_z=ce_z, teacher=teacher
+        model, z, inj, y, settings, losses, parts, generator, penalty_scale, step, ce_z, teacher, anytime_soft
     )
     if early_term is not None:
         loss = loss + penalty_scale * settings.early_gain_weight * early_term
@@ -290,22 +301,30 @@ def _gain(model, z, fz, inj, direction, eps):
     return (f_delta - fz).pow(2).sum(-1) / (delta.pow(2).sum(-1) + 1e-30)
 
 
+def _soft_cross_entropy(teacher: torch.Tensor, logits: torch.Tensor) -> torch.Tensor:
+    """Mean over positions of -sum_v p_teacher(v) log p(v): cross-entropy to the teacher's next-byte distribution."""
+    return -(F.softmax(teacher, dim=-1) * F.log_softmax(logits, dim=-1)).sum(-1).mean()
+
+
 def _fixed_point_terms(
-    model, z, inj, y, settings, losses, parts, generator, penalty_scale, step, ce_z=None, teacher=None
+    model, z, inj, y, settings, losses, parts, generator, penalty_scale, step, ce_z=None, teacher=None, anytime_soft=()
 ):
     """The cross-entropy at the final state (mixed with the anytime losses) plus the residual and Jacobian penalties.
 
     `step` is the solve's last update z_K - z_(K-1) (no gradient), the probe direction of the slow-mode penalty.
     `ce_z` (default z) is the final state as the cross-entropy and distillation terms see it (the implicit gradient
-    hooks that node only); `teacher`, logits [B, T, V] without gradient, adds the distillation term.
+    hooks that node only); `teacher`, logits [B, T, V] without gradient, adds the distillation term, mixed with the
+    anytime iterates' soft cross-entropies (`anytime_soft`, when an outside teacher gives them) as the hard ones are.
     """
     logits = model.head(z if ce_z is None else ce_z)
     ce_star = F.cross_entropy(logits.flatten(0, 1), y.flatten())
     parts["eq"] = ce_star.detach()
     loss = ce_star if not losses else 0.5 * ce_star + 0.5 * sum(losses) / len(losses)
     if teacher is not None:
-        soft = -(F.softmax(teacher, dim=-1) * F.log_softmax(logits, dim=-1)).sum(-1).mean()
+        soft = _soft_cross_entropy(teacher, logits)
         parts["kd"] = soft.detach()
+        if anytime_soft:
+            soft = 0.5 * soft + 0.5 * sum(anytime_soft) / len(anytime_soft)
         loss = loss + settings.distill_weight * soft
     fz, _, _ = model.block(z, inj)
     residual = relative_residual(fz, z)
@@ -361,6 +380,7 @@ ADDED_LATER = (
     ("early_gain_weight", "early_gain_iters", "early_gain_target"),
     ("implicit_iters",),
     ("distill_weight", "distill_depth"),
+    ("teacher_checkpoint",),
 )
 
 
@@ -373,8 +393,9 @@ def run_hash(config: EqLMConfig, settings: TrainSettings, corpus_sha: str) -> st
         if not s[keys[0]]:
             for key in keys:
                 del s[key]
-    if s.get("init_checkpoint"):
-        s["init_checkpoint"] = hashlib.sha256(Path(s["init_checkpoint"]).read_bytes()).hexdigest()
+    for key in ("init_checkpoint", "teacher_checkpoint"):  # a checkpoint is named by its content, not its path
+        if s.get(key):
+            s[key] = hashlib.sha256(Path(s[key]).read_bytes()).hexdigest()
     blob = json.dumps({"config": config.to_dict(), "settings": s, "corpus": corpus_sha}, sort_keys=True)
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
@@ -413,6 +434,8 @@ def train(
         raise ValueError("the early-gain penalty needs grad_iters > 0 and iterates k >= 1")
     if (settings.implicit_iters or settings.distill_weight) and settings.grad_iters <= 0:
         raise ValueError("the implicit gradient and distillation need the no-gradient solve: set grad_iters > 0")
+    if settings.teacher_checkpoint and not settings.distill_weight:
+        raise ValueError("a teacher checkpoint needs --distill-weight > 0")
     if settings.implicit_iters < 0 or settings.distill_depth < 1:
         raise ValueError("implicit_iters must be >= 0 and distill_depth >= 1")
     torch.set_num_threads(settings.threads)
@@ -430,6 +453,13 @@ def train(
     model = EqLM(config)
     if settings.init_checkpoint:
         model.load_state_dict(init_model.state_dict())
+    teacher_model, teacher_sha = None, None
+    if settings.teacher_checkpoint:
+        from .checkpoint import load_checkpoint
+
+        teacher_model, _ = load_checkpoint(settings.teacher_checkpoint)
+        teacher_model.eval().requires_grad_(False)
+        teacher_sha = hashlib.sha256(Path(settings.teacher_checkpoint).read_bytes()).hexdigest()
     decay = [p for n, p in model.named_parameters() if p.dim() >= 2]
     no_decay = [p for n, p in model.named_parameters() if p.dim() < 2]
     opt = torch.optim.AdamW(
@@ -477,6 +507,7 @@ def train(
             "heldout_fraction": 0.05,
             "metrics": metrics or {},
             **({"init_checkpoint_sha256": init_sha} if init_sha else {}),
+            **({"teacher_checkpoint_sha256": teacher_sha} if teacher_sha else {}),
         }
 
     def save_state() -> None:
@@ -541,6 +572,7 @@ def train(
                 ramp,
                 warm_init,
                 settled_iters,
+                teacher_model,
             )
         opt.zero_grad(set_to_none=True)
         loss.backward()

@@ -337,3 +337,32 @@ def test_runs_without_the_implicit_gradient_or_distillation_keep_their_run_hash(
     settings = TrainSettings(objective="equilibrium")
     assert run_hash(tiny_config(), settings, "sha") == "af2b0adae945a80c"
     assert run_hash(tiny_config(), TrainSettings(objective="equilibrium", **term), "sha") != "af2b0adae945a80c"
+
+
+@pytest.mark.slow  # trains two tiny models
+def test_an_outside_teacher_is_distilled_and_named_by_its_content_in_the_provenance(tmp_path):
+    import hashlib
+
+    from eqlm.checkpoint import load_checkpoint
+
+    teacher = run_tiny(tmp_path, "teacher")
+    student = run_tiny(tmp_path, "student", distill_weight=1.0, distill_depth=2, teacher_checkpoint=str(teacher))
+    provenance = torch.load(student, weights_only=True)["provenance"]
+    assert provenance["teacher_checkpoint_sha256"] == hashlib.sha256(teacher.read_bytes()).hexdigest()
+    # the teacher's logits are the targets of the anytime iterates too: another teacher, another loss at depth 2 alone
+    model, _ = load_checkpoint(student)
+    batch = torch.tensor([list(TEXT[:33])])
+    settings = TrainSettings(
+        objective="equilibrium", anytime_depths=[2], grad_iters=1, distill_weight=1.0, distill_depth=2
+    )
+    losses = []
+    for source in (teacher, student):
+        other, _ = load_checkpoint(source)
+        loss, parts = equilibrium_loss(
+            model, batch[:, :-1], batch[:, 1:], settings, 4, torch.Generator(), False, 1.0, teacher_model=other
+        )
+        assert "kd" in parts
+        losses.append(loss.item())
+    assert losses[0] != losses[1]
+    with pytest.raises(ValueError, match="teacher checkpoint needs"):
+        run_tiny(tmp_path, "no-weight", teacher_checkpoint=str(teacher))

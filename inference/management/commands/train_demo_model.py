@@ -81,6 +81,12 @@ class Command(BaseCommand):
             "--distill-depth (the teacher, no gradient) to the final state",
         )
         parser.add_argument("--distill-depth", type=int, default=8, help="the teacher's depth for --distill-weight")
+        parser.add_argument(
+            "--teacher-checkpoint",
+            default=None,
+            help="with --distill-weight: distil from this checkpoint's logits at --distill-depth (into the final state "
+            "and every anytime iterate) instead of the student's own anytime iterate",
+        )
         parser.add_argument("--random-init", type=float, default=0.0, help="share of solves from a random state")
         parser.add_argument(
             "--warm-init",
@@ -162,6 +168,7 @@ class Command(BaseCommand):
             implicit_iters=opts["implicit_iters"],
             distill_weight=opts["distill_weight"],
             distill_depth=opts["distill_depth"],
+            teacher_checkpoint=opts["teacher_checkpoint"],
             random_init_prob=opts["random_init"],
             warm_init_prob=opts["warm_init"],
             settled_weight=opts["settled_warm"],
