@@ -160,6 +160,18 @@ train-demo: setup ## Train or resume the KJV demo EqLM: OBJECTIVE=equilibrium (d
 	    --init-checkpoint var/train/eqlm-demo-res/latest.pt --steps 1000 --max-minutes 45 --lr 1e-4 --warmup-steps 20 \
 	    --penalty-warmup-steps 20 --solve-depths 12-24 --grad-iters 4 --anytime-depths 4,8 --residual-weight 100 \
 	    --jacobian-weight 1.0 --jacobian-target 0.1 --random-init 0 --early-gain-weight 0.01 --early-gain-target 9 \
+	    --checkpoint-steps 250 --threads $${THREADS:-1} && \
+	  nice -n 10 $(BIN)/python manage.py train_demo_model --out var/train/eqlm-demo-teach --corpus kjv --objective equilibrium \
+	    --init-checkpoint var/train/eqlm-demo-early/latest.pt --steps 1000 --max-minutes 60 --lr 1e-4 --warmup-steps 20 \
+	    --penalty-warmup-steps 20 --solve-depths 24-40 --grad-iters 4 --anytime-depths 4,8 --residual-weight 100 \
+	    --jacobian-weight 1.0 --jacobian-target 0.1 --random-init 0 --early-gain-weight 0.01 --early-gain-target 9 \
+	    --implicit-iters 32 --distill-weight 1.0 --teacher-checkpoint inference/demo/eqlm-demo-unrolled.pt \
+	    --checkpoint-steps 250 --threads $${THREADS:-1} && \
+	  nice -n 10 $(BIN)/python manage.py train_demo_model --out var/train/eqlm-demo-flat --corpus kjv --objective equilibrium \
+	    --init-checkpoint var/train/eqlm-demo-teach/latest.pt --steps 2000 --max-minutes 70 --lr 1e-4 --warmup-steps 20 \
+	    --penalty-warmup-steps 20 --solve-depths 24-40 --grad-iters 4 --anytime-depths 4,8,12,16 --residual-weight 100 \
+	    --jacobian-weight 1.0 --jacobian-target 0.1 --random-init 0 --early-gain-weight 0.02 --early-gain-target 9 \
+	    --implicit-iters 32 --distill-weight 1.0 --teacher-checkpoint inference/demo/eqlm-demo-unrolled.pt \
 	    --checkpoint-steps 250 --threads $${THREADS:-1}; \
 	fi
 
