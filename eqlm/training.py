@@ -12,7 +12,8 @@ Two objectives:
   the map contract; the optional slow-mode penalty probes the map along the solve's last update instead, the direction
   a deep Picard solve leaves least contracted. Optionally the cross-entropy's gradient at the final state goes through
   the implicit-function-theorem solve (a Neumann series of vector-Jacobian products) rather than the phantom gradient
-  alone, and a distillation term teaches the final state the next-byte distribution of an anytime iterate.
+  alone, and a distillation term teaches the final state the next-byte distribution of an anytime iterate (or of
+  another model, a teacher checkpoint, whose distribution the anytime iterates then learn too).
 
 Everything a step uses (its batch, its drawn depth, its initial noise) comes from a generator seeded by
 (seed, step), and the learning-rate schedule depends on the step count alone, so a run stopped at any point and
