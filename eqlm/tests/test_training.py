@@ -300,11 +300,7 @@ def gradient_cosine_to_a_deep_unroll(model: EqLM, batch: torch.Tensor, **setting
         loss.backward()
         return torch.cat([p.grad.flatten() for p in model.parameters()])
 
-    inj = model.embed(batch[:, :-1])
-    z = torch.zeros_like(inj)
-    for _ in range(80):
-        z, _, _ = model.block(z, inj)
-    deep = flat_grad(F.cross_entropy(model.head(z).flatten(0, 1), batch[:, 1:].flatten()))
+    deep = flat_grad(F.cross_entropy(model.unrolled(batch[:, :-1], [80])[80].flatten(0, 1), batch[:, 1:].flatten()))
     plain = TrainSettings(objective="equilibrium", anytime_depths=[], grad_iters=1, residual_weight=0, **settings)
     loss, _ = equilibrium_loss(model, batch[:, :-1], batch[:, 1:], plain, 79, torch.Generator(), False)
     return F.cosine_similarity(flat_grad(loss), deep, dim=0).item()
