@@ -1,4 +1,4 @@
-"""The Celery app: JSON only, late acks, time limits, a `default` and a `gpu` queue, a sweeper for lost jobs."""
+"""The Celery app: JSON only, late acks, time limits, `default`, `gpu` and `train` queues, a sweeper for lost jobs."""
 
 import os
 
@@ -87,8 +87,9 @@ app.conf.update(
     task_reject_on_worker_lost=True,
     worker_prefetch_multiplier=1,
     task_default_queue="default",
-    task_queues=(Queue("default"), Queue("gpu")),
-    task_routes={"inference.tasks.*": {"queue": "gpu"}},
+    # `train` has its own worker (niced, one thread, see `make worker`), so training never starves the others.
+    task_queues=(Queue("default"), Queue("gpu"), Queue("train")),
+    task_routes={"inference.tasks.*": {"queue": "gpu"}, "experiments_app.tasks.*": {"queue": "train"}},
     task_track_started=True,
     result_expires=3600,
     broker_connection_retry_on_startup=True,

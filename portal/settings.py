@@ -115,10 +115,11 @@ INSTALLED_APPS = [
     "lab_app",
     "inference",
     "council_app",
+    "experiments_app",
 ]
 
 # Apps whose seed.py is run by `manage.py seed`, in this order.
-SEED_APPS = ["findings_app", "benchmarks_app", "council_app", "inference", "lab_app"]
+SEED_APPS = ["findings_app", "benchmarks_app", "council_app", "inference", "lab_app", "experiments_app"]
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
@@ -236,6 +237,14 @@ CELERY_RESULT_BACKEND_TRANSPORT_OPTIONS = {
 # queued for over JOB_STALE_SECONDS whose message is no longer in Redis (portal/jobs.py).
 JOB_SWEEP_SECONDS = env_int("JOB_SWEEP_SECONDS", 60)
 JOB_STALE_SECONDS = env_int("JOB_STALE_SECONDS", 300)
+# Experiments (experiments_app/training.py): a training job is a chain of slices of at most EXPERIMENT_SLICE_SECONDS
+# (within the 600 s soft limit), each holding a database lease per (arm, seed) that its heartbeats renew; a lease
+# not renewed for EXPERIMENT_LEASE_SECONDS belongs to a dead worker and may be taken over.
+EXPERIMENT_SLICE_SECONDS = env_int("EXPERIMENT_SLICE_SECONDS", 480)
+EXPERIMENT_SLICE_STEPS = env_int("EXPERIMENT_SLICE_STEPS", 0)  # also end a slice after this many steps (0: no cap)
+EXPERIMENT_LEASE_SECONDS = env_int("EXPERIMENT_LEASE_SECONDS", 90)
+EXPERIMENT_TRAIN_THREADS = env_int("EXPERIMENT_TRAIN_THREADS", 1)
+EXPERIMENT_TRAIN_DEVICE = env("EXPERIMENT_TRAIN_DEVICE", "cpu")
 # Lab job submissions per client address (anonymous) and per signed-in user; staff are not throttled.
 LAB_JOB_ANON_RATE = env("LAB_JOB_ANON_RATE", "20/hour")
 LAB_JOB_USER_RATE = env("LAB_JOB_USER_RATE", "120/hour")

@@ -22,6 +22,7 @@ urlpatterns = [
     ),
     path("api/", views.api_reference, name="api-reference"),
     path("findings/", include("findings_app.urls")),
+    path("benchmarks/experiments/", include("experiments_app.urls")),  # before the tables' /benchmarks/<slug>/
     path("benchmarks/", include("benchmarks_app.urls")),
     path("lab/", include("lab_app.urls")),
     path("council/", include("council_app.urls")),
@@ -35,6 +36,7 @@ urlpatterns = [
     path("api/", include("lab_app.api_urls")),
     path("api/", include("council_app.api_urls")),
     path("api/", include("inference.api_urls")),
+    path("api/", include("experiments_app.api_urls")),
 ]
 
 handler404 = "portal.views.not_found"

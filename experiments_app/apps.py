@@ -1,0 +1,8 @@
+"""App config for experiments_app: pre-registered experiments, their training runs, their computed verdicts."""
+
+from django.apps import AppConfig
+
+
+class ExperimentsConfig(AppConfig):
+    name = "experiments_app"
+    verbose_name = "Experiments"

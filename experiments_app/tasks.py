@@ -1,0 +1,16 @@
+"""Celery tasks of the experiments (routed to the `train` queue, its own niced one-thread worker)."""
+
+from celery import shared_task
+
+# Within Celery's defaults (600/660 s): a slice trains for at most EXPERIMENT_SLICE_SECONDS (480) and may first
+# wait up to 1.5 x EXPERIMENT_LEASE_SECONDS for a dead worker's lease to lapse. Staff-only, so a failed row shows
+# the exception's text.
+OPTIONS = {"soft_time_limit": 600, "time_limit": 660, "acks_late": True, "show_error_text": True}
+
+
+@shared_task(name="experiments_app.tasks.train_slice", **OPTIONS)
+def train_slice(run_id: int, slice_number: int | None = None) -> dict:
+    """One slice of an experiment's training run (or its evaluation); sends the next slice itself."""
+    from .training import run_slice
+
+    return {"run": run_id, "slice": slice_number, "did": run_slice(run_id, slice_number)}

@@ -1,0 +1,51 @@
+"""A run trains in slices under its lease, resumes from its saved state, and writes its rows once (in-process)."""
+
+import uuid
+
+import pytest
+
+from benchmarks_app.models import ResultRow
+from experiments_app import services
+from experiments_app.models import TrainingRun
+from experiments_app.training import acquire, run_slice
+
+from .factories import DEPTHS, tiny_experiment
+
+pytestmark = [pytest.mark.slow, pytest.mark.django_db]
+
+
+def test_a_run_trains_in_slices_then_writes_its_rows_once(settings, django_capture_on_commit_callbacks):
+    settings.EXPERIMENT_SLICE_STEPS = 5  # the tiny recipe's 12 steps in three slices
+    experiment = tiny_experiment(seeds=[1])
+    sent = []
+    with django_capture_on_commit_callbacks(execute=False):
+        services.launch(experiment)
+    run = TrainingRun.objects.get(arm_label="base")
+    slice_number, outcomes = 0, []
+    while len(outcomes) < 50:
+        outcomes.append(run_slice(run.pk, slice_number, send_next=lambda: sent.append(1)))
+        run.refresh_from_db()
+        if run.is_finished:
+            break
+        slice_number += 1
+    assert run.status == "done", run.error
+    assert outcomes[-1] == "evaluated" and outcomes.count("trained") == 3 and len(sent) == len(outcomes) - 1
+    assert run.step == run.planned_steps == 12 and run.slices_run == len(outcomes) - 1
+    rows = ResultRow.objects.filter(experiment="tiny", arm_label="base", seed=1)
+    assert rows.count() == run.rows_written == len(DEPTHS) * 2
+    row = rows.get(condition_key='{"depth":4,"seed":1,"start":"zero"}')
+    assert row.arm.run.config_hash == run.recipe_hash and row.arm.recipe["corpus_sha256"]
+    assert run_slice(run.pk, slice_number) == "finished"  # a redelivered last slice changes nothing
+    assert run_slice(run.pk, 0) == "finished"
+    assert rows.count() == len(DEPTHS) * 2
+
+
+def test_a_stale_or_leased_slice_does_nothing(settings):
+    settings.EXPERIMENT_LEASE_SECONDS = 1
+    experiment = tiny_experiment(seeds=[1])
+    run = TrainingRun.objects.create(experiment=experiment, arm_label="base", seed=1, arm_hash="x", slice_number=3)
+    assert run_slice(run.pk, 2) == "stale"
+    assert acquire(run.pk, 3, uuid.uuid4().hex)  # a live worker holds it and keeps renewing it
+    assert not acquire(run.pk, 3, uuid.uuid4().hex)
+    TrainingRun.objects.filter(pk=run.pk).update(slice_number=4)  # the holder moved on while a copy waited
+    assert run_slice(run.pk, 3) == "stale"
