@@ -139,46 +139,12 @@ bench-scoring: setup ## Prompt scoring (echo, max_tokens 0) bytes/s against gene
 	$(BIN)/python bench/scoring.py
 
 .PHONY: evaluate-blimp evaluate-convergence bench-decode
-# The recipes of the committed models (resumable: the same command continues from var/train/<run>/state.pt).
-train-demo: setup ## Train or resume the KJV demo EqLM: OBJECTIVE=equilibrium (default: the committed eqlm-demo's recipe, on THREADS=1 as it was trained) or unrolled
-	@if [ "$${OBJECTIVE:-equilibrium}" = unrolled ]; then \
-	  nice -n 10 $(BIN)/python manage.py train_demo_model --out var/train/eqlm-demo-unrolled --steps 6461 --threads $${THREADS:-2}; \
-	else \
-	  nice -n 10 $(BIN)/python manage.py train_demo_model --out var/train/eqlm-demo-eq --corpus kjv --objective equilibrium \
-	    --steps 12000 --max-minutes 170 --grad-iters 6 --solve-depths 12-32 --anytime-depths 4,8 --residual-weight 1.0 \
-	    --jacobian-weight 1.0 --jacobian-target 0.1 --penalty-warmup-steps 1000 --checkpoint-steps 250 \
-	    --threads $${THREADS:-1} && \
-	  nice -n 10 $(BIN)/python manage.py train_demo_model --out var/train/eqlm-demo-ft --corpus kjv --objective equilibrium \
-	    --init-checkpoint var/train/eqlm-demo-eq/latest.pt --steps 1500 --max-minutes 60 --lr 3e-4 --warmup-steps 20 \
-	    --penalty-warmup-steps 20 --solve-depths 24-48 --grad-iters 4 --anytime-depths 4,8 --residual-weight 1.0 \
-	    --jacobian-weight 1.0 --jacobian-target 0.1 --random-init 0 --checkpoint-steps 250 --threads $${THREADS:-1} && \
-	  nice -n 10 $(BIN)/python manage.py train_demo_model --out var/train/eqlm-demo-res --corpus kjv --objective equilibrium \
-	    --init-checkpoint var/train/eqlm-demo-ft/latest.pt --steps 1000 --max-minutes 45 --lr 1e-4 --warmup-steps 20 \
-	    --penalty-warmup-steps 20 --solve-depths 12-24 --grad-iters 4 --anytime-depths 4,8 --residual-weight 100 \
-	    --jacobian-weight 1.0 --jacobian-target 0.1 --random-init 0 --checkpoint-steps 250 --threads $${THREADS:-1} && \
-	  nice -n 10 $(BIN)/python manage.py train_demo_model --out var/train/eqlm-demo-early --corpus kjv --objective equilibrium \
-	    --init-checkpoint var/train/eqlm-demo-res/latest.pt --steps 1000 --max-minutes 45 --lr 1e-4 --warmup-steps 20 \
-	    --penalty-warmup-steps 20 --solve-depths 12-24 --grad-iters 4 --anytime-depths 4,8 --residual-weight 100 \
-	    --jacobian-weight 1.0 --jacobian-target 0.1 --random-init 0 --early-gain-weight 0.01 --early-gain-target 9 \
-	    --checkpoint-steps 250 --threads $${THREADS:-1} && \
-	  nice -n 10 $(BIN)/python manage.py train_demo_model --out var/train/eqlm-demo-teach --corpus kjv --objective equilibrium \
-	    --init-checkpoint var/train/eqlm-demo-early/latest.pt --steps 1000 --max-minutes 60 --lr 1e-4 --warmup-steps 20 \
-	    --penalty-warmup-steps 20 --solve-depths 24-40 --grad-iters 4 --anytime-depths 4,8 --residual-weight 100 \
-	    --jacobian-weight 1.0 --jacobian-target 0.1 --random-init 0 --early-gain-weight 0.01 --early-gain-target 9 \
-	    --implicit-iters 32 --distill-weight 1.0 --teacher-checkpoint inference/demo/eqlm-demo-unrolled.pt \
-	    --checkpoint-steps 250 --threads $${THREADS:-1} && \
-	  nice -n 10 $(BIN)/python manage.py train_demo_model --out var/train/eqlm-demo-flat --corpus kjv --objective equilibrium \
-	    --init-checkpoint var/train/eqlm-demo-teach/latest.pt --steps 2000 --max-minutes 70 --lr 1e-4 --warmup-steps 20 \
-	    --penalty-warmup-steps 20 --solve-depths 24-40 --grad-iters 4 --anytime-depths 4,8,12,16 --residual-weight 100 \
-	    --jacobian-weight 1.0 --jacobian-target 0.1 --random-init 0 --early-gain-weight 0.02 --early-gain-target 9 \
-	    --implicit-iters 32 --distill-weight 1.0 --teacher-checkpoint inference/demo/eqlm-demo-unrolled.pt \
-	    --checkpoint-steps 250 --threads $${THREADS:-1}; \
-	fi
+# The committed models' recipes are files (eqlm/recipes/*.toml); training resumes from var/train/<recipe>/<stage>/.
+train-demo: setup ## Train or resume the served eqlm-demo from eqlm/recipes/eqlm-demo.toml (all six stages, one thread)
+	nice -n 10 $(BIN)/python manage.py train --recipe eqlm-demo --threads $${THREADS:-1}
 
-train-code: setup ## Train or resume eqlm-code, the council's second-domain member (Django's source, equilibrium from scratch)
-	nice -n 10 $(BIN)/python manage.py train_demo_model --out var/train/eqlm-code --corpus code --steps 1000 \
-	  --state-skip 0.5 --jacobian-weight 0.5 --residual-weight 1.0 --anytime-depths 4,8 --solve-depths 12-32 \
-	  --grad-iters 2 --random-init 0.25 --checkpoint-steps 100 --threads $${THREADS:-2}
+train-code: setup ## Train or resume eqlm-code from eqlm/recipes/eqlm-code.toml (the council's second-domain member)
+	nice -n 10 $(BIN)/python manage.py train --recipe eqlm-code --threads $${THREADS:-1}
 
 export-onnx: setup ## Export inference/demo/eqlm-demo.pt to static/models/eqlm-demo/ and re-measure metrics.json
 	$(BIN)/python manage.py export_onnx

@@ -1,6 +1,6 @@
 """The EqLM library: model, fixed-point solvers, training, checkpoints, corpus, export, scoring and the ONNX runtime.
 
 Nothing in this package imports Django: the `inference` app reads settings and rows and calls into it.
-Modules that import torch (model, training, checkpoint, export, blimp, testing) are never imported by the web
+Modules that import torch (model, objective, trainer, checkpoint, export, blimp, testing) are never imported by the web
 process; the runtime (`eqlm.runtime`) and the tokenizer need only numpy and onnxruntime.
 """

@@ -94,19 +94,26 @@ def test_build_model_rejects_unknown_classes_and_keys():
 
 
 @pytest.mark.slow  # trains / solves to a tight tolerance
-def test_anytime_loss_decreases_on_a_repeated_batch():
-    from eqlm.training import anytime_loss
+def test_the_unrolled_anytime_loss_decreases_on_a_repeated_batch():
+    from pathlib import Path
+
+    from eqlm.objective import StepDraws, forward_step
+    from eqlm.recipe import Recipe
 
     torch.manual_seed(0)
     model = EqLM(tiny_config())
     opt = torch.optim.AdamW(model.parameters(), lr=1e-2)
     batch = torch.tensor([list(b"In the beginning God created the heaven and the earth.")])
+    raw = {
+        "stages": {"s": {"steps": 1, "solve": {"kind": "unrolled"}, "terms": {"anytime_ce": {"depths": [4, 8, 12]}}}}
+    }
+    stage = Recipe("unrolled", Path("u.toml"), raw).resolve().data
     losses = []
     for _ in range(15):
-        loss, parts = anytime_loss(model, batch[:, :-1], batch[:, 1:], [4, 8, 12], 0.1)
+        loss, parts = forward_step(model, batch[:, :-1], batch[:, 1:], stage, StepDraws(12), torch.Generator())
         opt.zero_grad()
         loss.backward()
         opt.step()
         losses.append(loss.item())
-    assert sorted(parts) == [4, 8, 12]
+    assert sorted(parts) == ["d12", "d4", "d8"]
     assert losses[-1] < losses[0] * 0.8

@@ -1,16 +1,96 @@
-"""Equilibrium training: it makes the map contract and fit, and a stopped run resumes to the same model."""
+"""Training from recipe files: the terms fit and contract the map, runs resume exactly, recipes are checked."""
 
 from __future__ import annotations
+
+import hashlib
+from pathlib import Path
 
 import pytest
 
 torch = pytest.importorskip("torch")
 
 from eqlm.model import EqLM  # noqa: E402
+from eqlm.objective import StepDraws, forward_step  # noqa: E402
+from eqlm.recipe import Recipe, RecipeError, load_recipe, recipe_names  # noqa: E402
 from eqlm.testing import tiny_config  # noqa: E402
-from eqlm.training import TrainSettings, equilibrium_loss, train  # noqa: E402
+from eqlm.trainer import train_stage  # noqa: E402
 
 TEXT = b"In the beginning God created the heaven and the earth. And the earth was without form, and void.\n" * 40
+ROOT = Path(__file__).resolve().parents[2]
+TINY_TERMS = {
+    "final_ce": {"weight": 0.5},
+    "anytime_ce": {"weight": 0.5, "depths": [2]},
+    "residual": {"weight": 0.1},
+    "jacobian": {"weight": 0.1},
+}
+TINY_RECIPE = """
+title = "a tiny recipe for the tests"
+[model]
+d_model = 32
+n_heads = 4
+d_mlp = 64
+max_positions = 32
+[corpus]
+file = "{corpus}"
+[defaults]
+batch_size = 2
+seq_len = 32
+schedule = {{ lr = 3e-3, warmup_steps = 2 }}
+solve = {{ depth = {{ min = 3, max = 6 }}, grad_iters = 2, start = {{ noise = 0.5 }} }}
+terms.final_ce.weight = 0.5
+terms.anytime_ce = {{ weight = 0.5, depths = [2] }}
+terms.residual.weight = 0.1
+terms.jacobian.weight = 0.1
+[stages.first]
+steps = 6
+[stages.second]
+from = "first"
+steps = 4
+schedule = {{ lr = 1e-3, warmup_steps = 1 }}
+terms.progressive = {{ weight = 0.5, max_iters = 6 }}
+"""
+
+
+def tiny_recipe(tmp_path) -> Recipe:
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_bytes(TEXT * 4)
+    path = tmp_path / "tiny.toml"
+    path.write_text(TINY_RECIPE.format(corpus=corpus))
+    return load_recipe(path)
+
+
+def stage_of(solve: dict | None = None, terms: dict | None = None, **top):
+    """A resolved stage of the tiny model with the given solve and terms (for loss-level tests)."""
+    raw = {
+        "model": {"d_model": 32, "n_heads": 4, "d_mlp": 64, "max_positions": 64},
+        "stages": {"s": {"steps": 1, **top, "solve": solve or {}, "terms": terms or TINY_TERMS}},
+    }
+    return Recipe("test", Path("test.toml"), raw).resolve()
+
+
+def train_tiny(tmp_path, out: str, stage: str = "first", **options):
+    return train_stage(
+        tiny_recipe(tmp_path).resolve(stage),
+        tmp_path / out,
+        log=lambda _: None,
+        checkpoint_steps=1,
+        eval_bytes=512,
+        **options,
+    )
+
+
+def weights(path) -> dict:
+    data = torch.load(path, weights_only=True)
+    return data.get("model") or data["state_dict"]
+
+
+def digest(path) -> str:
+    h = hashlib.sha256()
+    state = weights(path)
+    for key in sorted(state):
+        h.update(key.encode())
+        h.update(state[key].numpy().tobytes())
+    return h.hexdigest()[:16]
 
 
 def non_contracting_tiny_model() -> EqLM:
@@ -22,6 +102,11 @@ def non_contracting_tiny_model() -> EqLM:
             if name.endswith("weight") and p.dim() == 2:
                 p.mul_(40.0)
     return model
+
+
+def loss_of(model, batch, stage, depth, noise=False, warm=False, term_draws=None, teacher=None):
+    draws = StepDraws(depth, noise, warm, term_draws or {})
+    return forward_step(model, batch[:, :-1], batch[:, 1:], stage.data, draws, torch.Generator(), 1.0, teacher)
 
 
 def depth_metrics(model: EqLM, batch: torch.Tensor, depth: int) -> tuple[float, float]:
@@ -36,11 +121,18 @@ def test_a_few_equilibrium_steps_lower_both_the_loss_and_the_residual():
     batch = torch.tensor([list(TEXT[:48]), list(TEXT[48:96])])
     ce_before, residual_before = depth_metrics(model, batch, 24)
     assert residual_before > 0.05, "the starting map should not have converged by depth 24"
-    settings = TrainSettings(objective="equilibrium", anytime_depths=[4], grad_iters=2, jacobian_weight=0.5)
+    stage = stage_of(
+        {"grad_iters": 2},
+        {
+            "final_ce": {"weight": 0.5},
+            "anytime_ce": {"weight": 0.5, "depths": [4]},
+            "residual": {},
+            "jacobian": {"weight": 0.5},
+        },
+    )
     opt = torch.optim.AdamW(model.parameters(), lr=5e-3)
-    gen = torch.Generator().manual_seed(0)
     for _ in range(40):
-        loss, parts = equilibrium_loss(model, batch[:, :-1], batch[:, 1:], settings, 12, gen, False)
+        loss, parts = loss_of(model, batch, stage, 12)
         opt.zero_grad()
         loss.backward()
         opt.step()
@@ -50,89 +142,207 @@ def test_a_few_equilibrium_steps_lower_both_the_loss_and_the_residual():
     assert residual_after < residual_before * 0.5
 
 
-TINY_RUN = {
-    "objective": "equilibrium",
-    "batch_size": 2,
-    "seq_len": 32,
-    "steps": 6,
-    "warmup_steps": 2,
-    "solve_depth_min": 3,
-    "solve_depth_max": 6,
-    "anytime_depths": [2],
-    "jacobian_weight": 0.1,
-    "random_init_prob": 0.5,
-    "eval_bytes": 512,
-    "threads": 1,
-    "checkpoint_steps": 1,
-}
-
-
-def run_tiny(tmp_path, out: str, **overrides):
-    """Train a tiny EqLM on a small repeated text into tmp_path/out (resuming what is there); the checkpoint's path."""
-    corpus = tmp_path / "corpus.txt"
-    corpus.write_bytes(TEXT * 4)
-    settings = TrainSettings(**{**TINY_RUN, **overrides})
-    return train(tiny_config(max_positions=32), settings, tmp_path / out, corpus, log=lambda _: None)
-
-
 @pytest.mark.slow
-def test_a_stopped_run_resumes_to_the_same_model_as_an_uninterrupted_one(tmp_path):
-    whole = run_tiny(tmp_path, "whole")
-    run_tiny(tmp_path, "split", stop_after=3)
-    resumed = run_tiny(tmp_path, "split")
-    a = torch.load(whole, weights_only=True)
-    b = torch.load(resumed, weights_only=True)
+def test_a_tiny_recipe_stopped_and_resumed_trains_the_same_model_as_an_uninterrupted_run(tmp_path):
+    whole = train_tiny(tmp_path, "whole")
+    stopped = train_tiny(tmp_path, "split", stop_after=3)
+    assert not stopped.finished and stopped.step == 3 and stopped.checkpoint is None
+    resumed = train_tiny(tmp_path, "split")
+    assert whole.finished and resumed.finished
+    a, b = torch.load(whole.checkpoint, weights_only=True), torch.load(resumed.checkpoint, weights_only=True)
     assert a["provenance"]["steps"] == b["provenance"]["steps"] == 6
     assert a["provenance"]["run_hash"] == b["provenance"]["run_hash"]
     for key, value in a["state_dict"].items():
         assert torch.equal(value, b["state_dict"][key]), key
-    for key in ("seed", "corpus_sha256", "config_hash", "git_commit", "train_settings"):
+    for key in ("seed", "corpus_sha256", "config_hash", "git_commit", "recipe", "recipe_hash", "resolved_stage"):
         assert key in b["provenance"]
+    assert b["provenance"]["resolved_stage"]["terms"]["jacobian"]["weight"] == 0.1
 
 
 @pytest.mark.slow
-def test_a_resume_with_other_settings_is_refused(tmp_path):
-    run_tiny(tmp_path, "run", stop_after=1)
+def test_a_resume_with_another_recipe_or_other_threads_is_refused(tmp_path):
+    recipe = tiny_recipe(tmp_path)
+    train_stage(recipe.resolve("first"), tmp_path / "run", stop_after=1, log=lambda _: None)
     with pytest.raises(ValueError, match="belongs to another run"):
-        run_tiny(tmp_path, "run", lr=1e-2)
+        train_stage(recipe.resolve("first", ["schedule.lr=1e-2"]), tmp_path / "run", log=lambda _: None)
+    with pytest.raises(ValueError, match="threads"):
+        train_stage(recipe.resolve("first"), tmp_path / "run", threads=2, log=lambda _: None)
+
+
+@pytest.mark.slow
+def test_a_stage_chain_trains_each_stage_from_the_one_before(tmp_path):
+    from eqlm.trainer import train_chain
+
+    recipe = tiny_recipe(tmp_path)
+    assert recipe.chain() == ["first", "second"]
+    assert recipe.resolve("second").from_stage == "first"
+    with pytest.raises(ValueError, match="starts from stage first"):
+        train_stage(recipe.resolve("second"), tmp_path / "alone", log=lambda _: None)
+    outcome = train_chain(recipe, tmp_path / "chain", log=lambda _: None, eval_bytes=512)
+    first = tmp_path / "chain" / "first" / "latest.pt"
+    provenance = torch.load(outcome.checkpoint, weights_only=True)["provenance"]
+    assert provenance["stage"] == "second" and provenance["steps"] == 4
+    assert provenance["init_checkpoint_sha256"] == hashlib.sha256(first.read_bytes()).hexdigest()
+    assert provenance["resolved_stage"]["terms"]["progressive"] == {"weight": 0.5, "max_iters": 6}
+    # run again: both stages are found finished and nothing trains
+    again = train_chain(recipe, tmp_path / "chain", log=lambda _: None, eval_bytes=512)
+    assert again.checkpoint == outcome.checkpoint and digest(again.checkpoint) == digest(outcome.checkpoint)
+
+
+# Digests of the model after a few steps, recorded with the loop as it was before the terms were objects (commit
+# 72835c1, eqlm/training.py's TrainSettings and equilibrium_loss), on one thread of this project's machine. The term
+# objects must reproduce it bit for bit, RNG draws included.
+BEFORE_THE_TERM_OBJECTS = {
+    "tiny": ({}, {}, "112517d28f644a7a"),
+    "full gradient with the slow-mode term": (
+        {"grad_iters": 0, "start": {"noise": 0.0}},
+        {"slow_mode": {"weight": 0.5}},
+        "0aa69bf33f3330d4",
+    ),
+    "warm starts and the settled warm term": (
+        {"start": {"noise": 0.5, "warm": 0.5}},
+        {"settled_warm": {"weight": 0.5}},
+        "8ca872596314be8c",
+    ),
+    "early gain, implicit gradient, self-distillation": (
+        {"implicit_iters": 4},
+        {"early_gain": {"weight": 0.5}, "distill": {"weight": 0.5, "depth": 2}},
+        "d25de4f16d490ec9",
+    ),
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("case", sorted(BEFORE_THE_TERM_OBJECTS))
+def test_the_term_objects_reproduce_the_loop_they_replaced_bit_for_bit(tmp_path, case):
+    solve, terms, expected = BEFORE_THE_TERM_OBJECTS[case]
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_bytes(TEXT * 4)
+    raw = {
+        "model": {"d_model": 32, "n_heads": 4, "d_mlp": 64, "max_positions": 32},
+        "corpus": {"file": str(corpus)},
+        "stages": {
+            "s": {
+                "steps": 6,
+                "batch_size": 2,
+                "seq_len": 32,
+                "schedule": {"lr": 3e-3, "warmup_steps": 2, "penalty_warmup_steps": 300},
+                "solve": {"depth": {"min": 3, "max": 6}, "grad_iters": 2, "start": {"noise": 0.5}} | solve,
+                "terms": TINY_TERMS | terms,
+            }
+        },
+    }
+    stage = Recipe("tiny", Path("tiny.toml"), raw).resolve()
+    train_stage(stage, tmp_path / "run", log=lambda _: None, checkpoint_steps=1, eval_bytes=512)
+    assert digest(tmp_path / "run" / "state.pt") == expected
+
+
+@pytest.mark.slow
+def test_the_unrolled_recipe_reproduces_the_loop_it_replaced_bit_for_bit(tmp_path):
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_bytes(TEXT * 4)
+    raw = {
+        "model": {"d_model": 32, "n_heads": 4, "d_mlp": 64, "max_positions": 32},
+        "corpus": {"file": str(corpus)},
+        "stages": {
+            "s": {
+                "steps": 6,
+                "batch_size": 2,
+                "seq_len": 32,
+                "schedule": {"lr": 3e-3, "warmup_steps": 2, "penalty_warmup_steps": 0},
+                "solve": {"kind": "unrolled"},
+                "terms": {"anytime_ce": {"weight": 1.0, "depths": [4, 8, 12]}, "residual": {"weight": 0.1}},
+            }
+        },
+    }
+    train_stage(Recipe("u", Path("u.toml"), raw).resolve(), tmp_path / "run", log=lambda _: None, eval_bytes=512)
+    assert digest(tmp_path / "run" / "state.pt") == "65c7cf8f9424d320"
+
+
+@pytest.mark.slow  # the KJV corpus and three steps of the served model's last stage
+def test_the_served_models_last_stage_reproduces_the_loop_it_replaced_bit_for_bit(tmp_path):
+    stage = load_recipe("eqlm-demo").resolve("flat")
+    stage.data["from"] = None  # start from the served model itself: any start shows the step is the same
+    served = ROOT / "inference" / "demo" / "eqlm-demo.pt"
+    train_stage(stage, tmp_path / "run", init_checkpoint=served, stop_after=3, log=lambda _: None)
+    assert digest(tmp_path / "run" / "state.pt") == "5ef5ec0d82a7a845"
+
+
+def test_every_bundled_model_has_a_recipe_file_whose_stages_resolve():
+    bundled = {p.name.removesuffix(".pt") for p in (ROOT / "inference" / "demo").glob("*.pt")}
+    assert bundled <= set(recipe_names())
+    for name in recipe_names():
+        recipe = load_recipe(name)
+        assert recipe.chain()[-1] == recipe.stage_names[-1]
+        assert len(recipe.resolve().recipe_hash) == 16
+
+
+def test_the_served_recipe_records_what_the_served_checkpoint_was_trained_with():
+    provenance = torch.load(ROOT / "inference" / "demo" / "eqlm-demo.pt", weights_only=True)["provenance"]
+    old = provenance["train_settings"]  # recorded by the loop before recipes, still loadable
+    stage = load_recipe("eqlm-demo").resolve().data
+    assert stage["steps"] == old["steps"] and stage["schedule"]["lr"] == old["lr"]
+    assert stage["terms"]["anytime_ce"]["depths"] == old["anytime_depths"]
+    assert (stage["solve"]["depth"]["min"], stage["solve"]["depth"]["max"]) == (
+        old["solve_depth_min"],
+        old["solve_depth_max"],
+    )
+    assert stage["terms"]["early_gain"]["weight"] == old["early_gain_weight"]
+    assert stage["solve"]["implicit_iters"] == old["implicit_iters"]
+
+
+@pytest.mark.parametrize(
+    ("override", "named"),
+    [
+        ("schedule.lrr=1e-3", "schedule.lrr"),
+        ("schedule.lr='fast'", "schedule.lr"),
+        ("steps=true", "steps"),
+        ("terms.jacobian.taget=0.1", "terms.jacobian.taget"),
+        ("terms.nonsense.weight=1", "terms.nonsense"),
+        ("solve.depth.sampler='gaussian'", "solve.depth.sampler"),
+        ("solve.start.noise=1.5", "solve.start.noise"),
+    ],
+)
+def test_a_bad_key_or_a_wrong_type_is_refused_naming_the_key(tmp_path, override, named):
+    with pytest.raises(RecipeError, match=named.replace(".", r"\.")):
+        tiny_recipe(tmp_path).resolve("first", [override])
+
+
+def test_a_bad_recipe_file_is_refused_when_read_naming_the_stage_and_key(tmp_path):
+    path = tmp_path / "bad.toml"
+    path.write_text('[stages.only]\nsteps = 10\nterms.final_ce = { weight = "heavy" }\n')
+    with pytest.raises(RecipeError, match=r"stage only: terms\.final_ce\.weight"):
+        load_recipe(path)
+    path.write_text("[stages.only]\nterms.final_ce = {}\n")
+    with pytest.raises(RecipeError, match="missing key steps"):
+        load_recipe(path)
+    path.write_text(
+        '[stages.a]\nsteps = 1\nfrom = "b"\nterms.final_ce = {}\n[stages.b]\nsteps = 1\nterms.final_ce = {}\n'
+    )
+    with pytest.raises(RecipeError, match="does not come before"):
+        load_recipe(path)
+    with pytest.raises(RecipeError, match="no recipe 'nope'"):
+        load_recipe("nope")
 
 
 def test_a_warm_start_solve_begins_each_position_at_its_predecessors_solved_state():
-    """--warm-init trains the runtime's warm start: the no-gradient solve starts from the shifted solved states."""
     model = non_contracting_tiny_model()
     batch = torch.tensor([list(TEXT[:48])])
-    settings = TrainSettings(objective="equilibrium", anytime_depths=[], grad_iters=1)
-    cold, _ = equilibrium_loss(model, batch[:, :-1], batch[:, 1:], settings, 6, torch.Generator(), False)
-    warm, parts = equilibrium_loss(model, batch[:, :-1], batch[:, 1:], settings, 6, torch.Generator(), False, 1.0, True)
+    stage = stage_of({"grad_iters": 1}, {"final_ce": {}})
+    cold, _ = loss_of(model, batch, stage, 6)
+    warm, _ = loss_of(model, batch, stage, 6, warm=True)
     assert torch.isfinite(warm) and not torch.isclose(warm, cold)  # a different start on a map that has not settled
     warm.backward()
     assert all(p.grad is not None for p in model.block.parameters())
 
 
-def test_runs_without_warm_init_keep_the_run_hash_they_had_before_it_existed():
-    from eqlm.training import run_hash
-
-    settings = TrainSettings(objective="equilibrium")
-    assert run_hash(tiny_config(), settings, "sha") == "af2b0adae945a80c"  # computed by the code before the option
-    warm = TrainSettings(objective="equilibrium", warm_init_prob=0.5)
-    assert run_hash(tiny_config(), warm, "sha") != run_hash(tiny_config(), settings, "sha")
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("start", [{"warm_init_prob": 0.5}, {"settled_weight": 0.5}], ids=["warm-init", "settled-warm"])
-def test_a_tiny_run_with_warm_starts_resumes_to_the_same_model(tmp_path, start):
-    whole = run_tiny(tmp_path, "whole", grad_iters=2, **start)
-    run_tiny(tmp_path, "split", grad_iters=2, stop_after=3, **start)
-    resumed = run_tiny(tmp_path, "split", grad_iters=2, **start)
-    a = torch.load(whole, weights_only=True)["state_dict"]
-    b = torch.load(resumed, weights_only=True)["state_dict"]
-    assert all(torch.equal(value, b[key]) for key, value in a.items())
-
-
-def test_random_or_warm_starts_without_a_no_gradient_solve_are_refused(tmp_path):
-    for starts in ({"random_init_prob": 0.5}, {"random_init_prob": 0.0, "warm_init_prob": 0.5}):
-        with pytest.raises(ValueError, match="grad_iters > 0"):
-            run_tiny(tmp_path, "run", grad_iters=0, **starts)
+def test_random_or_warm_starts_without_a_no_gradient_solve_are_refused():
+    for start in ({"noise": 0.5}, {"warm": 0.5}):
+        with pytest.raises(RecipeError, match="grad_iters > 0"):
+            stage_of({"grad_iters": 0, "start": start}, {"final_ce": {}})
+    for term in ("early_gain", "distill", "settled_warm"):
+        with pytest.raises(RecipeError, match=f"terms.{term}: needs the no-gradient solve"):
+            stage_of({"grad_iters": 0}, {"final_ce": {}, term: {}})
 
 
 def test_settled_attention_is_what_a_warm_decoded_position_sees():
@@ -151,7 +361,6 @@ def test_settled_attention_is_what_a_warm_decoded_position_sees():
             k, v = settled[0][:, :, :t], settled[1][:, :, :t]
             one, _, _ = model.block(z[:, t : t + 1], inj[:, t : t + 1], k, v)
             assert torch.allclose(batched[:, t : t + 1], one, atol=1e-5)
-        # settled at the states themselves is plain causal attention
         same, _, _ = model.block(z, inj, settled=model.block.kv(z))
         plain, _, _ = model.block(z, inj)
     assert torch.allclose(same, plain, atol=1e-5)
@@ -160,60 +369,58 @@ def test_settled_attention_is_what_a_warm_decoded_position_sees():
 def test_the_settled_warm_term_trains_the_warm_start_path():
     model = non_contracting_tiny_model()
     batch = torch.tensor([list(TEXT[:48])])
-    settings = TrainSettings(objective="equilibrium", anytime_depths=[], grad_iters=1, settled_weight=1.0)
-    cold, _ = equilibrium_loss(model, batch[:, :-1], batch[:, 1:], settings, 6, torch.Generator(), False)
-    loss, parts = equilibrium_loss(
-        model, batch[:, :-1], batch[:, 1:], settings, 6, torch.Generator(), False, 1.0, False, 4
-    )
+    cold, _ = loss_of(model, batch, stage_of({"grad_iters": 1}, {"final_ce": {}}), 6)
+    stage = stage_of({"grad_iters": 1}, {"final_ce": {}, "settled_warm": {"weight": 1.0}})
+    loss, parts = loss_of(model, batch, stage, 6, term_draws={"settled_warm": 4})
     assert {"warm", "wdist"} <= set(parts) and parts["wdist"] > 0
     assert torch.isclose(loss, cold + parts["warm"] + parts["wdist"], rtol=1e-4)
     loss.backward()
     assert all(p.grad is not None for p in model.block.parameters())
 
 
-def test_runs_without_the_settled_warm_term_keep_their_run_hash(tmp_path):
-    from eqlm.training import run_hash
-
-    settings = TrainSettings(objective="equilibrium")
-    assert run_hash(tiny_config(), settings, "sha") == "af2b0adae945a80c"
-    settled = TrainSettings(objective="equilibrium", settled_weight=0.5)
-    assert run_hash(tiny_config(), settled, "sha") != run_hash(tiny_config(), settings, "sha")
-    with pytest.raises(ValueError, match="grad_iters > 0"):
-        run_tiny(tmp_path, "run", grad_iters=0, settled_weight=0.5)
-
-
 def test_a_deep_solves_last_step_probes_a_slower_direction_than_a_random_one():
     """The slow-mode penalty's probe: after a deep Picard solve the last update points along the map's
     slowest-contracting direction (power iteration). On the committed eqlm-demo, whose random-direction gain the
     Jacobian penalty holds near its target, the gain along that direction is several times larger."""
-    from pathlib import Path
-
     from eqlm.checkpoint import load_checkpoint
-    from eqlm.training import _gain
+    from eqlm.terms import _probe_gain
 
-    root = Path(__file__).resolve().parents[2]
-    model, _ = load_checkpoint(root / "inference" / "demo" / "eqlm-demo.pt")
-    batch = torch.tensor([list((root / "inference" / "demo" / "heldout_slice.txt").read_bytes()[:256])])
+    model, _ = load_checkpoint(ROOT / "inference" / "demo" / "eqlm-demo.pt")
+    batch = torch.tensor([list((ROOT / "inference" / "demo" / "heldout_slice.txt").read_bytes()[:256])])
     with torch.no_grad():
         inj = model.embed(batch)
         z = torch.zeros_like(inj)
         for _ in range(32):
             previous, (z, _, _) = z, model.block(z, inj)
         fz, _, _ = model.block(z, inj)
-        slow = _gain(model, z, fz, inj, z - previous, 0.05).median()
+        slow = _probe_gain(model, z, fz, inj, z - previous, 0.05).median()
         gen = torch.Generator().manual_seed(1)
-        random = torch.stack([_gain(model, z, fz, inj, torch.randn(z.shape, generator=gen), 0.05) for _ in range(4)])
+        random = torch.stack(
+            [_probe_gain(model, z, fz, inj, torch.randn(z.shape, generator=gen), 0.05) for _ in range(4)]
+        )
     assert slow > 3 * random.median()
 
 
-def assert_the_term_enters_the_loss_and_the_gradient(grad_iters: int, part: str, **term) -> None:
-    """With `term` switched on (and nothing else), the loss grows, `part` is logged, and the term has a gradient."""
+@pytest.mark.parametrize(
+    ("grad_iters", "part", "term"),
+    [
+        (0, "slow", {"slow_mode": {"weight": 1.0, "target": 0.0}}),
+        (2, "slow", {"slow_mode": {"weight": 1.0, "target": 0.0}}),
+        (2, "early", {"early_gain": {"weight": 1.0, "target": 0.0}}),
+        (2, "kd", {"distill": {"weight": 1.0, "depth": 2}}),
+        (2, "prog", {"progressive": {"weight": 1.0, "max_iters": 6}}),
+    ],
+    ids=["slow-mode-full-gradient", "slow-mode", "early-gain", "distill", "progressive"],
+)
+def test_each_term_enters_the_loss_and_the_gradient(grad_iters, part, term):
+    """With the term added (and nothing else changed), the loss grows, the part is logged, and it has a gradient."""
     model = non_contracting_tiny_model()
     batch = torch.tensor([list(TEXT[:48])])
-    plain = TrainSettings(objective="equilibrium", anytime_depths=[], grad_iters=grad_iters, residual_weight=0)
-    with_term = TrainSettings(**{**plain.to_dict(), **term})
-    base, _ = equilibrium_loss(model, batch[:, :-1], batch[:, 1:], plain, 6, torch.Generator(), False)
-    loss, parts = equilibrium_loss(model, batch[:, :-1], batch[:, 1:], with_term, 6, torch.Generator(), False)
+    plain = stage_of({"grad_iters": grad_iters}, {"final_ce": {}})
+    with_term = stage_of({"grad_iters": grad_iters}, {"final_ce": {}, **term})
+    draws = {"progressive": (2, 3)}
+    base, _ = loss_of(model, batch, plain, 6, term_draws=draws)
+    loss, parts = loss_of(model, batch, with_term, 6, term_draws=draws)
     assert part in parts and parts[part] > 0
     assert loss > base
     model.zero_grad()
@@ -221,41 +428,15 @@ def assert_the_term_enters_the_loss_and_the_gradient(grad_iters: int, part: str,
     assert model.block.fc1.weight.grad.abs().sum() > 0
 
 
-def test_the_slow_mode_term_enters_the_loss_and_the_gradient_in_both_gradient_modes():
-    for grad_iters in (0, 2):
-        assert_the_term_enters_the_loss_and_the_gradient(grad_iters, "slow", slow_mode_weight=1.0, slow_mode_target=0.0)
-
-
-def test_runs_without_the_slow_mode_term_keep_their_run_hash():
-    from eqlm.training import run_hash
-
-    settings = TrainSettings(objective="equilibrium")
-    assert run_hash(tiny_config(), settings, "sha") == "af2b0adae945a80c"
-    slow = TrainSettings(objective="equilibrium", slow_mode_weight=0.5)
-    assert run_hash(tiny_config(), slow, "sha") != run_hash(tiny_config(), settings, "sha")
-
-
-def test_the_early_gain_term_enters_the_loss_and_the_gradient_and_needs_the_no_gradient_solve(tmp_path):
-    assert_the_term_enters_the_loss_and_the_gradient(2, "early", early_gain_weight=1.0, early_gain_target=0.0)
-    with pytest.raises(ValueError, match="early-gain penalty"):
-        run_tiny(tmp_path, "run", grad_iters=0, random_init_prob=0.0, early_gain_weight=0.5)
-
-
 def test_the_early_gain_penalty_lowers_the_gain_at_the_first_iterates():
     """A few steps with only the early-gain term make the map's squared gain at z_1..z_3 smaller."""
-    from eqlm.training import _gain
+    from eqlm.terms import _probe_gain
 
     torch.manual_seed(0)
     model = non_contracting_tiny_model()
     batch = torch.tensor([list(TEXT[i : i + 49]) for i in range(0, 4 * 49, 49)])
-    settings = TrainSettings(
-        objective="equilibrium",
-        anytime_depths=[],
-        grad_iters=1,
-        residual_weight=0,
-        early_gain_weight=1.0,
-        early_gain_target=0.0,
-    )
+    stage = stage_of({"grad_iters": 1}, {"final_ce": {}, "early_gain": {"weight": 1.0, "target": 0.0}})
+    plain = stage_of({"grad_iters": 1}, {"final_ce": {}})
 
     def early_gain() -> float:
         with torch.no_grad():
@@ -265,15 +446,14 @@ def test_the_early_gain_penalty_lowers_the_gain_at_the_first_iterates():
                 previous, (z, _, _) = z, model.block(z, inj)
                 if k > 1:
                     probe = torch.randn(previous.shape, generator=torch.Generator().manual_seed(k))
-                    gains.append(_gain(model, previous, z, inj, probe, settings.jacobian_eps))
+                    gains.append(_probe_gain(model, previous, z, inj, probe, 0.05))
             return torch.stack(gains).mean().item()
 
     before = early_gain()
     opt = torch.optim.Adam(model.block.parameters(), lr=3e-3)
-    plain = TrainSettings(**{**settings.to_dict(), "early_gain_weight": 0.0})
     for _ in range(20):
-        loss, _ = equilibrium_loss(model, batch[:, :-1], batch[:, 1:], settings, 4, torch.Generator(), False)
-        base, _ = equilibrium_loss(model, batch[:, :-1], batch[:, 1:], plain, 4, torch.Generator(), False)
+        loss, _ = loss_of(model, batch, stage, 4)
+        base, _ = loss_of(model, batch, plain, 4)
         early_only = loss - base  # the same loss without the term: what is left is the term, with its gradient
         opt.zero_grad()
         early_only.backward()
@@ -281,18 +461,9 @@ def test_the_early_gain_penalty_lowers_the_gain_at_the_first_iterates():
     assert early_gain() < 0.8 * before
 
 
-def test_runs_without_the_early_gain_term_keep_their_run_hash():
-    from eqlm.training import run_hash
-
-    settings = TrainSettings(objective="equilibrium")
-    assert run_hash(tiny_config(), settings, "sha") == "af2b0adae945a80c"
-    early = TrainSettings(objective="equilibrium", early_gain_weight=0.5)
-    assert run_hash(tiny_config(), early, "sha") != run_hash(tiny_config(), settings, "sha")
-
-
-def gradient_cosine_to_a_deep_unroll(model: EqLM, batch: torch.Tensor, **settings) -> float:
-    """Cosine between the parameters' gradient of `equilibrium_loss` (cross-entropy at the final state only) and the
-    gradient of the same cross-entropy through 80 plain iterations from zero, all with gradient."""
+def gradient_cosine_to_a_deep_unroll(model: EqLM, batch: torch.Tensor, implicit_iters: int = 0) -> float:
+    """Cosine between the parameters' gradient of the final-state cross-entropy (79 iterations without gradient,
+    one with it) and the gradient of the same cross-entropy through 80 plain iterations from zero."""
     import torch.nn.functional as F
 
     def flat_grad(loss):
@@ -301,8 +472,8 @@ def gradient_cosine_to_a_deep_unroll(model: EqLM, batch: torch.Tensor, **setting
         return torch.cat([p.grad.flatten() for p in model.parameters()])
 
     deep = flat_grad(F.cross_entropy(model.unrolled(batch[:, :-1], [80])[80].flatten(0, 1), batch[:, 1:].flatten()))
-    plain = TrainSettings(objective="equilibrium", anytime_depths=[], grad_iters=1, residual_weight=0, **settings)
-    loss, _ = equilibrium_loss(model, batch[:, :-1], batch[:, 1:], plain, 79, torch.Generator(), False)
+    stage = stage_of({"grad_iters": 1, "implicit_iters": implicit_iters}, {"final_ce": {}})
+    loss, _ = loss_of(model, batch, stage, 79)
     return F.cosine_similarity(flat_grad(loss), deep, dim=0).item()
 
 
@@ -316,49 +487,43 @@ def test_the_implicit_gradient_is_close_to_the_gradient_through_a_deep_unroll_an
     assert implicit > phantom + 0.2
 
 
-def test_the_distillation_term_enters_the_loss_and_the_gradient():
-    assert_the_term_enters_the_loss_and_the_gradient(2, "kd", distill_weight=1.0, distill_depth=2)
-
-
-def test_the_implicit_gradient_and_distillation_need_the_no_gradient_solve(tmp_path):
-    for term in ({"implicit_iters": 4}, {"distill_weight": 0.5}):
-        with pytest.raises(ValueError, match="no-gradient solve"):
-            run_tiny(tmp_path, "run", grad_iters=0, random_init_prob=0.0, **term)
-
-
-@pytest.mark.parametrize("term", [{"implicit_iters": 8}, {"distill_weight": 0.5}], ids=["implicit", "distill"])
-def test_runs_without_the_implicit_gradient_or_distillation_keep_their_run_hash(term):
-    from eqlm.training import run_hash
-
-    settings = TrainSettings(objective="equilibrium")
-    assert run_hash(tiny_config(), settings, "sha") == "af2b0adae945a80c"
-    assert run_hash(tiny_config(), TrainSettings(objective="equilibrium", **term), "sha") != "af2b0adae945a80c"
-
-
 @pytest.mark.slow  # trains two tiny models
 def test_an_outside_teacher_is_distilled_and_named_by_its_content_in_the_provenance(tmp_path):
-    import hashlib
-
     from eqlm.checkpoint import load_checkpoint
 
-    teacher = run_tiny(tmp_path, "teacher")
-    student = run_tiny(tmp_path, "student", distill_weight=1.0, distill_depth=2, teacher_checkpoint=str(teacher))
+    teacher = train_tiny(tmp_path, "teacher").checkpoint
+    recipe = tiny_recipe(tmp_path)
+    student_stage = recipe.resolve("first", [f"terms.distill={{ weight = 1.0, depth = 2, teacher = '{teacher}' }}"])
+    student = train_stage(student_stage, tmp_path / "student", log=lambda _: None, eval_bytes=512).checkpoint
     provenance = torch.load(student, weights_only=True)["provenance"]
     assert provenance["teacher_checkpoint_sha256"] == hashlib.sha256(teacher.read_bytes()).hexdigest()
     # the teacher's logits are the targets of the anytime iterates too: another teacher, another loss at depth 2 alone
     model, _ = load_checkpoint(student)
     batch = torch.tensor([list(TEXT[:33])])
-    settings = TrainSettings(
-        objective="equilibrium", anytime_depths=[2], grad_iters=1, distill_weight=1.0, distill_depth=2
-    )
     losses = []
     for source in (teacher, student):
         other, _ = load_checkpoint(source)
-        loss, parts = equilibrium_loss(
-            model, batch[:, :-1], batch[:, 1:], settings, 4, torch.Generator(), False, 1.0, teacher_model=other
+        stage = stage_of(
+            {"grad_iters": 1},
+            {"anytime_ce": {"depths": [2]}, "distill": {"weight": 1.0, "depth": 2, "teacher": str(source)}},
         )
+        loss, parts = loss_of(model, batch, stage, 4, teacher=other)
         assert "kd" in parts
         losses.append(loss.item())
     assert losses[0] != losses[1]
-    with pytest.raises(ValueError, match="teacher checkpoint needs"):
-        run_tiny(tmp_path, "no-weight", teacher_checkpoint=str(teacher))
+
+
+def test_the_depth_sampler_draws_heavy_tailed_depths_within_its_bounds_with_a_share_of_short_ones():
+    import numpy as np
+
+    from eqlm.objective import sample_depth
+
+    depth = {"sampler": "lognormal_poisson", "min": 2, "max": 64, "mean": 16.0, "sigma": 0.5}
+    depth |= {"short_share": 0.3, "short_min": 2, "short_max": 8}
+    rng = np.random.default_rng(0)
+    drawn = np.array([sample_depth(depth, rng) for _ in range(4000)])
+    assert drawn.min() >= 2 and drawn.max() <= 64
+    # the short share (0.3), plus the heavy-tailed draws that fall there (P(1 + Poisson <= 8) is about 0.16 of 0.7)
+    assert 0.35 < (drawn <= 8).mean() < 0.47
+    long = drawn[drawn > 8]
+    assert 16 < long.mean() < 22 and np.percentile(long, 99) > 30
