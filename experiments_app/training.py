@@ -18,6 +18,7 @@ Torch and the trainer are imported inside the functions: the web process never l
 from __future__ import annotations
 
 import logging
+import math
 import time
 import uuid
 from datetime import timedelta
@@ -51,18 +52,13 @@ def arm_of(run: TrainingRun) -> dict:
 
 
 def stage_chain(arm: dict, seed: int) -> list:
-    """The resolved stages the arm trains, in order: its stage and the stages it starts from (`from`). The arm's
-    overrides apply to its own stage; every stage gets the run's seed."""
+    """The resolved stages the arm trains, in order: its stage and the stages it starts from (`from`), each with the
+    arm's overrides and the run's seed (as `manage.py train --set` resolves a chain)."""
     from eqlm.recipe import load_recipe
 
     recipe = load_recipe(arm["recipe"])
-    stage = recipe.resolve(stage=arm["stage"] or None, overrides=[*arm["overrides"], f"seed={seed}"])
-    chain = [stage]
-    while chain[0].from_stage:
-        if len(chain) > len(recipe.stage_names):
-            raise ValueError(f"recipe {arm['recipe']}: its stages' `from` form a cycle")
-        chain.insert(0, recipe.resolve(stage=chain[0].from_stage, overrides=[f"seed={seed}"]))
-    return chain
+    overrides = [*arm["overrides"], f"seed={seed}"]
+    return [recipe.resolve(name, overrides) for name in recipe.chain(arm["stage"] or None)]
 
 
 # --- the lease -------------------------------------------------------------------------------------------------
@@ -131,10 +127,11 @@ class Heartbeat:
         eta = info.get("eta_seconds")
         message = f"{stage}step {step}/{planned}" + (f", about {eta / 60:.0f} min left" if eta is not None else "")
         fraction = (self.run.stage_index + (step / planned if planned else 0)) / self.stage_count
+        loss = info.get("loss")
         updated = TrainingRun.objects.filter(pk=self.run.pk, lease_token=self.token, cancel_requested=False).update(
             step=step,
             planned_steps=planned,
-            loss=info.get("loss"),
+            loss=loss if loss is not None and math.isfinite(loss) else None,
             train_seconds=info.get("seconds") or 0.0,
             eta_seconds=eta,
             progress=min(1.0, 0.9 * fraction),
@@ -232,26 +229,29 @@ def train_part(run: TrainingRun, token: str) -> dict:
     if not outcome.finished:
         return fields
     if run.stage_index + 1 < len(chain):
-        return {**fields, "stage_index": run.stage_index + 1}
+        return {"step": 0, "planned_steps": chain[run.stage_index + 1].steps, "stage_index": run.stage_index + 1}
     return {**fields, "phase": Phase.EVALUATE, "checkpoint": str(outcome.checkpoint), "eta_seconds": 0}
 
 
 # --- the evaluation --------------------------------------------------------------------------------------------
 
 
-def evaluation_bytes(evaluation: dict, provenance: dict) -> tuple[bytes, str]:
-    """The text the evaluation reads: the committed KJV slice, or the held-out slice of the corpus trained on."""
+def evaluation_bytes(evaluation: dict, stage) -> tuple[bytes, str]:
+    """The text the evaluation reads: the committed KJV slice, or the held-out slice of the corpus trained on (the
+    committed slice when the KJV corpus cannot be dumped on this machine, as the model evaluations do)."""
     if evaluation["text"] == "slice":
         return SLICE.read_bytes(), "committed held-out slice"
     from eqlm.corpus import split
+    from eqlm.trainer import HELDOUT_FRACTION, load_training_corpus
 
-    corpus = provenance.get("corpus_path") or ""
-    if corpus and Path(corpus).is_file():
-        return split(Path(corpus).read_bytes())[1], f"held-out slice of {Path(corpus).name}"
-    from inference.convergence import evaluation_text
-
-    kind = "code" if "Django" in str(provenance.get("corpus", "")) else "kjv"
-    return evaluation_text("heldout", kind)
+    try:
+        data, _, name = load_training_corpus(stage)
+    except (RuntimeError, OSError) as exc:
+        if stage.corpus_file is not None or stage.data["corpus"]["name"] != "kjv":
+            raise
+        log.warning("corpus unavailable (%s); evaluating on the committed slice", exc)
+        return SLICE.read_bytes(), "committed held-out slice (the KJV corpus was unavailable)"
+    return split(data, HELDOUT_FRACTION)[1], f"held-out slice of the {name}"
 
 
 def evaluation_records(run: TrainingRun, evaluation: dict, profile, halting: list, provenance: dict) -> list[dict]:
@@ -328,7 +328,7 @@ def evaluate_run(run: TrainingRun, token: str) -> None:
     evaluation = run.experiment.evaluation
     model, data = load_checkpoint(run.checkpoint)
     provenance = data["provenance"]
-    text, source = evaluation_bytes(evaluation, provenance)
+    text, source = evaluation_bytes(evaluation, stage_chain(arm_of(run), run.seed)[-1])
     windows = windows_of(text, evaluation["window"], evaluation["windows"])
     heartbeat = Heartbeat(run, token, 1)
 

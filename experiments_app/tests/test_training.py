@@ -1,6 +1,7 @@
 """A run trains in slices under its lease, resumes from its saved state, and writes its rows once (in-process)."""
 
 import uuid
+from pathlib import Path
 
 import pytest
 
@@ -15,7 +16,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.django_db]
 
 
 def test_a_run_trains_in_slices_then_writes_its_rows_once(settings, django_capture_on_commit_callbacks):
-    settings.EXPERIMENT_SLICE_STEPS = 5  # the tiny recipe's 12 steps in three slices
+    settings.EXPERIMENT_SLICE_STEPS = 5  # the tiny recipe's stages of 8 and 4 steps in three slices
     experiment = tiny_experiment(seeds=[1])
     sent = []
     with django_capture_on_commit_callbacks(execute=False):
@@ -30,7 +31,9 @@ def test_a_run_trains_in_slices_then_writes_its_rows_once(settings, django_captu
         slice_number += 1
     assert run.status == "done", run.error
     assert outcomes[-1] == "evaluated" and outcomes.count("trained") == 3 and len(sent) == len(outcomes) - 1
-    assert run.step == run.planned_steps == 12 and run.slices_run == len(outcomes) - 1
+    assert run.stage_index == 1 and run.step == run.planned_steps == 4 and run.slices_run == len(outcomes) - 1
+    folder = Path(settings.MEDIA_ROOT) / "experiments" / "tiny" / "base" / "seed-1"
+    assert (folder / "first" / "latest.pt").exists() and run.checkpoint == str(folder / "second" / "latest.pt")
     rows = ResultRow.objects.filter(experiment="tiny", arm_label="base", seed=1)
     assert rows.count() == run.rows_written == len(DEPTHS) * 2
     row = rows.get(condition_key='{"depth":4,"seed":1,"start":"zero"}')
