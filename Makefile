@@ -54,20 +54,26 @@ council-fixture: setup ## Rebuild fixtures/council.json from ../shared/anchor-re
 collectstatic: setup
 	$(BIN)/python manage.py collectstatic --noinput -v 0
 
-run: seed collectstatic ## Serve the portal at http://127.0.0.1:$(PORT) (starts a worker when a broker is set)
-	@set -e; worker_pid=""; \
+run: seed collectstatic ## Serve the portal at http://127.0.0.1:$(PORT) (starts the workers when a broker is set)
+	@set -e; worker_pid=""; train_pid=""; \
 	if [ -n "$${CELERY_BROKER_URL:-}" ]; then \
 	  mkdir -p "$${VAR_DIR:-var}"; \
 	  $(BIN)/celery -A portal worker -B -s "$${VAR_DIR:-var}/celerybeat-schedule" -Q default,gpu -c 2 --loglevel INFO & worker_pid=$$!; \
-	  trap 'kill $$worker_pid 2>/dev/null; wait $$worker_pid 2>/dev/null' EXIT INT TERM; \
+	  $(TRAIN_WORKER) & train_pid=$$!; \
+	  trap 'kill $$worker_pid $$train_pid 2>/dev/null; wait $$worker_pid $$train_pid 2>/dev/null' EXIT INT TERM; \
 	fi; \
 	echo "Serving the EqLM Portal at http://127.0.0.1:$(PORT)/"; \
 	$(BIN)/python manage.py runserver 127.0.0.1:$(PORT) --noreload
 
 # -B runs beat inside the worker (start one such worker only): it queues portal.sweep_lost_jobs every JOB_SWEEP_SECONDS.
-worker: setup ## Start a Celery worker on the default and gpu queues, with the lost-job sweeper (needs CELERY_BROKER_URL)
+# Experiments train on their own `train` queue: one process, one thread, niced, so ingest, lab jobs and evaluations
+# keep their worker.
+TRAIN_WORKER = OMP_NUM_THREADS=1 nice -n 10 $(BIN)/celery -A portal worker -Q train -c 1 -n train@%h --loglevel INFO
+worker: setup ## Start the Celery workers: default and gpu queues with the lost-job sweeper, and the train queue (needs CELERY_BROKER_URL)
 	@test -n "$${CELERY_BROKER_URL:-}" || { echo "Set CELERY_BROKER_URL (e.g. redis://127.0.0.1:6379/0) first."; exit 2; }
 	@mkdir -p "$${VAR_DIR:-var}"
+	@set -e; $(TRAIN_WORKER) & train_pid=$$!; \
+	trap 'kill $$train_pid 2>/dev/null; wait $$train_pid 2>/dev/null' EXIT INT TERM; \
 	$(BIN)/celery -A portal worker -B -s "$${VAR_DIR:-var}/celerybeat-schedule" -Q default,gpu --loglevel INFO
 
 system-deps: ## Install missing system packages (redis-server, chromium) with apt when run as root

@@ -1,0 +1,94 @@
+"""Real workers on the `train` queue: a tiny experiment runs to completion, and a worker killed mid-training is
+replaced by another that resumes each run from its saved state and writes each (arm, seed)'s rows once."""
+
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+import conftest
+from benchmarks_app.models import ResultRow
+from experiments_app.models import TrainingRun
+from tests import faults
+
+from .factories import DEPTHS, TINY_RECIPE, tiny_experiment
+
+pytestmark = [pytest.mark.worker, pytest.mark.django_db(transaction=True)]
+ROWS_PER_RUN = len(DEPTHS) * 2  # bits/byte by depth, from the zero and the noise start
+LOG = Path(__file__).resolve().parents[2] / "var" / f"test-train-worker-{os.getpid()}.log"
+
+
+def all_finished(experiment) -> bool:
+    return not TrainingRun.objects.filter(experiment=experiment, status__in=("queued", "running")).exists()
+
+
+def rows_by_run(experiment) -> dict[tuple[str, int], list[str]]:
+    found: dict[tuple[str, int], list[str]] = {}
+    for arm, seed, key in ResultRow.objects.filter(experiment=experiment.slug).values_list(
+        "arm_label", "seed", "condition_key"
+    ):
+        found.setdefault((arm, seed), []).append(key)
+    return found
+
+
+def test_a_real_worker_runs_a_tiny_experiment_to_completion(redis_url, use_broker, staff_client):
+    experiment = tiny_experiment()
+    env = {"EXPERIMENT_SLICE_STEPS": "5"}  # stages of 8 and 4 steps: three training slices per run
+    worker = faults.start_worker(redis_url, conftest.worker_environment(redis_url) | env, LOG, queues="train")
+    try:
+        use_broker(redis_url)
+        response = staff_client.post(f"/api/experiments/{experiment.slug}/runs/")
+        assert response.status_code == 202 and response.json()["queued"] == 4
+        assert faults.wait_for(lambda: all_finished(experiment), 300, interval=1)
+    finally:
+        faults.stop_worker(worker)
+    runs = list(TrainingRun.objects.filter(experiment=experiment))
+    assert [(r.status, r.error) for r in runs] == [("done", "")] * 4
+    assert all(r.slices_run == 3 and r.stage_index == 1 and r.step == r.planned_steps == 4 for r in runs)
+    found = rows_by_run(experiment)
+    assert sorted(found) == [("base", 1), ("base", 2), ("fast", 1), ("fast", 2)]
+    assert all(len(keys) == len(set(keys)) == ROWS_PER_RUN for keys in found.values())
+    body = staff_client.get(f"/api/experiments/{experiment.slug}/").json()
+    assert body["verdict"] in ("validated", "missed")
+    assert [len(s["rows"]) for s in body["figures"][0]["series"]] == [len(DEPTHS), len(DEPTHS)]
+
+
+def test_a_worker_killed_mid_training_and_restarted_completes_each_run_once(redis_url, use_broker, staff_client):
+    arms = [
+        {"label": "base", "recipe": TINY_RECIPE, "overrides": ["steps=60"]},
+        {"label": "fast", "recipe": TINY_RECIPE, "overrides": ["steps=60", "schedule.lr=1e-2"]},
+    ]
+    experiment = tiny_experiment(arms=arms)
+    env = conftest.worker_environment(redis_url) | {
+        "CELERY_VISIBILITY_TIMEOUT": str(faults.VISIBILITY_TIMEOUT),
+        "EXPERIMENT_LEASE_SECONDS": "3",
+        "EXPERIMENT_SLICE_STEPS": "20",
+    }
+    first = faults.start_worker(redis_url, env, LOG, queues="train")
+    try:
+        use_broker(redis_url)
+        assert staff_client.post(f"/api/experiments/{experiment.slug}/runs/").status_code == 202
+        training = TrainingRun.objects.filter(experiment=experiment, status="running", phase="train", step__gte=10)
+        caught = faults.wait_for(training.exists, 240, interval=0.05)
+        killed = training.first()
+        faults.kill_worker(first)
+    finally:
+        faults.stop_worker(first)
+    assert caught, "no run was caught mid-training"
+    killed.refresh_from_db()
+    assert killed.status == "running" and killed.phase == "train" and killed.lease_token
+    time.sleep(faults.VISIBILITY_TIMEOUT + 0.5)  # a new worker restores messages older than the visibility timeout
+    second = faults.start_worker(redis_url, env, LOG, queues="train")
+    try:
+        assert faults.wait_for(lambda: all_finished(experiment), 300, interval=1)
+    finally:
+        faults.stop_worker(second)
+    runs = list(TrainingRun.objects.filter(experiment=experiment))
+    assert [(r.status, r.error) for r in runs] == [("done", "")] * 4
+    assert all(r.step == r.planned_steps == 60 and r.stage_index == 1 for r in runs)
+    found = rows_by_run(experiment)
+    assert sorted(found) == [("base", 1), ("base", 2), ("fast", 1), ("fast", 2)]
+    assert all(len(keys) == len(set(keys)) == ROWS_PER_RUN for keys in found.values())
+    again = TrainingRun.objects.get(pk=killed.pk)
+    assert again.rows_written == ROWS_PER_RUN
