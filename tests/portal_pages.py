@@ -33,6 +33,7 @@ def public_page_urls(with_lab_job: bool = True, tables: int | None = None) -> li
         "/benchmarks/",
         "/benchmarks/runs/",
         "/benchmarks/compare/",
+        "/benchmarks/experiments/",
         "/lab/",
         "/council/",
         "/council/replay/",
