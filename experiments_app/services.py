@@ -47,7 +47,7 @@ def check_recipes(arms: list[dict]) -> None:
         try:
             recipe = load_recipe(arm["recipe"])
             recipe.resolve(stage=arm["stage"] or None, overrides=[*arm["overrides"], "seed=0"])
-        except (RecipeError, OSError) as exc:
+        except (RecipeError, OSError, ValueError) as exc:  # ValueError: a path no file system takes (a NUL byte)
             raise SpecError(f"arms[{i}]", str(exc)) from None
 
 

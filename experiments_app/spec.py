@@ -121,7 +121,7 @@ def _int_list(name: str, value, low: int, high: int) -> list[int]:
         try:
             if re.fullmatch(r"\s*\d+\s*-\s*\d+\s*", value):
                 a, b = (int(v) for v in value.split("-"))
-                value = list(range(a, b + 1))
+                value = list(range(a, min(b, high) + 1)) + ([b] if b > high else [])  # out of range: refused below
             else:
                 value = [int(v) for v in value.split(",") if v.strip()]
         except ValueError:

@@ -140,3 +140,12 @@ def test_descriptions_and_arms_named_read_the_tree():
     node = validate({"op": "all", "of": [RATIO]}, ["A", "B"])
     assert arms_named(node) == {"A", "B"}
     assert "lower bound >= 0.95" in describe(node["of"][0])
+
+
+def test_a_depth_range_past_the_limit_is_refused_without_building_it():
+    from experiments_app.spec import SpecError, normalize_evaluation
+
+    assert normalize_evaluation({"depths": "1-4"})["depths"] == [1, 2, 3, 4]
+    with pytest.raises(SpecError) as caught:
+        normalize_evaluation({"depths": "1-1000000000000"})
+    assert caught.value.field == "evaluation.depths"

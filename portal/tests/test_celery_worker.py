@@ -24,10 +24,11 @@ def test_health_counts_the_live_worker(live_celery, client):
     assert body["workers"] >= 1
 
 
-def test_celery_is_configured_for_json_late_acks_and_two_queues():
+def test_celery_is_configured_for_json_late_acks_and_three_queues():
     assert app.conf.task_serializer == "json"
     assert app.conf.accept_content == ["json"]
     assert app.conf.task_acks_late is True
     assert app.conf.task_reject_on_worker_lost is True
     assert app.conf.task_soft_time_limit and app.conf.task_time_limit > app.conf.task_soft_time_limit
-    assert {queue.name for queue in app.conf.task_queues} == {"default", "gpu"}
+    assert {queue.name for queue in app.conf.task_queues} == {"default", "gpu", "train"}
+    assert app.conf.task_routes["experiments_app.tasks.*"] == {"queue": "train"}
