@@ -1,0 +1,44 @@
+"""Bundled experiments come with their rows: the seed registers them once and ingests their rows idempotently."""
+
+import json
+
+import pytest
+
+from experiments_app.models import Experiment
+from experiments_app.seed import FORMAT, load_fixture
+from experiments_app.services import verdict
+
+from .factories import tiny_spec
+
+pytestmark = pytest.mark.django_db
+
+
+def record(arm: str, seed: int, value: float) -> dict:
+    return {
+        "run": f"experiment:bundled:{arm}:seed{seed}",
+        "experiment": "bundled",
+        "arm": arm,
+        "seed": seed,
+        "metric": "heldout_bits_per_byte",
+        "value": value,
+        "condition": {"depth": 4, "start": "zero", "seed": seed},
+    }
+
+
+def test_a_bundled_experiment_is_seeded_once_with_its_rows_and_shows_its_verdict(tmp_path):
+    spec = tiny_spec("bundled") | {
+        "registered_at": "2026-12-01T10:00:00+00:00",
+        "launched_at": "2026-12-01T11:00:00+00:00",
+    }
+    spec["records"] = [record(arm, seed, 2.0) for arm in ("base", "fast") for seed in (1, 2)]
+    path = tmp_path / "experiments.json"
+    path.write_text(json.dumps({"format": FORMAT, "version": 1, "experiments": [spec]}))
+    assert load_fixture(path) == (1, 4)
+    assert load_fixture(path) == (0, 0)
+    experiment = Experiment.objects.get(slug="bundled")
+    assert experiment.is_frozen and experiment.registered_at.isoformat() == "2026-12-01T10:00:00+00:00"
+    assert verdict(experiment).status == "validated"
+
+
+def test_the_committed_fixture_loads():
+    assert load_fixture()[0] == Experiment.objects.count()
