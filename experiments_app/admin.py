@@ -107,7 +107,7 @@ class TrainingRunAdmin(admin.ModelAdmin):
     list_filter = ["status", "phase", "cancel_requested", "experiment"]
     search_fields = ["experiment__slug", "arm_label"]
     readonly_fields = [f.name for f in TrainingRun._meta.fields]
-    actions = ["cancel_runs"]
+    actions = ["cancel_runs", "retry_runs"]
 
     def has_add_permission(self, request):
         return False
@@ -115,3 +115,7 @@ class TrainingRunAdmin(admin.ModelAdmin):
     @admin.action(description="Cancel the selected runs")
     def cancel_runs(self, request, queryset):
         self.message_user(request, f"{services.cancel(queryset)} runs flagged to stop.", messages.WARNING)
+
+    @admin.action(description="Run again from the saved state (failed or cancelled runs)")
+    def retry_runs(self, request, queryset):
+        self.message_user(request, f"{services.retry(queryset)} runs queued again.")

@@ -170,6 +170,29 @@ def cancel(runs) -> int:
     return flagged
 
 
+def retry(runs) -> int:
+    """Queue failed or cancelled runs again from where they stopped (their saved training state); a run of a
+    pre-registered experiment is never restarted from scratch. Returns how many were queued."""
+    from .tasks import train_slice
+
+    queued = 0
+    for run in runs:
+        with transaction.atomic():
+            again = TrainingRun.objects.filter(pk=run.pk, status=JobStatus.FAILED).update(
+                status=JobStatus.QUEUED,
+                error="",
+                cancel_requested=False,
+                finished_at=None,
+                lease_token="",
+                lease_until=None,
+            )
+            if again:
+                number = TrainingRun.objects.values_list("slice_number", flat=True).get(pk=run.pk)
+                transaction.on_commit(lambda pk=run.pk, n=number: train_slice.delay(pk, n))
+                queued += 1
+    return queued
+
+
 # --- reading the rows back -----------------------------------------------------------------------------------
 
 

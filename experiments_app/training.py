@@ -211,8 +211,9 @@ def train_part(run: TrainingRun, token: str) -> dict:
     stage = chain[run.stage_index]
     folder = run_folder(run)
     previous = folder / chain[run.stage_index - 1].name / "latest.pt" if run.stage_index else None
+    # The first slice picks them; the later ones keep them (a resume must train on the same threads and device).
     device = run.device or settings.EXPERIMENT_TRAIN_DEVICE
-    threads = run.threads or settings.EXPERIMENT_TRAIN_THREADS
+    threads = run.threads if run.device else settings.EXPERIMENT_TRAIN_THREADS
     TrainingRun.objects.filter(pk=run.pk).update(recipe_hash=stage.recipe_hash, device=device, threads=threads)
     outcome = train_stage(
         stage,

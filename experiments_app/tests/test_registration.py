@@ -133,3 +133,10 @@ def test_cancelling_a_queued_run_ends_it_and_flags_it(staff_client, django_captu
 
     run = TrainingRun.objects.first()
     assert run_slice(run.pk, 0) == "finished"  # a message that arrives afterwards does nothing
+    with django_capture_on_commit_callbacks(execute=False) as callbacks:
+        response = staff_client.post(
+            "/admin/experiments_app/trainingrun/", {"action": "retry_runs", "_selected_action": [run.pk]}
+        )
+    assert response.status_code == 302 and len(callbacks) == 1
+    run.refresh_from_db()
+    assert run.status == "queued" and not run.cancel_requested and not run.error
