@@ -12,6 +12,7 @@ from pathlib import Path
 from django.conf import settings
 from django.utils.dateparse import parse_datetime
 
+from benchmarks_app.models import ResultRow
 from benchmarks_app.records import ingest_records
 
 from .models import Experiment
@@ -41,6 +42,44 @@ def load_fixture(path: Path = FIXTURE) -> tuple[int, int]:
         if item.get("records"):
             rows += ingest_records(item["records"], source_name=f"fixtures/experiments.json#{item['slug']}")
     return created, rows
+
+
+def fixture_entry(experiment: Experiment) -> dict:
+    """An experiment as the fixture holds it: its registration and its rows as generic records (with their run's
+    provenance), for `manage.py export_experiment`."""
+    rows = ResultRow.objects.filter(experiment=experiment.slug, step__isnull=True).select_related("arm", "arm__run")
+    records = [
+        {
+            "run": r.arm.run.run_id,
+            "experiment": r.experiment,
+            "arm": r.arm_label,
+            "seed": r.seed,
+            "metric": r.metric,
+            "value": r.value,
+            "unit": r.unit,
+            "n": r.n,
+            "condition": r.condition,
+            "config_hash": r.arm.run.config_hash,
+            "git_commit": r.arm.run.git_commit,
+            "model_family": r.arm.model_family,
+            "recipe": r.arm.recipe,
+        }
+        for r in rows.order_by("arm_label", "seed", "metric", "condition_key")
+    ]
+    return {
+        "slug": experiment.slug,
+        "title": experiment.title,
+        "hypothesis": experiment.hypothesis,
+        "arms": [{k: v for k, v in arm.items() if k != "hash"} for arm in experiment.arms],
+        "seeds": experiment.seeds,
+        "evaluation": experiment.evaluation,
+        "criterion": experiment.criterion,
+        "registered_at": experiment.registered_at.isoformat(),
+        "launched_at": experiment.launched_at.isoformat() if experiment.launched_at else None,
+        "predecessor": experiment.predecessor.slug if experiment.predecessor_id else None,
+        "notes": experiment.notes,
+        "records": [{k: v for k, v in rec.items() if v not in (None, "", {})} for rec in records],
+    }
 
 
 def seed() -> str:

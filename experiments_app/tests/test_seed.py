@@ -42,3 +42,23 @@ def test_a_bundled_experiment_is_seeded_once_with_its_rows_and_shows_its_verdict
 
 def test_the_committed_fixture_loads():
     assert load_fixture()[0] == Experiment.objects.count()
+
+
+def test_an_exported_experiment_seeds_into_another_database_as_it_was(tmp_path):
+    from django.core.management import call_command
+
+    from .factories import tiny_experiment, write_rows
+
+    experiment = tiny_experiment("exported")
+    write_rows(experiment, "base", 1, {4: 2.5})
+    fixture = tmp_path / "experiments.json"
+    call_command("export_experiment", "exported", fixture=str(fixture))
+    registered = experiment.registration_hash
+    Experiment.objects.all().delete()
+    from benchmarks_app.models import ResultRow, Run
+
+    Run.objects.all().delete()
+    assert load_fixture(fixture) == (1, 1)
+    again = Experiment.objects.get(slug="exported")
+    assert again.registration_hash == registered and again.arms == experiment.arms
+    assert ResultRow.objects.get(experiment="exported").value == 2.5

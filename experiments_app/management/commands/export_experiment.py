@@ -1,0 +1,33 @@
+"""`manage.py export_experiment SLUG`: put an experiment and its result rows into fixtures/experiments.json."""
+
+import json
+from pathlib import Path
+
+from django.core.management.base import BaseCommand, CommandError
+
+from experiments_app.models import Experiment
+from experiments_app.seed import FIXTURE, FORMAT, fixture_entry
+
+
+class Command(BaseCommand):
+    help = "Write an experiment's registration and rows into the experiments fixture (replacing its entry)."
+
+    def add_arguments(self, parser):
+        parser.add_argument("slug")
+        parser.add_argument("--fixture", default=str(FIXTURE))
+
+    def handle(self, *args, slug: str, fixture: str, **options):
+        experiment = Experiment.objects.filter(slug=slug).first()
+        if experiment is None:
+            raise CommandError(f"no experiment {slug!r}")
+        path = Path(fixture)
+        data = json.loads(path.read_text()) if path.exists() else {"format": FORMAT, "version": 1, "experiments": []}
+        entry = fixture_entry(experiment)
+        items = [e for e in data["experiments"] if e["slug"] != slug]
+        # predecessors first, so the seed registers a version after the one it links
+        order = {e["slug"]: i for i, e in enumerate(items)}
+        position = order[entry["predecessor"]] + 1 if entry.get("predecessor") in order else len(items)
+        items.insert(position, entry)
+        data["experiments"] = items
+        path.write_text(json.dumps(data, indent=1, ensure_ascii=False, sort_keys=False) + "\n")
+        self.stdout.write(f"{slug}: {len(entry['records'])} rows written to {path}")
