@@ -18,6 +18,8 @@ import torch.nn.functional as F
 from torch import nn
 
 RESIDUAL_EPS = 1e-6
+BLOCK_NORMS = ("post", "sandwich")
+BLOCK_RECALLS = ("sum", "concat")
 
 
 @dataclass
@@ -34,6 +36,12 @@ class EqLMConfig:
     # weight of the state inside the normalised sum: 1.0 is the original block, f(z) = LN(z + Attn + MLP + inj), whose
     # Jacobian is close to the identity (no contraction to speak of); below 1 the map contracts more easily
     state_skip: float = 1.0
+    # "post": one LayerNorm over the sum (the original block); "sandwich": each branch normed before and after, as
+    # Huginn's recurrent block (Geiping et al. 2025), then the sum normed
+    norm: str = "post"
+    # "sum": the input embedding is added inside the sum (the original block); "concat": the state and the input are
+    # concatenated and mapped back to d_model by an adapter before the branches (Huginn's input injection)
+    recall: str = "sum"
 
     @property
     def head_dim(self) -> int:
@@ -50,15 +58,24 @@ class EqLMConfig:
             raise ValueError(f"unknown config keys: {sorted(unknown)}")
         return cls(**data)
 
+    def __post_init__(self):
+        if self.norm not in BLOCK_NORMS:
+            raise ValueError(f"unknown norm {self.norm!r}; expected one of {BLOCK_NORMS}")
+        if self.recall not in BLOCK_RECALLS:
+            raise ValueError(f"unknown recall {self.recall!r}; expected one of {BLOCK_RECALLS}")
+
     def config_hash(self) -> str:
         data = self.to_dict()
-        if data["state_skip"] == 1.0:  # the original block: keep the hashes recorded before the field existed
-            del data["state_skip"]
+        for key, original in (("state_skip", 1.0), ("norm", "post"), ("recall", "sum")):
+            if data[key] == original:  # the original block: keep the hashes recorded before the field existed
+                del data[key]
         return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:16]
 
 
 class Block(nn.Module):
-    """One post-LN parallel block: f(z, inj) = LN(z + Attn(z) + MLP(z) + inj), with explicit K/V for caching."""
+    """One parallel block with explicit K/V for caching. The original form is post-LN,
+    f(z, inj) = LN(z + Attn(z) + MLP(z) + inj); `norm = "sandwich"` norms each branch before and after and the sum
+    at the end, and `recall = "concat"` maps [z; inj] through an adapter to h before the branches: f = N(h + A + M)."""
 
     def __init__(self, config: EqLMConfig):
         super().__init__()
@@ -71,10 +88,23 @@ class Block(nn.Module):
         self.fc2 = nn.Linear(config.d_mlp, d)
         self.ln = nn.LayerNorm(d, eps=config.ln_eps)
         self.state_skip = float(config.state_skip)
+        self.sandwich = config.norm == "sandwich"
+        self.concat = config.recall == "concat"
+        if self.sandwich:
+            self.ln_attn_in, self.ln_attn_out, self.ln_mlp_in, self.ln_mlp_out = (
+                nn.LayerNorm(d, eps=config.ln_eps) for _ in range(4)
+            )
+        if self.concat:
+            self.adapter = nn.Linear(2 * d, d)
 
-    def kv(self, z: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """Keys and values [B, H, T, Dh] of states z [B, T, D]."""
-        _, k, v = self._qkv(z)
+    def _input(self, z: torch.Tensor, inj: torch.Tensor | None) -> torch.Tensor:
+        """h: what the branches read (the state itself, or the adapter's map of [z; inj])."""
+        return self.adapter(torch.cat([z, inj], dim=-1)) if self.concat else z
+
+    def kv(self, z: torch.Tensor, inj: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+        """Keys and values [B, H, T, Dh] of states z [B, T, D] (with recall = "concat", of z and its input)."""
+        h = self._input(z, inj)
+        _, k, v = self._qkv(self.ln_attn_in(h) if self.sandwich else h)
         return k, v
 
     def _qkv(self, z: torch.Tensor):
@@ -104,7 +134,9 @@ class Block(nn.Module):
         batch is that new position at once.
         """
         b, t, d = z.shape
-        q, k, v = self._qkv(z)
+        h = self._input(z, inj)
+        attn_in = self.ln_attn_in(h) if self.sandwich else h
+        q, k, v = self._qkv(attn_in)
         if settled is not None:
             # position j sees the solved states of positions < j, then its own current state (and no other)
             ones = torch.ones(t, t, dtype=torch.bool, device=z.device)
@@ -118,8 +150,14 @@ class Block(nn.Module):
             visible = torch.arange(t, device=z.device)[:, None] + p >= torch.arange(p + t, device=z.device)[None, :]
             att = self._attend(q, torch.cat([past_k, k], dim=2), torch.cat([past_v, v], dim=2), visible)
         att = self.proj(att.transpose(1, 2).reshape(b, t, d))
-        mlp = self.fc2(F.gelu(self.fc1(z)))
-        skip = z if self.state_skip == 1.0 else self.state_skip * z  # the original block's graph stays unchanged
+        if self.sandwich:
+            mlp = self.ln_mlp_out(self.fc2(F.gelu(self.fc1(self.ln_mlp_in(h)))))
+            att = self.ln_attn_out(att)
+        else:
+            mlp = self.fc2(F.gelu(self.fc1(h)))
+        skip = h if self.state_skip == 1.0 else self.state_skip * h  # the original block's graph stays unchanged
+        if self.concat:
+            return self.ln(skip + att + mlp), k, v
         return self.ln(skip + att + mlp + inj), k, v
 
 

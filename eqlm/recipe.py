@@ -62,6 +62,8 @@ MODEL = {
     "n_layers": Key(INT, 1, positive),
     "ln_eps": Key(FLOAT, 1e-5, positive),
     "state_skip": Key(FLOAT, 1.0),
+    "norm": Key(STR, "post", one_of("post", "sandwich")),
+    "recall": Key(STR, "sum", one_of("sum", "concat")),
 }
 CORPUS = {
     "name": Key(STR, "kjv", one_of("kjv", "code")),

@@ -231,7 +231,7 @@ class SettledWarm(Term):
 
         model, inj = s.model, s.inj
         with torch.no_grad():
-            settled = model.block.kv(s.solved)
+            settled = model.block.kv(s.solved, inj.detach())
             z = predecessor_states(s.solved)
             for _ in range(s.draws[self.name]):
                 z, _, _ = model.block(z, inj.detach(), settled=settled)
