@@ -314,8 +314,38 @@ class AndersonState:
         return (fxs @ alpha)[..., 0]
 
 
+class TransformerLayer(nn.Module):
+    """A standard pre-LN transformer layer (GPT-2's): x + Attn(LN(x)), then + MLP(LN(x)), causal, K/V exposed."""
+
+    def __init__(self, config: EqLMConfig):
+        super().__init__()
+        d = config.d_model
+        self.n_heads, self.head_dim = config.n_heads, config.head_dim
+        self.ln_attn = nn.LayerNorm(d, eps=config.ln_eps)
+        self.qkv = nn.Linear(d, 3 * d)
+        self.proj = nn.Linear(d, d)
+        self.ln_mlp = nn.LayerNorm(d, eps=config.ln_eps)
+        self.fc1 = nn.Linear(d, config.d_mlp)
+        self.fc2 = nn.Linear(config.d_mlp, d)
+
+    def forward(self, x: torch.Tensor, past_k: torch.Tensor | None = None, past_v: torch.Tensor | None = None):
+        """(x', k, v) for T new positions after P cached ones (keys and values from this layer's input)."""
+        b, t, d = x.shape
+        q, k, v = Block._qkv(self, self.ln_attn(x))
+        if past_k is None or past_k.shape[2] == 0:
+            att = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        else:
+            p = past_k.shape[2]
+            visible = torch.arange(t, device=x.device)[:, None] + p >= torch.arange(p + t, device=x.device)[None, :]
+            att = Block._attend(self, q, torch.cat([past_k, k], dim=2), torch.cat([past_v, v], dim=2), visible)
+        x = x + self.proj(att.transpose(1, 2).reshape(b, t, d))
+        return x + self.fc2(F.gelu(self.fc1(self.ln_mlp(x)))), k, v
+
+
 class ExplicitLM(nn.Module):
-    """The conventional stack: L distinct blocks of the same design, each applied once (comparisons, tests)."""
+    """The explicit baseline: a standard transformer of `n_layers` distinct pre-LN layers, the input embedded once
+    (no re-injection, no iteration), a final LayerNorm and a head tied to the token embedding. Its depth is its layer
+    count."""
 
     model_class = "ExplicitLM"
 
@@ -324,15 +354,17 @@ class ExplicitLM(nn.Module):
         self.config = config
         self.tok_emb = nn.Embedding(config.vocab_size, config.d_model)
         self.pos_emb = nn.Embedding(config.max_positions, config.d_model)
-        self.blocks = nn.ModuleList(Block(config) for _ in range(config.n_layers))
-        EqLM.reset_parameters(self)
-        for block in self.blocks:
-            nn.init.normal_(block.proj.weight, std=0.02 / math.sqrt(2))
-            nn.init.normal_(block.fc2.weight, std=0.02 / math.sqrt(2))
-
-    @property
-    def block(self):  # so EqLM.reset_parameters works on the first block too
-        return self.blocks[0]
+        self.layers = nn.ModuleList(TransformerLayer(config) for _ in range(config.n_layers))
+        self.ln_f = nn.LayerNorm(config.d_model, eps=config.ln_eps)
+        for module in self.modules():
+            if isinstance(module, nn.Linear):
+                nn.init.normal_(module.weight, std=0.02)
+                nn.init.zeros_(module.bias)
+            elif isinstance(module, nn.Embedding):
+                nn.init.normal_(module.weight, std=0.02)
+        for layer in self.layers:  # GPT-2's scaled init of the residual projections
+            nn.init.normal_(layer.proj.weight, std=0.02 / math.sqrt(2 * config.n_layers))
+            nn.init.normal_(layer.fc2.weight, std=0.02 / math.sqrt(2 * config.n_layers))
 
     def num_params(self) -> int:
         return sum(p.numel() for p in self.parameters())
@@ -340,15 +372,16 @@ class ExplicitLM(nn.Module):
     def embed(self, input_ids, positions=None):
         return EqLM.embed(self, input_ids, positions)
 
-    def head(self, z):
-        return z @ self.tok_emb.weight.t()
+    def head(self, x):
+        return self.ln_f(x) @ self.tok_emb.weight.t()
 
     def forward(self, input_ids: torch.Tensor, depth: int | None = None) -> torch.Tensor:
-        inj = self.embed(input_ids)
-        z = torch.zeros_like(inj)
-        for block in self.blocks[: depth or len(self.blocks)]:
-            z, _, _ = block(z, inj)
-        return self.head(z)
+        if depth is not None and depth != len(self.layers):
+            raise ValueError(f"an explicit transformer's depth is its layer count ({len(self.layers)}), not {depth}")
+        x = self.embed(input_ids)
+        for layer in self.layers:
+            x, _, _ = layer(x)
+        return self.head(x)
 
 
 MODEL_CLASSES = {"EqLM": EqLM, "ExplicitLM": ExplicitLM}

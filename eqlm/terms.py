@@ -82,6 +82,7 @@ class FinalCE(Term):
     """Cross-entropy at the solve's final state (through the implicit gradient when the solve asks for it)."""
 
     name = "final_ce"
+    kinds = ("equilibrium", "explicit")
 
     def value(self, p, s):
         ce = _ce(s.final_logits(), s.y)
