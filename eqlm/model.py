@@ -18,6 +18,8 @@ import torch.nn.functional as F
 from torch import nn
 
 RESIDUAL_EPS = 1e-6
+BLOCK_NORMS = ("post", "sandwich")
+BLOCK_RECALLS = ("sum", "concat")
 
 
 @dataclass
@@ -34,6 +36,12 @@ class EqLMConfig:
     # weight of the state inside the normalised sum: 1.0 is the original block, f(z) = LN(z + Attn + MLP + inj), whose
     # Jacobian is close to the identity (no contraction to speak of); below 1 the map contracts more easily
     state_skip: float = 1.0
+    # "post": one LayerNorm over the sum (the original block); "sandwich": each branch normed before and after, as
+    # Huginn's recurrent block (Geiping et al. 2025), then the sum normed
+    norm: str = "post"
+    # "sum": the input embedding is added inside the sum (the original block); "concat": the state and the input are
+    # concatenated and mapped back to d_model by an adapter before the branches (Huginn's input injection)
+    recall: str = "sum"
 
     @property
     def head_dim(self) -> int:
@@ -50,15 +58,24 @@ class EqLMConfig:
             raise ValueError(f"unknown config keys: {sorted(unknown)}")
         return cls(**data)
 
+    def __post_init__(self):
+        if self.norm not in BLOCK_NORMS:
+            raise ValueError(f"unknown norm {self.norm!r}; expected one of {BLOCK_NORMS}")
+        if self.recall not in BLOCK_RECALLS:
+            raise ValueError(f"unknown recall {self.recall!r}; expected one of {BLOCK_RECALLS}")
+
     def config_hash(self) -> str:
         data = self.to_dict()
-        if data["state_skip"] == 1.0:  # the original block: keep the hashes recorded before the field existed
-            del data["state_skip"]
+        for key, original in (("state_skip", 1.0), ("norm", "post"), ("recall", "sum")):
+            if data[key] == original:  # the original block: keep the hashes recorded before the field existed
+                del data[key]
         return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:16]
 
 
 class Block(nn.Module):
-    """One post-LN parallel block: f(z, inj) = LN(z + Attn(z) + MLP(z) + inj), with explicit K/V for caching."""
+    """One parallel block with explicit K/V for caching. The original form is post-LN,
+    f(z, inj) = LN(z + Attn(z) + MLP(z) + inj); `norm = "sandwich"` norms each branch before and after and the sum
+    at the end, and `recall = "concat"` maps [z; inj] through an adapter to h before the branches: f = N(h + A + M)."""
 
     def __init__(self, config: EqLMConfig):
         super().__init__()
@@ -71,10 +88,23 @@ class Block(nn.Module):
         self.fc2 = nn.Linear(config.d_mlp, d)
         self.ln = nn.LayerNorm(d, eps=config.ln_eps)
         self.state_skip = float(config.state_skip)
+        self.sandwich = config.norm == "sandwich"
+        self.concat = config.recall == "concat"
+        if self.sandwich:
+            self.ln_attn_in, self.ln_attn_out, self.ln_mlp_in, self.ln_mlp_out = (
+                nn.LayerNorm(d, eps=config.ln_eps) for _ in range(4)
+            )
+        if self.concat:
+            self.adapter = nn.Linear(2 * d, d)
 
-    def kv(self, z: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """Keys and values [B, H, T, Dh] of states z [B, T, D]."""
-        _, k, v = self._qkv(z)
+    def _input(self, z: torch.Tensor, inj: torch.Tensor | None) -> torch.Tensor:
+        """h: what the branches read (the state itself, or the adapter's map of [z; inj])."""
+        return self.adapter(torch.cat([z, inj], dim=-1)) if self.concat else z
+
+    def kv(self, z: torch.Tensor, inj: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+        """Keys and values [B, H, T, Dh] of states z [B, T, D] (with recall = "concat", of z and its input)."""
+        h = self._input(z, inj)
+        _, k, v = self._qkv(self.ln_attn_in(h) if self.sandwich else h)
         return k, v
 
     def _qkv(self, z: torch.Tensor):
@@ -104,7 +134,9 @@ class Block(nn.Module):
         batch is that new position at once.
         """
         b, t, d = z.shape
-        q, k, v = self._qkv(z)
+        h = self._input(z, inj)
+        attn_in = self.ln_attn_in(h) if self.sandwich else h
+        q, k, v = self._qkv(attn_in)
         if settled is not None:
             # position j sees the solved states of positions < j, then its own current state (and no other)
             ones = torch.ones(t, t, dtype=torch.bool, device=z.device)
@@ -118,8 +150,14 @@ class Block(nn.Module):
             visible = torch.arange(t, device=z.device)[:, None] + p >= torch.arange(p + t, device=z.device)[None, :]
             att = self._attend(q, torch.cat([past_k, k], dim=2), torch.cat([past_v, v], dim=2), visible)
         att = self.proj(att.transpose(1, 2).reshape(b, t, d))
-        mlp = self.fc2(F.gelu(self.fc1(z)))
-        skip = z if self.state_skip == 1.0 else self.state_skip * z  # the original block's graph stays unchanged
+        if self.sandwich:
+            mlp = self.ln_mlp_out(self.fc2(F.gelu(self.fc1(self.ln_mlp_in(h)))))
+            att = self.ln_attn_out(att)
+        else:
+            mlp = self.fc2(F.gelu(self.fc1(h)))
+        skip = h if self.state_skip == 1.0 else self.state_skip * h  # the original block's graph stays unchanged
+        if self.concat:
+            return self.ln(skip + att + mlp), k, v
         return self.ln(skip + att + mlp + inj), k, v
 
 
@@ -276,8 +314,38 @@ class AndersonState:
         return (fxs @ alpha)[..., 0]
 
 
+class TransformerLayer(nn.Module):
+    """A standard pre-LN transformer layer (GPT-2's): x + Attn(LN(x)), then + MLP(LN(x)), causal, K/V exposed."""
+
+    def __init__(self, config: EqLMConfig):
+        super().__init__()
+        d = config.d_model
+        self.n_heads, self.head_dim = config.n_heads, config.head_dim
+        self.ln_attn = nn.LayerNorm(d, eps=config.ln_eps)
+        self.qkv = nn.Linear(d, 3 * d)
+        self.proj = nn.Linear(d, d)
+        self.ln_mlp = nn.LayerNorm(d, eps=config.ln_eps)
+        self.fc1 = nn.Linear(d, config.d_mlp)
+        self.fc2 = nn.Linear(config.d_mlp, d)
+
+    def forward(self, x: torch.Tensor, past_k: torch.Tensor | None = None, past_v: torch.Tensor | None = None):
+        """(x', k, v) for T new positions after P cached ones (keys and values from this layer's input)."""
+        b, t, d = x.shape
+        q, k, v = Block._qkv(self, self.ln_attn(x))
+        if past_k is None or past_k.shape[2] == 0:
+            att = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        else:
+            p = past_k.shape[2]
+            visible = torch.arange(t, device=x.device)[:, None] + p >= torch.arange(p + t, device=x.device)[None, :]
+            att = Block._attend(self, q, torch.cat([past_k, k], dim=2), torch.cat([past_v, v], dim=2), visible)
+        x = x + self.proj(att.transpose(1, 2).reshape(b, t, d))
+        return x + self.fc2(F.gelu(self.fc1(self.ln_mlp(x)))), k, v
+
+
 class ExplicitLM(nn.Module):
-    """The conventional stack: L distinct blocks of the same design, each applied once (comparisons, tests)."""
+    """The explicit baseline: a standard transformer of `n_layers` distinct pre-LN layers, the input embedded once
+    (no re-injection, no iteration), a final LayerNorm and a head tied to the token embedding. Its depth is its layer
+    count."""
 
     model_class = "ExplicitLM"
 
@@ -286,15 +354,17 @@ class ExplicitLM(nn.Module):
         self.config = config
         self.tok_emb = nn.Embedding(config.vocab_size, config.d_model)
         self.pos_emb = nn.Embedding(config.max_positions, config.d_model)
-        self.blocks = nn.ModuleList(Block(config) for _ in range(config.n_layers))
-        EqLM.reset_parameters(self)
-        for block in self.blocks:
-            nn.init.normal_(block.proj.weight, std=0.02 / math.sqrt(2))
-            nn.init.normal_(block.fc2.weight, std=0.02 / math.sqrt(2))
-
-    @property
-    def block(self):  # so EqLM.reset_parameters works on the first block too
-        return self.blocks[0]
+        self.layers = nn.ModuleList(TransformerLayer(config) for _ in range(config.n_layers))
+        self.ln_f = nn.LayerNorm(config.d_model, eps=config.ln_eps)
+        for module in self.modules():
+            if isinstance(module, nn.Linear):
+                nn.init.normal_(module.weight, std=0.02)
+                nn.init.zeros_(module.bias)
+            elif isinstance(module, nn.Embedding):
+                nn.init.normal_(module.weight, std=0.02)
+        for layer in self.layers:  # GPT-2's scaled init of the residual projections
+            nn.init.normal_(layer.proj.weight, std=0.02 / math.sqrt(2 * config.n_layers))
+            nn.init.normal_(layer.fc2.weight, std=0.02 / math.sqrt(2 * config.n_layers))
 
     def num_params(self) -> int:
         return sum(p.numel() for p in self.parameters())
@@ -302,15 +372,16 @@ class ExplicitLM(nn.Module):
     def embed(self, input_ids, positions=None):
         return EqLM.embed(self, input_ids, positions)
 
-    def head(self, z):
-        return z @ self.tok_emb.weight.t()
+    def head(self, x):
+        return self.ln_f(x) @ self.tok_emb.weight.t()
 
     def forward(self, input_ids: torch.Tensor, depth: int | None = None) -> torch.Tensor:
-        inj = self.embed(input_ids)
-        z = torch.zeros_like(inj)
-        for block in self.blocks[: depth or len(self.blocks)]:
-            z, _, _ = block(z, inj)
-        return self.head(z)
+        if depth is not None and depth != len(self.layers):
+            raise ValueError(f"an explicit transformer's depth is its layer count ({len(self.layers)}), not {depth}")
+        x = self.embed(input_ids)
+        for layer in self.layers:
+            x, _, _ = layer(x)
+        return self.head(x)
 
 
 MODEL_CLASSES = {"EqLM": EqLM, "ExplicitLM": ExplicitLM}

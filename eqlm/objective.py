@@ -7,7 +7,8 @@ from noise, whether it continues warm, and each term's own draws; `forward_step`
 - ``equilibrium``: the solve without gradient from the drawn start, then ``grad_iters`` iterations with gradient
   (the phantom gradient; the implicit-function-theorem gradient of the final state's cross-entropy when
   ``implicit_iters`` > 0), or, with ``grad_iters = 0``, the whole solve from zero with gradient;
-- ``unrolled``: the trajectory from zero is the whole solve, supervised at its iterates.
+- ``unrolled``: the trajectory from zero is the whole solve, supervised at its iterates;
+- ``explicit``: one pass through an explicit transformer's layers (its depth is its layer count).
 
 The loss is the sum of the terms (eqlm/terms.py). No Django imports here.
 """
@@ -45,6 +46,8 @@ def sample_depth(depth: dict, rng) -> int:
 
 def draw_step(stage: dict, rng) -> StepDraws:
     solve = stage["solve"]
+    if solve["kind"] == "explicit":
+        return StepDraws(stage["model"]["n_layers"])
     if solve["kind"] == "unrolled":
         depths = stage["terms"]["anytime_ce"]["depths"]
         deepest = int(rng.choice(depths)) if solve["sample_deepest"] else max(depths)
@@ -133,6 +136,10 @@ def forward_step(model, x, y, stage: dict, draws: StepDraws, gen, penalty_scale=
     """(loss, parts) of one step: the solve the stage's `solve` table describes, then the sum of its terms."""
     solve = stage["solve"]
     terms = active_terms(stage["terms"])
+    if solve["kind"] == "explicit":  # one pass through the stack: the final state's logits are the model's
+        s = StepState(model, x, y, None, gen, penalty_scale, draws.terms, 0)
+        s._final_logits = model(x)
+        return _sum_terms(terms, s)
     inj = model.embed(x)
     s = StepState(model, x, y, inj, gen, penalty_scale, draws.terms, solve["grad_iters"])
     if solve["kind"] == "unrolled":

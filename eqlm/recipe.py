@@ -62,6 +62,8 @@ MODEL = {
     "n_layers": Key(INT, 1, positive),
     "ln_eps": Key(FLOAT, 1e-5, positive),
     "state_skip": Key(FLOAT, 1.0),
+    "norm": Key(STR, "post", one_of("post", "sandwich")),
+    "recall": Key(STR, "sum", one_of("sum", "concat")),
 }
 CORPUS = {
     "name": Key(STR, "kjv", one_of("kjv", "code")),
@@ -90,7 +92,7 @@ START = {
     "warm": Key(FLOAT, 0.0, fraction, "share of solves continued from each position's predecessor's solved state"),
 }
 SOLVE = {
-    "kind": Key(STR, "equilibrium", one_of("equilibrium", "unrolled")),
+    "kind": Key(STR, "equilibrium", one_of("equilibrium", "unrolled", "explicit")),
     "depth": DEPTH,
     "grad_iters": Key(INT, 2, non_negative, "iterations with gradient at the end of the solve (0: all of them)"),
     "depth_includes_grad": Key(BOOL, False, doc="the drawn depth counts the iterations with gradient too"),
@@ -274,8 +276,8 @@ def _check_consistency(stage: dict) -> None:
         raise RecipeError("solve.depth.min: must be <= solve.depth.max")
     if depth["short_min"] > depth["short_max"]:
         raise RecipeError("solve.depth.short_min: must be <= solve.depth.short_max")
-    if stage["model"]["class"] == "ExplicitLM" and solve["kind"] != "unrolled":
-        raise RecipeError("solve.kind: an ExplicitLM trains with kind = 'unrolled' (its depth is its layer count)")
+    if (stage["model"]["class"] == "ExplicitLM") != (solve["kind"] == "explicit"):
+        raise RecipeError("solve.kind: an ExplicitLM, and only it, trains with kind = 'explicit' (one pass)")
     if solve["grad_iters"] == 0 and (solve["start"]["noise"] or solve["start"]["warm"] or solve["implicit_iters"]):
         raise RecipeError("solve.grad_iters: random or warm starts and the implicit gradient need grad_iters > 0")
     check_terms_against_solve(stage)

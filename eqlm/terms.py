@@ -82,6 +82,7 @@ class FinalCE(Term):
     """Cross-entropy at the solve's final state (through the implicit gradient when the solve asks for it)."""
 
     name = "final_ce"
+    kinds = ("equilibrium", "explicit")
 
     def value(self, p, s):
         ce = _ce(s.final_logits(), s.y)
@@ -231,7 +232,7 @@ class SettledWarm(Term):
 
         model, inj = s.model, s.inj
         with torch.no_grad():
-            settled = model.block.kv(s.solved)
+            settled = model.block.kv(s.solved, inj.detach())
             z = predecessor_states(s.solved)
             for _ in range(s.draws[self.name]):
                 z, _, _ = model.block(z, inj.detach(), settled=settled)

@@ -29,6 +29,8 @@ from .recipe import Stage
 
 LN2 = math.log(2)
 HELDOUT_FRACTION = 0.05
+CHECK_DEPTHS = [4, 8, 12, 32]  # the held-out check at each checkpoint
+FINAL_DEPTHS = [4, 8, 12, 16, 32, 64]
 BITS_PARTS = ("d", "eq", "kd", "warm", "prog")  # logged parts that are cross-entropies, shown in bits
 
 
@@ -80,8 +82,11 @@ def run_hash(stage: Stage, corpus_sha: str, init_sha: str | None, teacher_sha: s
 def quick_convergence(model, data: bytes, depths: list[int], seq_len: int, max_bytes: int, tol: float = 0.01):
     """Held-out bits/byte and the share of positions with relative residual < tol, per depth (Picard from zero).
 
-    The figures of `eqlm.convergence.profile_by_depth` (the evaluation's own measurement) on the first max_bytes.
+    The figures of `eqlm.convergence.profile_by_depth` (the evaluation's own measurement) on the first max_bytes. An
+    explicit transformer has one depth, its layer count, and no residual.
     """
+    if model.model_class == "ExplicitLM":
+        return {len(model.layers): {"bpb": explicit_bits_per_byte(model, data[:max_bytes], seq_len), "converged": 0.0}}
     from .convergence import TorchBackend, profile_by_depth, tolerance_key, windows_of
 
     windows = windows_of(data[:max_bytes], seq_len)
@@ -90,6 +95,21 @@ def quick_convergence(model, data: bytes, depths: list[int], seq_len: int, max_b
     figures = {d: profile.by_depth[d] for d in depths}
     # plain floats: the figures go into the checkpoint's provenance, which weights_only loading reads back
     return {d: {"bpb": float(f.bits_per_byte), "converged": float(f.converged[key])} for d, f in figures.items()}
+
+
+@torch.no_grad()
+def explicit_bits_per_byte(model, data: bytes, seq_len: int) -> float:
+    """Bits/byte of an explicit transformer on windows of seq_len + 1 bytes (each window's first byte is context)."""
+    arr = torch.frombuffer(bytearray(data), dtype=torch.uint8).long()
+    n = (len(arr) - 1) // seq_len
+    total, count = 0.0, 0
+    for i in range(0, n, 32):
+        idx = torch.arange(i, min(n, i + 32))[:, None] * seq_len + torch.arange(seq_len + 1)[None, :]
+        batch = arr[idx]
+        logits = model(batch[:, :-1])
+        total += torch.nn.functional.cross_entropy(logits.flatten(0, 1), batch[:, 1:].flatten(), reduction="sum").item()
+        count += batch[:, 1:].numel()
+    return total / max(count, 1) / LN2
 
 
 def train_stage(
@@ -263,7 +283,7 @@ def train_stage(
             save_state()
         if time.time() - last_ckpt > checkpoint_minutes * 60:
             model.eval()
-            quick = quick_convergence(model, heldout, [4, 8, 12, 32], seq_len, eval_bytes // 4)
+            quick = quick_convergence(model, heldout, CHECK_DEPTHS, seq_len, eval_bytes // 4)
             model.train()
             log(
                 f"checkpoint at step {step}: "
@@ -276,7 +296,7 @@ def train_stage(
     if stopped:
         return TrainOutcome(False, step, total, None, state_path)
     model.eval()
-    quick = quick_convergence(model, heldout, [4, 8, 12, 16, 32, 64], seq_len, eval_bytes)
+    quick = quick_convergence(model, heldout, FINAL_DEPTHS, seq_len, eval_bytes)
     log(
         "held-out bpb/converged "
         + " ".join(f"d{d}={v['bpb']:.3f}/{100 * v['converged']:.0f}%" for d, v in quick.items())

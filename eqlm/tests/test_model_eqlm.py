@@ -76,14 +76,37 @@ def test_unknown_solver_is_refused(model, ids):
         model.solve(ids, solver="newton")
 
 
-def test_explicit_stack_has_distinct_layers_with_the_same_block_design():
+def test_the_explicit_baseline_is_a_causal_stack_of_distinct_layers_that_embeds_its_input_once():
     cfg = tiny_config(n_layers=3)
     explicit = ExplicitLM(cfg)
-    assert len(explicit.blocks) == 3
-    assert explicit.blocks[0].qkv.weight.data_ptr() != explicit.blocks[1].qkv.weight.data_ptr()
+    assert len(explicit.layers) == 3
+    assert explicit.layers[0].qkv.weight.data_ptr() != explicit.layers[1].qkv.weight.data_ptr()
     assert explicit.num_params() > EqLM(cfg).num_params()
-    logits = explicit(torch.randint(0, 256, (1, 10)))
+    ids = torch.randint(0, 256, (1, 10))
+    logits = explicit(ids)
     assert logits.shape == (1, 10, 256)
+    changed = ids.clone()
+    changed[0, 6] = (changed[0, 6] + 1) % 256
+    assert torch.equal(explicit(changed)[:, :6], logits[:, :6])  # causal
+    with pytest.raises(ValueError, match="layer count"):
+        explicit(ids, depth=2)
+
+
+def test_the_explicit_baseline_decodes_over_its_cache_as_it_runs_the_whole_sequence():
+    explicit = ExplicitLM(tiny_config(n_layers=3)).eval()
+    ids = torch.randint(0, 256, (2, 9), generator=torch.Generator().manual_seed(0))
+    with torch.no_grad():
+        whole = explicit(ids)
+        caches = [None] * 3
+        stepped = []
+        for t in range(ids.shape[1]):
+            x = explicit.embed(ids[:, t : t + 1], torch.full_like(ids[:, t : t + 1], t))
+            for i, layer in enumerate(explicit.layers):
+                past = caches[i] or (None, None)
+                x, k, v = layer(x, *past)
+                caches[i] = (k, v) if past[0] is None else (torch.cat([past[0], k], 2), torch.cat([past[1], v], 2))
+            stepped.append(explicit.head(x))
+    assert torch.allclose(whole, torch.cat(stepped, dim=1), atol=1e-5)
 
 
 def test_build_model_rejects_unknown_classes_and_keys():

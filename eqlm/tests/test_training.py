@@ -527,3 +527,33 @@ def test_the_depth_sampler_draws_heavy_tailed_depths_within_its_bounds_with_a_sh
     assert 0.35 < (drawn <= 8).mean() < 0.47
     long = drawn[drawn > 8]
     assert 16 < long.mean() < 22 and np.percentile(long, 99) > 30
+
+
+@pytest.mark.slow
+def test_an_explicit_transformer_trains_from_its_recipe_and_its_checkpoint_loads(tmp_path):
+    from eqlm.checkpoint import load_checkpoint
+
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_bytes(TEXT * 4)
+    raw = {
+        "model": {"class": "ExplicitLM", "d_model": 16, "n_heads": 2, "d_mlp": 32, "n_layers": 3, "max_positions": 32},
+        "corpus": {"file": str(corpus)},
+        "stages": {
+            "s": {
+                "steps": 30,
+                "batch_size": 4,
+                "seq_len": 32,
+                "schedule": {"lr": 1e-2, "warmup_steps": 2},
+                "solve": {"kind": "explicit"},
+                "terms": {"final_ce": {}},
+            }
+        },
+    }
+    outcome = train_stage(Recipe("x", Path("x.toml"), raw).resolve(), tmp_path / "run", log=print, eval_bytes=512)
+    model, data = load_checkpoint(outcome.checkpoint)
+    assert model.model_class == "ExplicitLM" and len(model.layers) == 3
+    quick = data["provenance"]["metrics"]["heldout_quick"]
+    assert list(quick) == ["3"]  # its one depth, the layer count
+    assert quick["3"]["bpb"] < 6.0  # from 8 bits/byte at initialisation (uniform over 256 bytes)
+    with pytest.raises(RecipeError, match="solve.kind"):
+        Recipe("x", Path("x.toml"), {**raw, "stages": {"s": {**raw["stages"]["s"], "solve": {}}}}).resolve()
