@@ -96,3 +96,21 @@ def _profile(torch, model, windows, depths, starts, noise_seed, batch, device, p
     if len(starts) == 2:
         profile.state_cosine = {d: cosine[d] / count for d in wanted}
     return profile
+
+
+def explicit_profile(model, windows: np.ndarray, batch: int = 8, device: str = "cpu") -> StartProfile:
+    """An explicit transformer's held-out bits/byte at its own depth, its layer count (it has no start to vary)."""
+    import torch
+
+    depth = len(model.layers)
+    total, count = 0.0, 0
+    model = model.eval().to(device)
+    with torch.no_grad():
+        for i in range(0, len(windows), batch):
+            ids = torch.as_tensor(windows[i : i + batch], device=device)
+            logits = model(ids[:, :-1]).double()
+            total += float(
+                torch.nn.functional.cross_entropy(logits.flatten(0, 1), ids[:, 1:].flatten(), reduction="sum")
+            )
+            count += ids[:, 1:].numel()
+    return StartProfile(bits_per_byte={"zero": {depth: total / count / LN2}}, positions=count)

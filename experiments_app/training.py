@@ -255,14 +255,17 @@ def evaluation_bytes(evaluation: dict, stage) -> tuple[bytes, str]:
     return split(data, HELDOUT_FRACTION)[1], f"held-out slice of the {name}"
 
 
-def evaluation_records(run: TrainingRun, evaluation: dict, profile, halting: list, provenance: dict) -> list[dict]:
+def evaluation_records(
+    run: TrainingRun, evaluation: dict, profile, halting: list, provenance: dict, model=None
+) -> list[dict]:
     slug, seed = run.experiment.slug, run.seed
     base = {
         "run": f"experiment:{slug}:{run.arm_label}:seed{seed}",
         "experiment": slug,
         "arm": run.arm_label,
         "seed": seed,
-        "model_family": "EqLM",
+        "model_family": getattr(model, "model_class", "EqLM"),
+        "num_params": model.num_params() if model is not None else None,
         "model_name": f"{slug} {run.arm_label} seed {seed}",
         "config_hash": run.recipe_hash,
         "git_commit": str(provenance.get("git_commit", ""))[:64],
@@ -324,7 +327,7 @@ def evaluate_run(run: TrainingRun, token: str) -> None:
     from benchmarks_app.records import ingest_records
     from eqlm.checkpoint import load_checkpoint
     from eqlm.convergence import TorchBackend, adaptive_point, windows_of
-    from eqlm.start_profile import profile_starts
+    from eqlm.start_profile import explicit_profile, profile_starts
 
     evaluation = run.experiment.evaluation
     model, data = load_checkpoint(run.checkpoint)
@@ -340,20 +343,24 @@ def evaluate_run(run: TrainingRun, token: str) -> None:
         )
 
     device = run.device or "cpu"
-    profile = profile_starts(
-        model,
-        windows,
-        evaluation["depths"],
-        evaluation["starts"],
-        evaluation["noise_seed"],
-        device=device,
-        progress=progress,
-    )
+    if model.model_class == "ExplicitLM":  # one depth, its layer count; no start, no halting
+        profile = explicit_profile(model, windows, device=device)
+        evaluation = {**evaluation, "budgets": []}
+    else:
+        profile = profile_starts(
+            model,
+            windows,
+            evaluation["depths"],
+            evaluation["starts"],
+            evaluation["noise_seed"],
+            device=device,
+            progress=progress,
+        )
     halting = [
         adaptive_point(TorchBackend(model, device), windows, evaluation["tol"], cap=budget)
         for budget in evaluation["budgets"]
     ]
-    records = evaluation_records(run, evaluation, profile, halting, provenance)
+    records = evaluation_records(run, evaluation, profile, halting, provenance, model)
     if records:
         ingest_records(records, source_name=f"experiment:{run.experiment.slug}:{run.arm_label}:seed{run.seed}")
     written = ResultRow.objects.filter(experiment=run.experiment.slug, arm_label=run.arm_label, seed=run.seed).count()

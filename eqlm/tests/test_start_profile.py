@@ -35,3 +35,19 @@ def test_the_noise_start_is_seeded_and_the_cosine_compares_the_two_starts():
 def test_windows_longer_than_the_model_reads_are_refused():
     with pytest.raises(ValueError, match="positions"):
         profile_starts(tiny_model(), windows(size=80), [1])
+
+
+def test_an_explicit_transformer_is_measured_at_its_layer_count():
+    import torch
+
+    from eqlm.model import build_model
+    from eqlm.start_profile import explicit_profile
+
+    torch.manual_seed(0)
+    model = build_model("ExplicitLM", tiny_model().config.to_dict() | {"n_layers": 2})
+    profile = explicit_profile(model, windows())
+    assert list(profile.bits_per_byte) == ["zero"] and list(profile.bits_per_byte["zero"]) == [2]
+    with torch.no_grad():
+        ids = torch.as_tensor(windows())
+        nll = torch.nn.functional.cross_entropy(model(ids[:, :-1]).double().flatten(0, 1), ids[:, 1:].flatten())
+    assert profile.bits_per_byte["zero"][2] == pytest.approx(float(nll) / np.log(2), rel=1e-9)

@@ -52,3 +52,24 @@ def test_a_stale_or_leased_slice_does_nothing(settings):
     assert not acquire(run.pk, 3, uuid.uuid4().hex)
     TrainingRun.objects.filter(pk=run.pk).update(slice_number=4)  # the holder moved on while a copy waited
     assert run_slice(run.pk, 3) == "stale"
+
+
+def test_an_explicit_arm_is_measured_at_its_layer_count_only(django_capture_on_commit_callbacks):
+    from .factories import TINY_RECIPE
+
+    explicit = TINY_RECIPE.replace("tiny-experiment.toml", "tiny-explicit.toml")
+    experiment = tiny_experiment(
+        seeds=[1], arms=[{"label": "base", "recipe": explicit}, {"label": "fast", "recipe": TINY_RECIPE}]
+    )
+    with django_capture_on_commit_callbacks(execute=False):
+        services.launch(experiment)
+    run = TrainingRun.objects.get(arm_label="base")
+    for number in range(5):
+        if run_slice(run.pk, number, send_next=lambda: None) == "evaluated":
+            break
+    run.refresh_from_db()
+    assert run.status == "done", run.error
+    rows = ResultRow.objects.filter(experiment="tiny", arm_label="base")
+    assert [(r.condition, r.arm.model_family) for r in rows] == [
+        ({"depth": 3, "start": "zero", "seed": 1}, "ExplicitLM")
+    ]
