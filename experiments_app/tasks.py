@@ -2,9 +2,9 @@
 
 from celery import shared_task
 
-# Within Celery's defaults (600/660 s): a slice trains for at most EXPERIMENT_SLICE_SECONDS (480) and may first
-# wait up to 1.5 x EXPERIMENT_LEASE_SECONDS for a dead worker's lease to lapse. Staff-only, so a failed row shows
-# the exception's text.
+# Within Celery's defaults (600/660 s): a slice waits for its lease and trains for at most EXPERIMENT_SLICE_SECONDS
+# (420) in all, leaving the rest for loading the corpus and a finished stage's closing evaluation and save.
+# Staff-only, so a failed row shows the exception's text.
 OPTIONS = {"soft_time_limit": 600, "time_limit": 660, "acks_late": True, "show_error_text": True}
 
 

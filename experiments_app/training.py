@@ -169,6 +169,7 @@ def run_slice(run_id: int, slice_number: int | None = None, *, send_next=None) -
     if slice_number < run.slice_number:
         return "stale"
     token = uuid.uuid4().hex
+    began = time.monotonic()
     state = wait_for_lease(run_id, slice_number, token)
     if state != "acquired":
         return state
@@ -176,8 +177,9 @@ def run_slice(run_id: int, slice_number: int | None = None, *, send_next=None) -
     if run.status == JobStatus.QUEUED:
         TrainingRun.objects.filter(pk=run.pk).update(status=JobStatus.RUNNING, started_at=timezone.now(), error="")
     try:
-        if run.phase == Phase.TRAIN:
-            next_fields = train_part(run, token)
+        if run.phase == Phase.TRAIN:  # the time spent waiting for the lease comes out of the slice
+            seconds = max(30.0, settings.EXPERIMENT_SLICE_SECONDS - (time.monotonic() - began))
+            next_fields = train_part(run, token, seconds)
             did = "trained"
         else:
             evaluate_run(run, token)
@@ -213,7 +215,7 @@ def _chain(run: TrainingRun, token: str, slice_number: int, fields: dict, send_n
     release(run.pk, token, **moved)
 
 
-def train_part(run: TrainingRun, token: str) -> dict:
+def train_part(run: TrainingRun, token: str, seconds: float) -> dict:
     """Train the current stage for one slice; the fields the row takes on after it."""
     from eqlm.trainer import train_stage
 
@@ -232,7 +234,7 @@ def train_part(run: TrainingRun, token: str) -> dict:
         init_checkpoint=previous,
         threads=threads,
         device=device,
-        max_minutes=settings.EXPERIMENT_SLICE_SECONDS / 60,
+        max_minutes=seconds / 60,
         stop_after=run.step + settings.EXPERIMENT_SLICE_STEPS if settings.EXPERIMENT_SLICE_STEPS else None,
         log=lambda line: log.info("%s: %s", run, line),
         progress=Heartbeat(run, token, len(chain)),

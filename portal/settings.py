@@ -237,10 +237,11 @@ CELERY_RESULT_BACKEND_TRANSPORT_OPTIONS = {
 # queued for over JOB_STALE_SECONDS whose message is no longer in Redis (portal/jobs.py).
 JOB_SWEEP_SECONDS = env_int("JOB_SWEEP_SECONDS", 60)
 JOB_STALE_SECONDS = env_int("JOB_STALE_SECONDS", 300)
-# Experiments (experiments_app/training.py): a training job is a chain of slices of at most EXPERIMENT_SLICE_SECONDS
-# (within the 600 s soft limit), each holding a database lease per (arm, seed) that its heartbeats renew; a lease
-# not renewed for EXPERIMENT_LEASE_SECONDS belongs to a dead worker and may be taken over.
-EXPERIMENT_SLICE_SECONDS = env_int("EXPERIMENT_SLICE_SECONDS", 480)
+# Experiments (experiments_app/training.py): a training job is a chain of slices of at most EXPERIMENT_SLICE_SECONDS,
+# the wait for a lease included (within the 600 s soft limit, leaving room for loading the corpus and for a stage's
+# closing evaluation and save), each holding a database lease per (arm, seed) that its heartbeats renew; a lease not
+# renewed for EXPERIMENT_LEASE_SECONDS belongs to a dead worker and may be taken over.
+EXPERIMENT_SLICE_SECONDS = env_int("EXPERIMENT_SLICE_SECONDS", 420)
 EXPERIMENT_SLICE_STEPS = env_int("EXPERIMENT_SLICE_STEPS", 0)  # also end a slice after this many steps (0: no cap)
 EXPERIMENT_LEASE_SECONDS = env_int("EXPERIMENT_LEASE_SECONDS", 90)
 EXPERIMENT_TRAIN_THREADS = env_int("EXPERIMENT_TRAIN_THREADS", 1)
