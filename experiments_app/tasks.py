@@ -2,10 +2,12 @@
 
 from celery import shared_task
 
+from .checks import SOFT_LIMIT
+
 # Within Celery's defaults (600/660 s): a slice waits for its lease and trains for at most EXPERIMENT_SLICE_SECONDS
 # (420) in all, leaving the rest for loading the corpus and a finished stage's closing evaluation and save.
 # Staff-only, so a failed row shows the exception's text.
-OPTIONS = {"soft_time_limit": 600, "time_limit": 660, "acks_late": True, "show_error_text": True}
+OPTIONS = {"soft_time_limit": SOFT_LIMIT, "time_limit": 660, "acks_late": True, "show_error_text": True}
 
 
 @shared_task(name="experiments_app.tasks.train_slice", **OPTIONS)

@@ -243,7 +243,7 @@ JOB_STALE_SECONDS = env_int("JOB_STALE_SECONDS", 300)
 # renewed for EXPERIMENT_LEASE_SECONDS belongs to a dead worker and may be taken over.
 EXPERIMENT_SLICE_SECONDS = env_int("EXPERIMENT_SLICE_SECONDS", 420)
 EXPERIMENT_SLICE_STEPS = env_int("EXPERIMENT_SLICE_STEPS", 0)  # also end a slice after this many steps (0: no cap)
-EXPERIMENT_LEASE_SECONDS = env_int("EXPERIMENT_LEASE_SECONDS", 90)
+EXPERIMENT_LEASE_SECONDS = env_int("EXPERIMENT_LEASE_SECONDS", 120)  # below CELERY_VISIBILITY_TIMEOUT (a check)
 EXPERIMENT_TRAIN_THREADS = env_int("EXPERIMENT_TRAIN_THREADS", 1)
 EXPERIMENT_TRAIN_DEVICE = env("EXPERIMENT_TRAIN_DEVICE", "cpu")
 # Lab job submissions per client address (anonymous) and per signed-in user; staff are not throttled.

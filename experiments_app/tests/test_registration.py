@@ -140,3 +140,12 @@ def test_cancelling_a_queued_run_ends_it_and_flags_it(staff_client, django_captu
     assert response.status_code == 302 and len(callbacks) == 1
     run.refresh_from_db()
     assert run.status == "queued" and not run.cancel_requested and not run.error
+
+
+def test_a_lease_that_outlives_redelivery_fails_the_system_check(settings):
+    from experiments_app.checks import training_slices_fit_their_limits
+
+    assert training_slices_fit_their_limits(None) == []
+    settings.EXPERIMENT_LEASE_SECONDS = 4000
+    settings.EXPERIMENT_SLICE_SECONDS = 600
+    assert [e.id for e in training_slices_fit_their_limits(None)] == ["experiments.E001", "experiments.E002"]
