@@ -49,5 +49,6 @@ def detail(request, slug: str):
         "verdict_badge": BADGES[data["verdict"]],
         "verdict_text": VERDICT_TEXT[data["verdict"]],
         "plot": plot if any(arm["series"] for arm in plot["arms"]) else None,
+        "live": any(r["status"] in ("queued", "running") for r in data["runs"]),
     }
     return render(request, "experiments/detail.html", context)

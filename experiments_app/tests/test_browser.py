@@ -35,3 +35,20 @@ def test_the_experiment_pages_are_accessible_and_draw_the_plot(page):
     assert problems == [], "\n".join(problems)
     assert page.locator("section[aria-labelledby=h-verdict] .badge").first.inner_text() == "validated"
     page.watch.assert_clean()
+
+
+def test_the_runs_table_follows_a_running_run(page):
+    from experiments_app.models import TrainingRun
+
+    experiment = tiny_experiment()
+    run = TrainingRun.objects.create(
+        experiment=experiment, arm_label="base", seed=1, arm_hash="h", status="running", step=3, planned_steps=12
+    )
+    page.goto("/benchmarks/experiments/tiny/")
+    cell = page.locator('tr[data-run="base:1"] [data-field="step"]')
+    assert cell.inner_text() == "3/12"
+    TrainingRun.objects.filter(pk=run.pk).update(step=7, loss=2.5, eta_seconds=40, progress_message="step 7/12")
+    page.wait_for_selector('tr[data-run="base:1"] [data-field="step"]:text-is("7/12")', timeout=20_000)
+    assert page.locator('tr[data-run="base:1"] [data-field="loss"]').inner_text() == "2.5000"
+    assert serious_violations(page) == []
+    page.watch.assert_clean()
