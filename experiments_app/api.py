@@ -34,7 +34,7 @@ class ExperimentListView(APIView):
 
     permission_classes = [permissions.AllowAny]
 
-    @extend_schema(responses=OpenApiTypes.OBJECT)
+    @extend_schema(operation_id="api_experiments_list", responses=OpenApiTypes.OBJECT)
     def get(self, request):
         items = [services.experiment_summary(e) for e in Experiment.objects.select_related("predecessor")]
         return Response({"count": len(items), "results": items})
