@@ -109,6 +109,11 @@ def update_experiment(experiment: Experiment, changes: dict, *, check_files: boo
     unknown = sorted(set(changes) - set(EDITABLE))
     if unknown:
         raise SpecError(unknown[0], f"not editable; editable: {', '.join(EDITABLE)}")
+    for name in ("title", "notes"):
+        if name in changes and not isinstance(changes[name], str):
+            raise SpecError(name, "text")
+    if "title" in changes and not changes["title"].strip():
+        raise SpecError("title", "a title")
     with transaction.atomic():
         experiment = Experiment.objects.select_for_update().get(pk=experiment.pk)
         current = {f: getattr(experiment, f) for f in FROZEN_FIELDS}

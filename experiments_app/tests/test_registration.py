@@ -149,3 +149,28 @@ def test_a_lease_that_outlives_redelivery_fails_the_system_check(settings):
     settings.EXPERIMENT_LEASE_SECONDS = 4000
     settings.EXPERIMENT_SLICE_SECONDS = 600
     assert [e.id for e in training_slices_fit_their_limits(None)] == ["experiments.E001", "experiments.E002"]
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        [],
+        "text",
+        {"arms": "x"},
+        {"arms": [{"label": "a", "recipe": "x\u0000.toml"}]},
+        {"arms": [{"label": "a", "recipe": "/etc/passwd"}]},
+        {"seeds": [True]},
+        {"seeds": [2**40]},
+        {"evaluation": {"depths": [0]}},
+        {"evaluation": {"windows": 1e9}},
+        {"criterion": {"op": "all", "of": [[]]}},
+        {"criterion": {"op": "value", "of": {"arm": "base", "metric": "m", "where": {"d": {"x": 1}}}}},
+        {"title": {"nested": True}},
+        {"slug": "renamed"},
+    ],
+)
+def test_a_malformed_edit_is_a_4xx_in_the_error_shape(staff_client, body):
+    tiny_experiment()
+    response = patch(staff_client, "tiny", body)
+    assert 400 <= response.status_code < 500, (body, response.content)
+    assert response.json()["error"]["message"]
