@@ -69,6 +69,9 @@ class ExperimentAdmin(admin.ModelAdmin):
     inlines = [TrainingRunInline]
     actions = ["launch_experiments", "cancel_experiments"]
 
+    def get_inlines(self, request, obj=None):
+        return self.inlines if obj is not None and obj.is_frozen else []  # runs exist once it is launched
+
     def get_readonly_fields(self, request, obj=None):
         fields = list(super().get_readonly_fields(request, obj))
         if obj is not None and obj.is_frozen:

@@ -174,3 +174,18 @@ def test_a_malformed_edit_is_a_4xx_in_the_error_shape(staff_client, body):
     response = patch(staff_client, "tiny", body)
     assert 400 <= response.status_code < 500, (body, response.content)
     assert response.json()["error"]["message"]
+
+
+def test_staff_register_an_experiment_in_the_admin_with_the_apis_validation(staff_client):
+    import json
+
+    spec = tiny_spec("from-admin")
+    form = {k: json.dumps(spec[k]) for k in ("arms", "seeds", "evaluation", "criterion")}
+    form |= {"slug": "from-admin", "title": "From the admin", "hypothesis": spec["hypothesis"], "notes": ""}
+    bad = staff_client.post("/admin/experiments_app/experiment/add/", form | {"seeds": "[1, 1]"})
+    assert bad.status_code == 200 and b"each seed once" in bad.content
+    response = staff_client.post("/admin/experiments_app/experiment/add/", form)
+    assert response.status_code == 302, response.content[-2000:]
+    experiment = Experiment.objects.get(slug="from-admin")
+    assert experiment.arms[0]["hash"] and len(experiment.registration_hash) == 64
+    assert experiment.evaluation["windows"] == 2 and experiment.criterion["stat"] == "ci_high"
