@@ -4,7 +4,7 @@ Usage: .venv/bin/python bench/decode.py [--model eqlm-demo] [--tol 0.01] [--cap 
        [--solver picard] [--bpb-windows 16] [--heldout] [--basins 2] [--json] [--onnx-dir DIR]
 
 Three decoding modes on the same prompts (the starts of lines of the committed held-out slice), greedy, through the
-server's generation service (eqlm/runtime.py, onnxruntime): fixed depth 64; adaptive halting at tol with cap 64
+server's generation service (eqlm/generation.py, onnxruntime): fixed depth 64; adaptive halting at tol with cap 64
 (cold start); the same with warm start. Iterations per token are averaged over the tokens after the first (the
 first comes from the cold prompt pass in every mode); tokens/s is generated tokens over wall-clock seconds,
 prompt pass included. Bits/byte is measured on non-overlapping 256-byte windows of held-out text, teacher-forced:
@@ -33,7 +33,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from eqlm import convergence as cv  # noqa: E402
-from eqlm.runtime import LN2, DecodeCache, GenerationRequest, Generator, OnnxEqLM, process  # noqa: E402
+from eqlm.decoder import DecodeCache, OnnxEqLM, process  # noqa: E402
+from eqlm.generation import GenerationRequest, Generator  # noqa: E402
+from eqlm.scoring import LN2  # noqa: E402
 
 SLICE = ROOT / "inference" / "demo" / "heldout_slice.txt"
 

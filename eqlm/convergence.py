@@ -7,7 +7,7 @@ the web side and the browser's graphs), over non-overlapping windows of held-out
   position's negative log-likelihood of the next byte and its relative residual at that iteration,
   r_d = ||f(z_{d-1}) - z_{d-1}|| / ||z_{d-1}||, the figure the step graph returns and the halting rule reads;
 - adaptive: a position stops after the first iteration whose r_d < tol (or at the cap) and keeps its state,
-  exactly as `EqLM.solve(tol=...)` and `eqlm.runtime.process` do.
+  exactly as `EqLM.solve(tol=...)` and `eqlm.decoder.process` do.
 
 `profile_by_depth` and `adaptive_point` turn those into the figures the evaluation stores as result rows;
 `matched_fixed_depth` compares an adaptive point with fixed depth at the same mean depth.
@@ -124,7 +124,7 @@ def matched_fixed_depth(curve: dict[int, float], mean_depth: float) -> float | N
 
 
 class OnnxBackend:
-    """The exported embed/step/head graphs (eqlm.runtime.OnnxEqLM), numpy in and out."""
+    """The exported embed/step/head graphs (eqlm.decoder.OnnxEqLM), numpy in and out."""
 
     name = "onnxruntime"
 
@@ -151,7 +151,7 @@ class OnnxBackend:
         return nll_from_logits(self.model.head(z), targets)
 
     def anderson(self):
-        from .runtime import _Anderson
+        from .decoder import _Anderson
 
         return _Anderson()
 

@@ -7,7 +7,7 @@ At each position every member i gives l_i, its log-softmax. The consensus y and 
 renormalised, iterated from y = p_ref until the L1 movement of y is below `tol` or `max_iter` is reached. Every
 iterate is a distribution, so stopping early is safe. The fixed point is y* ∝ exp(sum_i w_i(y*) l_i) p_ref^tau;
 beta = 0 is logit averaging, a large beta approaches routing, tau pulls toward the reference (the mean of the
-members' distributions, or one member's). Pure numpy; the members run on eqlm.runtime (onnxruntime, never torch).
+members' distributions, or one member's). Pure numpy; the members run on eqlm.generation (onnxruntime, never torch).
 """
 
 from __future__ import annotations
@@ -18,10 +18,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .runtime import (
+from .decoder import ContextLengthExceeded, DecodeCache, process
+from .generation import (
     MAX_DEPTH,
-    ContextLengthExceeded,
-    DecodeCache,
     GenerationRequest,
     GenerationResult,
     Generator,
@@ -29,7 +28,6 @@ from .runtime import (
     TokenEvent,
     TokenStream,
     choose_token,
-    process,
 )
 from .tokenizer import IncrementalDecoder, encode
 

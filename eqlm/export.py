@@ -2,7 +2,7 @@
 
 The caller drives the iterations: embed once, call step once per iteration with the keys/values that earlier
 positions produced at the same iteration (past_k/past_v, possibly empty), then head. This is what lets the
-browser (onnxruntime-web) and the server (onnxruntime, eqlm/runtime.py) cache per-iteration K/V and
+browser (onnxruntime-web) and the server (onnxruntime, eqlm/decoder.py) cache per-iteration K/V and
 decode incrementally with results identical to recomputing the whole sequence.
 """
 
@@ -198,7 +198,9 @@ def export_demo(
 
     from .checkpoint import load_checkpoint
     from .corpus import HELDOUT_FRACTION, load_code_corpus, load_corpus, split
-    from .runtime import GenerationRequest, Generator, OnnxEqLM, bits_per_byte
+    from .decoder import OnnxEqLM
+    from .generation import GenerationRequest, Generator
+    from .scoring import bits_per_byte
 
     model, data = load_checkpoint(checkpoint)
     provenance = data["provenance"]

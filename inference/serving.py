@@ -1,4 +1,4 @@
-"""The serving layer: model id -> ONNX runtime (eqlm.runtime.Generator), loaded lazily and thread-safely.
+"""The serving layer: model id -> ONNX runtime (eqlm.generation.Generator), loaded lazily and thread-safely.
 
 Servable models are every folder `settings.MODELS_DIR/<id>/` with a manifest.json (the bundled ones; the default
 id is served from `settings.DEMO_MODEL_ONNX_DIR`) and every registry row that names an ONNX folder
@@ -16,7 +16,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from eqlm.runtime import MAX_DEPTH, Generator
+from eqlm.generation import MAX_DEPTH, Generator
 
 log = logging.getLogger(__name__)
 

@@ -7,8 +7,8 @@ import onnx
 import pytest
 import torch
 
+from eqlm.decoder import OnnxEqLM
 from eqlm.export import export_onnx
-from eqlm.runtime import OnnxEqLM
 from eqlm.testing import tiny_model
 
 

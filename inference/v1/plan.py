@@ -39,7 +39,7 @@ class Plan:
 
     def requests(self):
         """(choice index, GenerationRequest) for every prompt × n, with per-choice seeds when sampling."""
-        from eqlm.runtime import GenerationRequest
+        from eqlm.generation import GenerationRequest
 
         index = 0
         for prompt in self.prompts:
