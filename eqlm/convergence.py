@@ -21,6 +21,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .logprobs import nll_from_logits
+
 LN2 = math.log(2)
 SOLVERS = ("picard", "anderson")
 # The dial's tolerance slider: 10^-3 .. 10^-0.5 in quarter decades (templates/inference/demo.html).
@@ -42,15 +44,6 @@ def windows_of(data: bytes, window: int, limit: int | None = None) -> np.ndarray
     if limit is not None:
         count = min(count, int(limit))
     return arr[: count * window].reshape(count, window)
-
-
-def nll_from_logits(logits: np.ndarray, targets: np.ndarray) -> np.ndarray:
-    """Per-position negative log-likelihood in nats, float64: logits [..., V], targets [...]."""
-    lg = np.asarray(logits, dtype=np.float64)
-    m = lg.max(-1, keepdims=True)
-    logz = (m + np.log(np.exp(lg - m).sum(-1, keepdims=True)))[..., 0]
-    picked = np.take_along_axis(lg, np.asarray(targets)[..., None], -1)[..., 0]
-    return logz - picked
 
 
 def bits_per_byte(nll_nats: np.ndarray) -> float:

@@ -29,6 +29,7 @@ from .generation import (
     TokenStream,
     choose_token,
 )
+from .logprobs import log_softmax, logsumexp
 from .tokenizer import IncrementalDecoder, encode
 
 DEFAULT_BETA = 2.0
@@ -83,18 +84,6 @@ class Equilibrium:
         return np.exp(self.log_y)
 
 
-def log_softmax(logits: np.ndarray, axis: int = -1) -> np.ndarray:
-    """Log-probabilities in float64 (so that no member's logit offset buys it influence)."""
-    x = np.asarray(logits, dtype=np.float64)
-    m = x.max(axis=axis, keepdims=True)
-    return x - m - np.log(np.exp(x - m).sum(axis=axis, keepdims=True))
-
-
-def _logsumexp(x: np.ndarray, axis: int) -> np.ndarray:
-    m = x.max(axis=axis, keepdims=True)
-    return (m + np.log(np.exp(x - m).sum(axis=axis, keepdims=True))).squeeze(axis)
-
-
 def influence_weights(y: np.ndarray, log_probs: np.ndarray, beta: float) -> np.ndarray:
     """w_i(y) = softmax_i(beta <y, l_i>): y [..., V], log_probs [..., M, V] -> [..., M]."""
     score = beta * np.einsum("...v,...mv->...m", y, log_probs)
@@ -106,7 +95,7 @@ def influence_weights(y: np.ndarray, log_probs: np.ndarray, beta: float) -> np.n
 def reference_log_probs(log_probs: np.ndarray, reference: str | int = "mean") -> np.ndarray:
     """log p_ref: the log of the mean of the members' distributions, or one member's log-probabilities."""
     if reference == "mean":
-        return _logsumexp(log_probs, axis=-2) - math.log(log_probs.shape[-2])
+        return logsumexp(log_probs, axis=-2) - math.log(log_probs.shape[-2])
     return log_probs[..., int(reference), :]
 
 
@@ -125,10 +114,11 @@ def equilibrium(
     Each position stops updating once its own movement is below tol, so a batch gives exactly what solving the
     positions one at a time gives.
     """
-    lp = log_softmax(log_probs)  # idempotent on log-probabilities; guards against raw logits
+    # float64, so that no member's logit offset buys it influence; idempotent on log-probabilities
+    lp = log_softmax(log_probs)
     log_ref = reference_log_probs(lp, reference)
     pull = tau * log_ref if tau else 0.0
-    log_y = log_ref - _logsumexp(log_ref, axis=-1)[..., None]
+    log_y = log_softmax(log_ref)
     batch = lp.shape[:-2]
     iterations = np.zeros(batch, dtype=np.int64)
     residual = np.full(batch, np.inf)
@@ -140,7 +130,7 @@ def equilibrium(
         y = np.exp(log_y)
         w = influence_weights(y, lp, beta)
         new = (1 - eta) * log_y + eta * (np.einsum("...m,...mv->...v", w, lp) + pull)
-        new -= _logsumexp(new, axis=-1)[..., None]
+        new = log_softmax(new)
         movement = np.abs(np.exp(new) - y).sum(axis=-1)
         log_y = np.where(active[..., None], new, log_y)
         residual = np.where(active, movement, residual)

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .decoder import ContextLengthExceeded, DecodeCache, OnnxEqLM, process
-from .logprobs import log_softmax
+from .logprobs import log_softmax, nll_from_logits
 
 LN2 = math.log(2)
 
@@ -30,11 +30,7 @@ def bits_per_byte(model: OnnxEqLM, text: bytes, depths: list[int], window: int |
         logits = model.full_solve(chunk[:, :-1], depths)
         targets = chunk[:, 1:]
         for d in depths:
-            lg = logits[d].astype(np.float64)
-            m = lg.max(-1, keepdims=True)
-            logz = (m + np.log(np.exp(lg - m).sum(-1, keepdims=True)))[..., 0]
-            picked = np.take_along_axis(lg, targets[..., None], -1)[..., 0]
-            totals[d] += float((logz - picked).sum())
+            totals[d] += float(nll_from_logits(logits[d], targets).sum())
         count += targets.size
     return {d: totals[d] / count / LN2 for d in depths}
 
