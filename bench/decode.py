@@ -35,6 +35,7 @@ sys.path.insert(0, str(ROOT))
 from eqlm import convergence as cv  # noqa: E402
 from eqlm.decoder import DecodeCache, OnnxEqLM, process  # noqa: E402
 from eqlm.generation import GenerationRequest, Generator  # noqa: E402
+from eqlm.limits import DEFAULT_SOLVER, SOLVERS  # noqa: E402
 from eqlm.scoring import LN2  # noqa: E402
 
 SLICE = ROOT / "inference" / "demo" / "heldout_slice.txt"
@@ -134,7 +135,7 @@ def main() -> int:
     parser.add_argument("--fixed", type=int, default=64, help="the fixed depth to compare with")
     parser.add_argument("--prompts", type=int, default=40)
     parser.add_argument("--tokens", type=int, default=25)
-    parser.add_argument("--solver", default="picard", choices=list(cv.SOLVERS))
+    parser.add_argument("--solver", default=DEFAULT_SOLVER, choices=list(SOLVERS))
     parser.add_argument("--threads", type=int, default=1, help="onnxruntime intra-op threads (the server's: 1)")
     parser.add_argument("--bpb-windows", type=int, default=16, help="held-out windows for bits/byte (0 = skip)")
     parser.add_argument("--heldout", action="store_true", help="windows from the corpus's held-out slice")

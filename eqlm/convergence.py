@@ -21,15 +21,13 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .limits import DEFAULT_SOLVER, DEPTH_MAX, SOLVERS
 from .logprobs import nll_from_logits
 
 LN2 = math.log(2)
-SOLVERS = ("picard", "anderson")
 # The dial's tolerance slider: 10^-3 .. 10^-0.5 in quarter decades (templates/inference/demo.html).
 DIAL_TOLERANCES = tuple(float(f"{10 ** (-3 + 0.25 * k):.3g}") for k in range(11))
 ADAPTIVE_TOLERANCES = (0.03, 0.01, 0.003, 0.001)
-DEFAULT_MAX_DEPTH = 64
-DEFAULT_CAP = 64
 
 
 def tolerance_key(tol: float) -> float:
@@ -208,7 +206,7 @@ def _no_grad(backend):
 
 
 def iterate(
-    backend, ids: np.ndarray, max_depth: int, solver: str = "picard", tol: float | None = None
+    backend, ids: np.ndarray, max_depth: int, solver: str = DEFAULT_SOLVER, tol: float | None = None
 ) -> Iterator[tuple[int, object, np.ndarray, np.ndarray]]:
     """Yield (depth, z, residual [B,T], active-before-this-step [B,T]) for depth 1..max_depth (or until all halt).
 
@@ -240,8 +238,8 @@ def _batches(windows: np.ndarray, batch: int) -> Iterator[np.ndarray]:
 def profile_by_depth(
     backend,
     windows: np.ndarray,
-    solver: str = "picard",
-    max_depth: int = DEFAULT_MAX_DEPTH,
+    solver: str = DEFAULT_SOLVER,
+    max_depth: int = DEPTH_MAX,
     tolerances=DIAL_TOLERANCES,
     batch: int = 8,
     progress: Callable[[float], None] | None = None,
@@ -279,8 +277,8 @@ def adaptive_point(
     backend,
     windows: np.ndarray,
     tol: float,
-    solver: str = "picard",
-    cap: int = DEFAULT_CAP,
+    solver: str = DEFAULT_SOLVER,
+    cap: int = DEPTH_MAX,
     batch: int = 8,
     fixed_curve: dict[int, float] | None = None,
 ) -> AdaptivePoint:
@@ -333,9 +331,9 @@ def evaluate(
     backend,
     windows: np.ndarray,
     solvers=SOLVERS,
-    max_depth: int = DEFAULT_MAX_DEPTH,
+    max_depth: int = DEPTH_MAX,
     tolerances=ADAPTIVE_TOLERANCES,
-    cap: int = DEFAULT_CAP,
+    cap: int = DEPTH_MAX,
     batch: int = 8,
     progress: Callable[[float, str], None] | None = None,
 ) -> Evaluation:

@@ -20,7 +20,6 @@ import numpy as np
 
 from .decoder import ContextLengthExceeded, DecodeCache, process
 from .generation import (
-    MAX_DEPTH,
     GenerationRequest,
     GenerationResult,
     Generator,
@@ -29,6 +28,7 @@ from .generation import (
     TokenStream,
     choose_token,
 )
+from .limits import DEPTH_MAX
 from .logprobs import log_softmax, logsumexp
 from .tokenizer import IncrementalDecoder, encode
 
@@ -205,7 +205,7 @@ class _MemberState:
         self.model = generator.model
         self.request = request
         if request.tol is not None:
-            self.depth = int(request.depth or MAX_DEPTH)
+            self.depth = int(request.depth or DEPTH_MAX)
         else:
             self.depth = int(request.depth or generator.default_depth)
         self.cache = DecodeCache(self.model, self.depth)

@@ -14,21 +14,20 @@ from pathlib import Path
 import numpy as np
 
 from .decoder import ContextLengthExceeded, DecodeCache, OnnxEqLM, process
+from .limits import DEFAULT_DEPTH, DEFAULT_MODEL_ID, DEFAULT_SOLVER, DEPTH_MAX, DEPTH_MIN, SOLVERS
 from .logprobs import log_softmax
 from .tokenizer import IncrementalDecoder, encode
-
-DEFAULT_DEPTH = 8
-MAX_DEPTH = 64
 
 
 @dataclass
 class GenerationRequest:
     prompt: str
     max_tokens: int = 64
-    depth: int | None = None  # 1..64; None -> the model's default_depth unless tol is given (then the cap is 64)
+    # DEPTH_MIN..DEPTH_MAX; None -> the model's default_depth unless tol is given (then the cap is DEPTH_MAX)
+    depth: int | None = None
     tol: float | None = None
     warm_start: bool = False
-    solver: str = "picard"  # or "anderson"
+    solver: str = DEFAULT_SOLVER  # one of limits.SOLVERS
     temperature: float = 0.0
     top_p: float = 1.0
     seed: int | None = None
@@ -41,12 +40,12 @@ class GenerationRequest:
         return list(self.prompt_ids) if self.prompt_ids is not None else encode(self.prompt)
 
     def validate(self) -> None:
-        if self.depth is not None and not 1 <= int(self.depth) <= MAX_DEPTH:
-            raise ValueError(f"depth must be between 1 and {MAX_DEPTH}")
+        if self.depth is not None and not DEPTH_MIN <= int(self.depth) <= DEPTH_MAX:
+            raise ValueError(f"depth must be between {DEPTH_MIN} and {DEPTH_MAX}")
         if self.tol is not None and not self.tol > 0:
             raise ValueError("tol must be positive")
-        if self.solver not in ("picard", "anderson"):
-            raise ValueError("solver must be 'picard' or 'anderson'")
+        if self.solver not in SOLVERS:
+            raise ValueError(f"solver must be {' or '.join(map(repr, SOLVERS))}")
         if self.max_tokens < 0:
             raise ValueError("max_tokens must be >= 0")
         if self.temperature < 0:
@@ -159,7 +158,7 @@ class Generator:
     def __init__(self, onnx_dir: Path, int8: bool = False, threads: int = 1):
         self.model = OnnxEqLM(Path(onnx_dir), int8=int8, threads=threads)
         self.manifest = self.model.manifest
-        self.model_id: str = self.manifest.get("model_id", "eqlm-demo")
+        self.model_id: str = self.manifest.get("model_id", DEFAULT_MODEL_ID)
         self.max_positions = self.model.max_positions
         self.default_depth = int(self.manifest.get("default_depth", DEFAULT_DEPTH))
 
@@ -167,7 +166,7 @@ class Generator:
         """Every generated token (before stop-string handling)."""
         request.validate()
         if request.tol is not None:
-            depth = int(request.depth or MAX_DEPTH)
+            depth = int(request.depth or DEPTH_MAX)
         else:
             depth = int(request.depth or self.default_depth)
         given = request.ids()

@@ -6,8 +6,6 @@ prompt scores); new code imports from those.
 
 from .decoder import ContextLengthExceeded, DecodeCache, OnnxEqLM, process
 from .generation import (
-    DEFAULT_DEPTH,
-    MAX_DEPTH,
     GenerationRequest,
     GenerationResult,
     Generator,
@@ -19,9 +17,7 @@ from .generation import (
 from .scoring import LN2, PromptScore, bits_per_byte, rolling_bits_per_byte, rolling_windows, score_prompt
 
 __all__ = [
-    "DEFAULT_DEPTH",
     "LN2",
-    "MAX_DEPTH",
     "ContextLengthExceeded",
     "DecodeCache",
     "GenerationRequest",

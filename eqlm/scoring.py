@@ -12,6 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .decoder import ContextLengthExceeded, DecodeCache, OnnxEqLM, process
+from .limits import DEFAULT_SOLVER
 from .logprobs import log_softmax, nll_from_logits
 
 LN2 = math.log(2)
@@ -50,7 +51,7 @@ class PromptScore:
 
 
 def score_prompt(
-    model: OnnxEqLM, ids: list[int], depth: int, tol: float | None = None, solver: str = "picard"
+    model: OnnxEqLM, ids: list[int], depth: int, tol: float | None = None, solver: str = DEFAULT_SOLVER
 ) -> PromptScore:
     """Score a whole prompt in one solve at the given depth/tol/solver, exactly as the generator solves a prompt."""
     if not ids:
@@ -84,7 +85,7 @@ def rolling_bits_per_byte(
     max_length: int = 256,
     bos: bytes = b"\n",
     tol: float | None = None,
-    solver: str = "picard",
+    solver: str = DEFAULT_SOLVER,
 ) -> float:
     """lm-eval-compatible bits/byte: every byte of text scored after the beginning-of-text byte, in rolling windows.
 
