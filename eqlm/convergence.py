@@ -6,8 +6,8 @@ the web side and the browser's graphs), over non-overlapping windows of held-out
 - fixed depth: every position runs d iterations from z = 0; at each depth 1..max_depth the loop records each
   position's negative log-likelihood of the next byte and its relative residual at that iteration,
   r_d = ||f(z_{d-1}) - z_{d-1}|| / ||z_{d-1}||, the figure the step graph returns and the halting rule reads;
-- adaptive: a position stops after the first iteration whose r_d < tol (or at the cap) and keeps its state,
-  exactly as `EqLM.solve(tol=...)` and `eqlm.decoder.process` do.
+- adaptive: a position stops after the first iteration whose r_d < tol (or at the cap) and keeps its state:
+  the iteration is eqlm.fixed_point's, the one `EqLM.solve(tol=...)` and `eqlm.decoder.process` run.
 
 `profile_by_depth` and `adaptive_point` turn those into the figures the evaluation stores as result rows;
 `matched_fixed_depth` compares an adaptive point with fixed depth at the same mean depth.
@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .fixed_point import FixedPoint, NumpyOps, TorchOps
 from .limits import DEFAULT_SOLVER, DEPTH_MAX, SOLVERS
 from .logprobs import nll_from_logits
 
@@ -130,21 +131,19 @@ class OnnxBackend:
     def zeros_like(self, x):
         return np.zeros_like(x)
 
+    def ops(self) -> NumpyOps:
+        return NumpyOps()
+
     def step(self, z, inj):
         empty = self.model.empty_kv(z.shape[0])
         fz, _, _, r = self.model.step(z, inj, empty, empty)
         return fz, np.asarray(r)
 
-    def where(self, mask: np.ndarray, a, b):
-        return np.where(mask[..., None], a, b)
+    def numpy(self, x) -> np.ndarray:
+        return np.asarray(x)
 
     def nll(self, z, targets: np.ndarray) -> np.ndarray:
         return nll_from_logits(self.model.head(z), targets)
-
-    def anderson(self):
-        from .decoder import _Anderson
-
-        return _Anderson()
 
 
 class TorchBackend:
@@ -166,35 +165,24 @@ class TorchBackend:
     def zeros_like(self, x):
         return self.torch.zeros_like(x)
 
+    def ops(self) -> TorchOps:
+        # Anderson's algebra in float64, as the numpy twin that the ONNX side runs does it
+        return TorchOps(anderson_dtype=self.torch.float64)
+
     def step(self, z, inj):
         from .model import relative_residual
 
         fz, _, _ = self.model.block(z, inj)
-        return fz, relative_residual(fz, z).float().cpu().numpy()
+        return fz, relative_residual(fz, z).float()  # float32, as the step graph's, for the halting comparison
 
-    def where(self, mask: np.ndarray, a, b):
-        return self.torch.where(self.torch.as_tensor(mask, device=self.device)[..., None], a, b)
+    def numpy(self, x) -> np.ndarray:
+        return x.cpu().numpy()
 
     def nll(self, z, targets: np.ndarray) -> np.ndarray:
         logits = self.model.head(z).double()
         t = self.torch.as_tensor(targets, device=self.device)
         out = self.torch.nn.functional.cross_entropy(logits.flatten(0, 1), t.flatten(), reduction="none")
         return out.reshape(t.shape).cpu().numpy()
-
-    def anderson(self):
-        return _Float64Anderson()
-
-
-class _Float64Anderson:
-    """eqlm.model.AndersonState with its algebra in float64, as the ONNX runtime's numpy twin does."""
-
-    def __init__(self):
-        from .model import AndersonState
-
-        self.state = AndersonState()
-
-    def update(self, x, fx):
-        return self.state.update(x.double(), fx.double()).to(x.dtype)
 
 
 def _no_grad(backend):
@@ -211,23 +199,17 @@ def iterate(
     """Yield (depth, z, residual [B,T], active-before-this-step [B,T]) for depth 1..max_depth (or until all halt).
 
     Without tol every position iterates; with tol a position halts after the iteration whose residual < tol.
+    The iteration is fixed_point.FixedPoint's, as in EqLM.solve and the decoder; residuals and masks come back
+    as numpy.
     """
-    if solver not in SOLVERS:
-        raise ValueError(f"unknown solver {solver!r}")
     inj = backend.embed(ids)
-    z = backend.zeros_like(inj)
-    active = np.ones(ids.shape, dtype=bool)
-    anderson = backend.anderson() if solver == "anderson" else None
-    for depth in range(1, max_depth + 1):
-        fz, r = backend.step(z, inj)
-        new = anderson.update(z, fz) if anderson is not None else fz
-        z = new if tol is None else backend.where(active, new, z)
-        was_active = active
-        if tol is not None:
-            active = active & ~(r < np.float32(tol))
-        yield depth, z, r, was_active
-        if tol is not None and not active.any():
-            return
+
+    def step(z, _):
+        return backend.step(z, inj)
+
+    solve = FixedPoint(step, backend.zeros_like(inj), max_depth, ops=backend.ops(), solver=solver, tol=tol)
+    for depth in solve:
+        yield depth, solve.z, backend.numpy(solve.step_residual), backend.numpy(solve.updated)
 
 
 def _batches(windows: np.ndarray, batch: int) -> Iterator[np.ndarray]:

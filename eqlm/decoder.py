@@ -1,8 +1,8 @@
 """The onnxruntime decoder (never torch): the exported embed/step/head graphs and the per-iteration K/V cache.
 
 `process` runs new positions after the cached ones as export.py's manifest "semantics" describe: fixed depth,
-adaptive per-position halting by tolerance, warm start (settled context), Picard or Anderson. Generation
-(generation.py) and scoring (scoring.py) both solve through it.
+adaptive per-position halting by tolerance, warm start (settled context), Picard or Anderson (the iteration itself
+is fixed_point.py's). Generation (generation.py) and scoring (scoring.py) both solve through it.
 """
 
 from __future__ import annotations
@@ -13,6 +13,8 @@ from pathlib import Path
 import numpy as np
 import onnxruntime as ort
 
+from .fixed_point import FixedPoint, NumpyOps
+
 
 class ContextLengthExceeded(ValueError):
     """A prompt to be scored is longer than the model's context (scoring never drops its first bytes)."""
@@ -20,30 +22,6 @@ class ContextLengthExceeded(ValueError):
     def __init__(self, tokens: int, limit: int):
         super().__init__(f"the prompt is {tokens} tokens; this model's context is {limit} tokens")
         self.tokens, self.limit = tokens, limit
-
-
-class _Anderson:
-    """Per-position Anderson acceleration (memory m, mixing 1); same algebra as eqlm.AndersonState."""
-
-    def __init__(self, m: int = 5, reg: float = 1e-6):
-        self.m, self.reg = m, reg
-        self.xs: list[np.ndarray] = []
-        self.gs: list[np.ndarray] = []
-
-    def update(self, x: np.ndarray, fx: np.ndarray) -> np.ndarray:
-        self.xs = [*self.xs, x][-self.m :]
-        self.gs = [*self.gs, fx - x][-self.m :]
-        n = len(self.gs)
-        if n == 1:
-            return fx
-        g = np.stack(self.gs, axis=-1).astype(np.float64)  # [..., D, n]
-        gram = np.swapaxes(g, -1, -2) @ g
-        scale = np.diagonal(gram, axis1=-2, axis2=-1).mean(-1)[..., None, None] + 1e-12
-        gram = gram + self.reg * scale * np.eye(n)
-        w = np.linalg.solve(gram, np.ones((*gram.shape[:-1], 1)))
-        alpha = w / w.sum(axis=-2, keepdims=True)
-        fxs = np.stack([a + b for a, b in zip(self.xs, self.gs, strict=True)], axis=-1).astype(np.float64)
-        return (fxs @ alpha)[..., 0].astype(np.float32)
 
 
 class OnnxEqLM:
@@ -144,31 +122,23 @@ def process(
     p = cache.length
     inj = model.embed(np.asarray([ids]), np.arange(p, p + t)[None, :])
     z = np.zeros_like(inj) if z0 is None else z0.astype(np.float32).reshape(inj.shape).copy()
-    active = np.ones(t, dtype=bool)
-    iterations = np.zeros(t, dtype=np.int64)
-    residual = np.full(t, np.inf, dtype=np.float64)
-    anderson = _Anderson() if solver == "anderson" else None
-    done = 0
-    for slot in range(depth):
+
+    def step(z: np.ndarray, slot: int) -> tuple[np.ndarray, np.ndarray]:
         past_k, past_v = cache.past(slot)
         fz, k, v, r = model.step(z, inj, past_k, past_v)
         if not settle:  # a settled solve writes its final states' K/V into every slot at the end
             cache.put(slot, k, v)
-        new = anderson.update(z, fz) if anderson is not None else fz
-        z = np.where(active[None, :, None], new, z)
-        residual = np.where(active, r[0].astype(np.float64), residual)
+        return fz, r
+
+    solve = FixedPoint(step, z, depth, ops=NumpyOps(), solver=solver, tol=tol)
+    for _ in solve:
         if history is not None:
-            history.append(r[0].astype(np.float64))
-        iterations += active
-        done = slot + 1
-        if tol is not None:
-            active &= ~(r[0] < tol)
-            if not active.any():
-                break
+            history.append(solve.step_residual[0].astype(np.float64))
+    z, done = solve.z, solve.count
     if settle or done < cache.slots:  # halted early: later iteration slots hold the frozen states' K/V
         empty = model.empty_kv()
         _, k, v, _ = model.step(z, inj, empty, empty)
         for slot in range(0 if settle else done, cache.slots):
             cache.put(slot, k, v)
     cache.length += t
-    return z, iterations, residual
+    return z, solve.iterations[0], solve.residual[0]
