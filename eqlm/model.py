@@ -3,7 +3,8 @@
 The fixed-point map is z <- LN(z + Attn(z) + MLP(z) + inj(x)), causal, with the token + position embedding
 injected at every iteration and a head tied to the token embedding. Attention at iteration i reads keys and values
 computed from the iteration-i states of the positions it may see, so caching K_i, V_i per iteration makes
-incremental decoding exact (see `EqLM.decode`). No Django imports here.
+incremental decoding exact: the onnxruntime decoder (`eqlm.decoder.process`) decodes that way on the exported
+graphs. The solver loop (Picard, Anderson, halting) is eqlm.fixed_point's. No Django imports here.
 """
 
 from __future__ import annotations
