@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from .limits import SOLVERS
+from .limits import DEFAULT_SOLVER, SOLVERS
 
 # (z [..., D], iteration index from 0) -> (f(z) [..., D], relative residual [...]); it may also fill a cache
 Step = Callable[[Any, int], tuple[Any, Any]]
@@ -162,7 +162,7 @@ class FixedPoint:
         max_iter: int,
         *,
         ops: NumpyOps | TorchOps,
-        solver: str = "picard",
+        solver: str = DEFAULT_SOLVER,
         tol: float | None = None,
         halt: HaltRule | None = None,
         anderson_m: int = 5,
