@@ -169,6 +169,8 @@ class FixedPoint:
     ):
         if solver not in SOLVERS:
             raise ValueError(f"unknown solver {solver!r}")
+        if halt is not None and tol is not None:
+            raise ValueError("give tol or a halting rule, not both")
         self.step, self.max_iter, self.ops = step, int(max_iter), ops
         self.halt = halt if halt is not None else residual_below(tol) if tol is not None else None
         self.anderson = ops.anderson(anderson_m) if solver == "anderson" else None

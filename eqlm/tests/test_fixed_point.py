@@ -108,7 +108,9 @@ def test_a_halting_rule_plugs_in_and_sees_each_iterations_states():
     assert not solve.active.any() and solve.count < 50
 
 
-def test_an_unknown_solver_is_refused():
+def test_an_unknown_solver_and_two_halting_rules_are_refused():
     z0, numpy_step, _ = random_map(0)
     with pytest.raises(ValueError, match="unknown solver 'newton'"):
         FixedPoint(numpy_step, z0, 4, ops=NumpyOps(), solver="newton")
+    with pytest.raises(ValueError, match="not both"):
+        FixedPoint(numpy_step, z0, 4, ops=NumpyOps(), tol=1e-3, halt=lambda r, before, after: r < 1e-3)
