@@ -165,6 +165,16 @@ class Block(nn.Module):
         return self.ln(skip + att + mlp + inj), k, v
 
 
+def normal_init(model: nn.Module) -> None:
+    """GPT-2's initialisation: linear and embedding weights N(0, 0.02), biases zero (LayerNorms keep theirs)."""
+    for module in model.modules():
+        if isinstance(module, nn.Linear):
+            nn.init.normal_(module.weight, std=0.02)
+            nn.init.zeros_(module.bias)
+        elif isinstance(module, nn.Embedding):
+            nn.init.normal_(module.weight, std=0.02)
+
+
 def relative_residual(new: torch.Tensor, old: torch.Tensor) -> torch.Tensor:
     """Per-position ||f(z) - z|| / ||z|| (with a tiny floor so that z = 0 gives a huge, finite value)."""
     return (new - old).norm(dim=-1) / (old.norm(dim=-1) + RESIDUAL_EPS)
@@ -195,12 +205,7 @@ class EqLM(nn.Module):
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
-        for module in self.modules():
-            if isinstance(module, nn.Linear):
-                nn.init.normal_(module.weight, std=0.02)
-                nn.init.zeros_(module.bias)
-            elif isinstance(module, nn.Embedding):
-                nn.init.normal_(module.weight, std=0.02)
+        normal_init(self)
         # the residual branches start small so early iterates stay close to LN(z + inj)
         nn.init.normal_(self.block.proj.weight, std=0.02 / math.sqrt(2))
         nn.init.normal_(self.block.fc2.weight, std=0.02 / math.sqrt(2))
@@ -319,12 +324,7 @@ class ExplicitLM(nn.Module):
         self.pos_emb = nn.Embedding(config.max_positions, config.d_model)
         self.layers = nn.ModuleList(TransformerLayer(config) for _ in range(config.n_layers))
         self.ln_f = nn.LayerNorm(config.d_model, eps=config.ln_eps)
-        for module in self.modules():
-            if isinstance(module, nn.Linear):
-                nn.init.normal_(module.weight, std=0.02)
-                nn.init.zeros_(module.bias)
-            elif isinstance(module, nn.Embedding):
-                nn.init.normal_(module.weight, std=0.02)
+        normal_init(self)
         for layer in self.layers:  # GPT-2's scaled init of the residual projections
             nn.init.normal_(layer.proj.weight, std=0.02 / math.sqrt(2 * config.n_layers))
             nn.init.normal_(layer.fc2.weight, std=0.02 / math.sqrt(2 * config.n_layers))
