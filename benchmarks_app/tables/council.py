@@ -71,6 +71,7 @@ def build_council(c: Comparison) -> dict:
             "mixed vs best member",
             "game iterations",
             "ms/token",
+            "mean weights (KJV · code)",
         ],  # fmt: skip
         "rows": rows,
         "checks": [],
