@@ -78,6 +78,6 @@ def build_council(c: Comparison) -> dict:
         "notes": notes,
         "interval_note": "One run on a fixed sample of passages; no interval.",
         "empty": not rows,
-        "provenance": provenance(qs, limit=100),
+        "provenance": provenance(qs),
         "plot": None,
     }

@@ -25,9 +25,12 @@ def per_seed(experiment: str, arm: str, metric: str, condition: dict | None = No
     return side_rows(experiment, arm, metric, condition, seeds).per_seed_means()
 
 
-def provenance(qs, limit: int = 200) -> list[dict]:
-    """The stored rows behind a cell: run, seed, value, config hash, commit, source file and pointer."""
-    rows = qs.select_related("arm__run", "source_file").order_by("seed", "experiment", "arm_label")[:limit]
+def provenance(qs) -> list[dict]:
+    """Every stored row behind a table: run, seed, value, config hash, commit, source file and pointer.
+
+    Whole, never cut: the page paginates it and says which rows it shows; the rows CSV holds all of them.
+    """
+    rows = qs.select_related("arm__run", "source_file").order_by("seed", "experiment", "arm_label", "pk")
     return [
         {
             "run": r.arm.run.run_id,
