@@ -43,7 +43,8 @@ function theme() {
 }
 function baseLayout(title, extra) {
   const t = theme();
-  const axis = (more) => Object.assign({ gridcolor: t.grid, zerolinecolor: t.grid, linecolor: t.grid }, more || {});
+  // automargin: the margins grow so an axis title never sits on its tick labels or on the legend below.
+  const axis = (more) => Object.assign({ gridcolor: t.grid, zerolinecolor: t.grid, linecolor: t.grid, automargin: true }, more || {});
   const e = extra || {};
   return Object.assign(
     {
@@ -52,7 +53,7 @@ function baseLayout(title, extra) {
       plot_bgcolor: "rgba(0,0,0,0)",
       font: { color: t.fg },
       margin: { l: 60, r: 20, t: 40, b: 50 },
-      legend: { orientation: "h", y: -0.2 },
+      legend: { orientation: "h", yref: "container", y: 0, yanchor: "bottom" },
     },
     e,
     { xaxis: axis(e.xaxis), yaxis: axis(e.yaxis) },
