@@ -16,7 +16,6 @@ CLASSIC = {
     "js/plot-focus.js": "a global for the dial's classic scripts (benchmarks.js imports it as a module)",
     "js/demo.js": "reads eqlm-runtime.js's global; converted with it once the manifest carries the limits",
     "js/demo-convergence.js": "the dial's panel, converted with demo.js",
-    "js/council-live.js": "not converted yet",
 }
 
 
