@@ -54,6 +54,14 @@ council-fixture: setup ## Rebuild fixtures/council.json from ../shared/anchor-re
 collectstatic: setup
 	$(BIN)/python manage.py collectstatic --noinput -v 0
 
+# Printed by `make run` while the database has no superuser.
+define ADMIN_HINT
+from django.contrib.auth import get_user_model
+if not get_user_model().objects.filter(is_superuser=True).exists():
+    print("No admin account yet: create the first one with  $(BIN)/python manage.py createsuperuser")
+endef
+export ADMIN_HINT
+
 run: seed collectstatic ## Serve the portal at http://127.0.0.1:$(PORT) (starts the workers when a broker is set)
 	@set -e; worker_pid=""; train_pid=""; \
 	if [ -n "$${CELERY_BROKER_URL:-}" ]; then \
@@ -63,6 +71,7 @@ run: seed collectstatic ## Serve the portal at http://127.0.0.1:$(PORT) (starts 
 	  trap 'kill $$worker_pid $$train_pid 2>/dev/null; wait $$worker_pid $$train_pid 2>/dev/null' EXIT INT TERM; \
 	fi; \
 	echo "Serving the EqLM Portal at http://127.0.0.1:$(PORT)/"; \
+	$(BIN)/python manage.py shell -v 0 -c "$$ADMIN_HINT"; \
 	$(BIN)/python manage.py runserver 127.0.0.1:$(PORT) --noreload
 
 # -B runs beat inside the worker (start one such worker only): it queues portal.sweep_lost_jobs every JOB_SWEEP_SECONDS.

@@ -34,7 +34,7 @@ sys.path.insert(0, str(ROOT))
 
 from eqlm import corpus  # noqa: E402
 from eqlm.council import CouncilGenerator, Kinetic, equilibrium, window_log_probs  # noqa: E402
-from eqlm.runtime import GenerationRequest, Generator  # noqa: E402
+from eqlm.generation import GenerationRequest, Generator  # noqa: E402
 
 LN2 = math.log(2)
 EXPERIMENT = "local-council"

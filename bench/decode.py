@@ -4,7 +4,7 @@ Usage: .venv/bin/python bench/decode.py [--model eqlm-demo] [--tol 0.01] [--cap 
        [--solver picard] [--bpb-windows 16] [--heldout] [--basins 2] [--json] [--onnx-dir DIR]
 
 Three decoding modes on the same prompts (the starts of lines of the committed held-out slice), greedy, through the
-server's generation service (eqlm/runtime.py, onnxruntime): fixed depth 64; adaptive halting at tol with cap 64
+server's generation service (eqlm/generation.py, onnxruntime): fixed depth 64; adaptive halting at tol with cap 64
 (cold start); the same with warm start. Iterations per token are averaged over the tokens after the first (the
 first comes from the cold prompt pass in every mode); tokens/s is generated tokens over wall-clock seconds,
 prompt pass included. Bits/byte is measured on non-overlapping 256-byte windows of held-out text, teacher-forced:
@@ -33,7 +33,10 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from eqlm import convergence as cv  # noqa: E402
-from eqlm.runtime import LN2, DecodeCache, GenerationRequest, Generator, OnnxEqLM, process  # noqa: E402
+from eqlm.decoder import DecodeCache, OnnxEqLM, process  # noqa: E402
+from eqlm.generation import GenerationRequest, Generator  # noqa: E402
+from eqlm.limits import DEFAULT_SOLVER, SOLVERS  # noqa: E402
+from eqlm.scoring import LN2  # noqa: E402
 
 SLICE = ROOT / "inference" / "demo" / "heldout_slice.txt"
 
@@ -132,7 +135,7 @@ def main() -> int:
     parser.add_argument("--fixed", type=int, default=64, help="the fixed depth to compare with")
     parser.add_argument("--prompts", type=int, default=40)
     parser.add_argument("--tokens", type=int, default=25)
-    parser.add_argument("--solver", default="picard", choices=list(cv.SOLVERS))
+    parser.add_argument("--solver", default=DEFAULT_SOLVER, choices=list(SOLVERS))
     parser.add_argument("--threads", type=int, default=1, help="onnxruntime intra-op threads (the server's: 1)")
     parser.add_argument("--bpb-windows", type=int, default=16, help="held-out windows for bits/byte (0 = skip)")
     parser.add_argument("--heldout", action="store_true", help="windows from the corpus's held-out slice")

@@ -24,7 +24,7 @@ PROMPT = "And it came to pass, when"
 
 
 def tokens_per_second(generator, depth: int, tokens: int, repeats: int) -> float:
-    from eqlm.runtime import GenerationRequest
+    from eqlm.generation import GenerationRequest
 
     best = 0.0
     for _ in range(repeats):
@@ -35,7 +35,7 @@ def tokens_per_second(generator, depth: int, tokens: int, repeats: int) -> float
 
 
 def cold_vs_warm(generator, tol: float, cap: int, tokens: int) -> tuple[float, float, float]:
-    from eqlm.runtime import GenerationRequest
+    from eqlm.generation import GenerationRequest
 
     runs = {}
     for warm in (False, True):

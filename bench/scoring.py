@@ -4,7 +4,7 @@
 
 Scoring is `echo: true, max_tokens: 0, logprobs: 1` on full-context windows of held-out text (one batched solve
 over the whole prompt); generation is greedy `max_tokens` tokens from a short prompt. Both go over real HTTP to an
-in-process server (POST /v1/completions), then again on the ONNX runtime alone (eqlm.runtime.score_prompt and
+in-process server (POST /v1/completions), then again on the ONNX runtime alone (eqlm.scoring.score_prompt and
 Generator.generate), and the ratio scoring bytes/s : generation tokens/s is printed. Goal (issue 15): >= 10x at
 depth 12.
 """
@@ -77,7 +77,8 @@ def over_http(model: str, depth: int, prompts: list[bytes], tokens: int, repeats
 
 def on_runtime(generator, depth: int, prompts: list[bytes], tokens: int, repeats: int) -> tuple[float, float]:
     """(scoring bytes/s, generation tokens/s), medians, on the ONNX runtime without HTTP."""
-    from eqlm.runtime import GenerationRequest, score_prompt
+    from eqlm.generation import GenerationRequest
+    from eqlm.scoring import score_prompt
 
     scoring, generation = [], []
     for _ in range(repeats):

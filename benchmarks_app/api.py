@@ -155,7 +155,26 @@ class TableDetailView(APIView):
     @extend_schema(responses=OpenApiTypes.OBJECT)
     def get(self, request, slug: str):
         table = tables.build_table(get_object_or_404(Comparison, slug=slug))
-        return Response(table)
+        return Response(with_provenance_preview(table))
+
+
+PROVENANCE_PREVIEW = 100
+
+
+def with_provenance_preview(table: dict) -> dict:
+    """The table with its first PROVENANCE_PREVIEW rows behind it, saying how many it shows and where the rest are."""
+    rows = table["provenance"]
+    shown = rows[:PROVENANCE_PREVIEW]
+    return {
+        **table,
+        "provenance": shown,
+        "provenance_count": {
+            "shown": len(shown),
+            "total": len(rows),
+            "text": f"showing {len(shown)} of {len(rows)} rows",
+            "all_rows_csv": f"/benchmarks/{table['slug']}/rows.csv",
+        },
+    }
 
 
 def _side(request, name: str) -> tuple[str, str]:

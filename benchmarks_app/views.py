@@ -33,10 +33,16 @@ def index(request):
     return render(request, "benchmarks/index.html", context)
 
 
+ROWS_PER_PAGE = 100
+
+
 def detail(request, slug: str):
     comparison = get_object_or_404(Comparison, slug=slug)
     table = tables.build_table(comparison)
-    return render(request, "benchmarks/detail.html", {"section": "benchmarks", "table": table, "plot": table["plot"]})
+    rows = Paginator(table["provenance"], ROWS_PER_PAGE).get_page(request.GET.get("rows"))
+    pages = list(rows.paginator.get_elided_page_range(rows.number, on_each_side=2, on_ends=1))
+    context = {"section": "benchmarks", "table": table, "plot": table["plot"], "rows": rows, "row_pages": pages}
+    return render(request, "benchmarks/detail.html", context)
 
 
 def download(request, slug: str, ext: str):

@@ -102,8 +102,12 @@ def sentence_logprobs(
     device: str = "cpu",
     batch_size: int = 32,
     progress: Callable[[int], None] | None = None,
+    tol: float | None = None,
 ) -> dict[int, list[float]]:
-    """Total log-probability (nats) of each sentence's bytes after BOS, at each depth (torch; workers only)."""
+    """Total log-probability (nats) of each sentence's bytes after BOS, at each depth (torch; workers only).
+
+    With `tol`, each position halts when its relative residual falls below it, capped at the one depth given (adaptive
+    depth). An explicit transformer has one depth, its layer count."""
     import torch
     import torch.nn.functional as F
 
@@ -120,15 +124,25 @@ def sentence_logprobs(
             mask[i, : len(c) - 1] = True  # right padding never reaches real positions (causal)
         ids = ids.to(device)
         with torch.no_grad():
-            result = model.solve(ids[:, :-1], max_iter=max(depths), depths=depths)
+            logits = _logits_at(model, ids[:, :-1], depths, tol)
             for d in depths:
-                logp = F.log_softmax(result.logits[d].double(), dim=-1)
+                logp = F.log_softmax(logits[d].double(), dim=-1)
                 picked = logp.gather(-1, ids[:, 1:, None])[..., 0]
                 totals = (picked * mask.to(device)).sum(-1)
                 out[d].extend(totals.cpu().tolist())
         if progress:
             progress(min(start + batch_size, len(encoded)))
     return out
+
+
+def _logits_at(model, ids, depths: list[int], tol: float | None) -> dict:
+    if model.model_class == "ExplicitLM":
+        if depths != [len(model.layers)] or tol is not None:
+            raise ValueError(f"an explicit transformer is scored at its layer count ({len(model.layers)}) only")
+        return {depths[0]: model(ids)}
+    if tol is not None and len(depths) != 1:
+        raise ValueError("adaptive depth is scored at one cap")
+    return model.solve(ids, max_iter=max(depths), depths=depths, tol=tol).logits
 
 
 def evaluate(

@@ -6,8 +6,8 @@ the web side and the browser's graphs), over non-overlapping windows of held-out
 - fixed depth: every position runs d iterations from z = 0; at each depth 1..max_depth the loop records each
   position's negative log-likelihood of the next byte and its relative residual at that iteration,
   r_d = ||f(z_{d-1}) - z_{d-1}|| / ||z_{d-1}||, the figure the step graph returns and the halting rule reads;
-- adaptive: a position stops after the first iteration whose r_d < tol (or at the cap) and keeps its state,
-  exactly as `EqLM.solve(tol=...)` and `eqlm.runtime.process` do.
+- adaptive: a position stops after the first iteration whose r_d < tol (or at the cap) and keeps its state:
+  the iteration is eqlm.fixed_point's, the one `EqLM.solve(tol=...)` and `eqlm.decoder.process` run.
 
 `profile_by_depth` and `adaptive_point` turn those into the figures the evaluation stores as result rows;
 `matched_fixed_depth` compares an adaptive point with fixed depth at the same mean depth.
@@ -21,13 +21,14 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .fixed_point import FixedPoint, NumpyOps, TorchOps
+from .limits import DEFAULT_SOLVER, DEPTH_MAX, SOLVERS
+from .logprobs import nll_from_logits
+
 LN2 = math.log(2)
-SOLVERS = ("picard", "anderson")
 # The dial's tolerance slider: 10^-3 .. 10^-0.5 in quarter decades (templates/inference/demo.html).
 DIAL_TOLERANCES = tuple(float(f"{10 ** (-3 + 0.25 * k):.3g}") for k in range(11))
 ADAPTIVE_TOLERANCES = (0.03, 0.01, 0.003, 0.001)
-DEFAULT_MAX_DEPTH = 64
-DEFAULT_CAP = 64
 
 
 def tolerance_key(tol: float) -> float:
@@ -42,15 +43,6 @@ def windows_of(data: bytes, window: int, limit: int | None = None) -> np.ndarray
     if limit is not None:
         count = min(count, int(limit))
     return arr[: count * window].reshape(count, window)
-
-
-def nll_from_logits(logits: np.ndarray, targets: np.ndarray) -> np.ndarray:
-    """Per-position negative log-likelihood in nats, float64: logits [..., V], targets [...]."""
-    lg = np.asarray(logits, dtype=np.float64)
-    m = lg.max(-1, keepdims=True)
-    logz = (m + np.log(np.exp(lg - m).sum(-1, keepdims=True)))[..., 0]
-    picked = np.take_along_axis(lg, np.asarray(targets)[..., None], -1)[..., 0]
-    return logz - picked
 
 
 def bits_per_byte(nll_nats: np.ndarray) -> float:
@@ -124,7 +116,7 @@ def matched_fixed_depth(curve: dict[int, float], mean_depth: float) -> float | N
 
 
 class OnnxBackend:
-    """The exported embed/step/head graphs (eqlm.runtime.OnnxEqLM), numpy in and out."""
+    """The exported embed/step/head graphs (eqlm.decoder.OnnxEqLM), numpy in and out."""
 
     name = "onnxruntime"
 
@@ -139,21 +131,19 @@ class OnnxBackend:
     def zeros_like(self, x):
         return np.zeros_like(x)
 
+    def ops(self) -> NumpyOps:
+        return NumpyOps()
+
     def step(self, z, inj):
         empty = self.model.empty_kv(z.shape[0])
         fz, _, _, r = self.model.step(z, inj, empty, empty)
         return fz, np.asarray(r)
 
-    def where(self, mask: np.ndarray, a, b):
-        return np.where(mask[..., None], a, b)
+    def numpy(self, x) -> np.ndarray:
+        return np.asarray(x)
 
     def nll(self, z, targets: np.ndarray) -> np.ndarray:
         return nll_from_logits(self.model.head(z), targets)
-
-    def anderson(self):
-        from .runtime import _Anderson
-
-        return _Anderson()
 
 
 class TorchBackend:
@@ -175,35 +165,24 @@ class TorchBackend:
     def zeros_like(self, x):
         return self.torch.zeros_like(x)
 
+    def ops(self) -> TorchOps:
+        # Anderson's algebra in float64, as the numpy twin that the ONNX side runs does it
+        return TorchOps(anderson_dtype=self.torch.float64)
+
     def step(self, z, inj):
         from .model import relative_residual
 
         fz, _, _ = self.model.block(z, inj)
-        return fz, relative_residual(fz, z).float().cpu().numpy()
+        return fz, relative_residual(fz, z).float()  # float32, as the step graph's, for the halting comparison
 
-    def where(self, mask: np.ndarray, a, b):
-        return self.torch.where(self.torch.as_tensor(mask, device=self.device)[..., None], a, b)
+    def numpy(self, x) -> np.ndarray:
+        return x.cpu().numpy()
 
     def nll(self, z, targets: np.ndarray) -> np.ndarray:
         logits = self.model.head(z).double()
         t = self.torch.as_tensor(targets, device=self.device)
         out = self.torch.nn.functional.cross_entropy(logits.flatten(0, 1), t.flatten(), reduction="none")
         return out.reshape(t.shape).cpu().numpy()
-
-    def anderson(self):
-        return _Float64Anderson()
-
-
-class _Float64Anderson:
-    """eqlm.model.AndersonState with its algebra in float64, as the ONNX runtime's numpy twin does."""
-
-    def __init__(self):
-        from .model import AndersonState
-
-        self.state = AndersonState()
-
-    def update(self, x, fx):
-        return self.state.update(x.double(), fx.double()).to(x.dtype)
 
 
 def _no_grad(backend):
@@ -215,28 +194,22 @@ def _no_grad(backend):
 
 
 def iterate(
-    backend, ids: np.ndarray, max_depth: int, solver: str = "picard", tol: float | None = None
+    backend, ids: np.ndarray, max_depth: int, solver: str = DEFAULT_SOLVER, tol: float | None = None
 ) -> Iterator[tuple[int, object, np.ndarray, np.ndarray]]:
     """Yield (depth, z, residual [B,T], active-before-this-step [B,T]) for depth 1..max_depth (or until all halt).
 
     Without tol every position iterates; with tol a position halts after the iteration whose residual < tol.
+    The iteration is fixed_point.FixedPoint's, as in EqLM.solve and the decoder; residuals and masks come back
+    as numpy.
     """
-    if solver not in SOLVERS:
-        raise ValueError(f"unknown solver {solver!r}")
     inj = backend.embed(ids)
-    z = backend.zeros_like(inj)
-    active = np.ones(ids.shape, dtype=bool)
-    anderson = backend.anderson() if solver == "anderson" else None
-    for depth in range(1, max_depth + 1):
-        fz, r = backend.step(z, inj)
-        new = anderson.update(z, fz) if anderson is not None else fz
-        z = new if tol is None else backend.where(active, new, z)
-        was_active = active
-        if tol is not None:
-            active = active & ~(r < np.float32(tol))
-        yield depth, z, r, was_active
-        if tol is not None and not active.any():
-            return
+
+    def step(z, _):
+        return backend.step(z, inj)
+
+    solve = FixedPoint(step, backend.zeros_like(inj), max_depth, ops=backend.ops(), solver=solver, tol=tol)
+    for depth in solve:
+        yield depth, solve.z, backend.numpy(solve.step_residual), backend.numpy(solve.updated)
 
 
 def _batches(windows: np.ndarray, batch: int) -> Iterator[np.ndarray]:
@@ -247,8 +220,8 @@ def _batches(windows: np.ndarray, batch: int) -> Iterator[np.ndarray]:
 def profile_by_depth(
     backend,
     windows: np.ndarray,
-    solver: str = "picard",
-    max_depth: int = DEFAULT_MAX_DEPTH,
+    solver: str = DEFAULT_SOLVER,
+    max_depth: int = DEPTH_MAX,
     tolerances=DIAL_TOLERANCES,
     batch: int = 8,
     progress: Callable[[float], None] | None = None,
@@ -286,8 +259,8 @@ def adaptive_point(
     backend,
     windows: np.ndarray,
     tol: float,
-    solver: str = "picard",
-    cap: int = DEFAULT_CAP,
+    solver: str = DEFAULT_SOLVER,
+    cap: int = DEPTH_MAX,
     batch: int = 8,
     fixed_curve: dict[int, float] | None = None,
 ) -> AdaptivePoint:
@@ -340,9 +313,9 @@ def evaluate(
     backend,
     windows: np.ndarray,
     solvers=SOLVERS,
-    max_depth: int = DEFAULT_MAX_DEPTH,
+    max_depth: int = DEPTH_MAX,
     tolerances=ADAPTIVE_TOLERANCES,
-    cap: int = DEFAULT_CAP,
+    cap: int = DEPTH_MAX,
     batch: int = 8,
     progress: Callable[[float, str], None] | None = None,
 ) -> Evaluation:

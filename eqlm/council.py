@@ -7,7 +7,7 @@ At each position every member i gives l_i, its log-softmax. The consensus y and 
 renormalised, iterated from y = p_ref until the L1 movement of y is below `tol` or `max_iter` is reached. Every
 iterate is a distribution, so stopping early is safe. The fixed point is y* ∝ exp(sum_i w_i(y*) l_i) p_ref^tau;
 beta = 0 is logit averaging, a large beta approaches routing, tau pulls toward the reference (the mean of the
-members' distributions, or one member's). Pure numpy; the members run on eqlm.runtime (onnxruntime, never torch).
+members' distributions, or one member's). Pure numpy; the members run on eqlm.generation (onnxruntime, never torch).
 """
 
 from __future__ import annotations
@@ -18,10 +18,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .runtime import (
-    MAX_DEPTH,
-    ContextLengthExceeded,
-    DecodeCache,
+from .decoder import ContextLengthExceeded, DecodeCache, process
+from .generation import (
     GenerationRequest,
     GenerationResult,
     Generator,
@@ -29,8 +27,9 @@ from .runtime import (
     TokenEvent,
     TokenStream,
     choose_token,
-    process,
 )
+from .limits import DEPTH_MAX
+from .logprobs import log_softmax, logsumexp
 from .tokenizer import IncrementalDecoder, encode
 
 DEFAULT_BETA = 2.0
@@ -85,18 +84,6 @@ class Equilibrium:
         return np.exp(self.log_y)
 
 
-def log_softmax(logits: np.ndarray, axis: int = -1) -> np.ndarray:
-    """Log-probabilities in float64 (so that no member's logit offset buys it influence)."""
-    x = np.asarray(logits, dtype=np.float64)
-    m = x.max(axis=axis, keepdims=True)
-    return x - m - np.log(np.exp(x - m).sum(axis=axis, keepdims=True))
-
-
-def _logsumexp(x: np.ndarray, axis: int) -> np.ndarray:
-    m = x.max(axis=axis, keepdims=True)
-    return (m + np.log(np.exp(x - m).sum(axis=axis, keepdims=True))).squeeze(axis)
-
-
 def influence_weights(y: np.ndarray, log_probs: np.ndarray, beta: float) -> np.ndarray:
     """w_i(y) = softmax_i(beta <y, l_i>): y [..., V], log_probs [..., M, V] -> [..., M]."""
     score = beta * np.einsum("...v,...mv->...m", y, log_probs)
@@ -108,7 +95,7 @@ def influence_weights(y: np.ndarray, log_probs: np.ndarray, beta: float) -> np.n
 def reference_log_probs(log_probs: np.ndarray, reference: str | int = "mean") -> np.ndarray:
     """log p_ref: the log of the mean of the members' distributions, or one member's log-probabilities."""
     if reference == "mean":
-        return _logsumexp(log_probs, axis=-2) - math.log(log_probs.shape[-2])
+        return logsumexp(log_probs, axis=-2) - math.log(log_probs.shape[-2])
     return log_probs[..., int(reference), :]
 
 
@@ -127,10 +114,11 @@ def equilibrium(
     Each position stops updating once its own movement is below tol, so a batch gives exactly what solving the
     positions one at a time gives.
     """
-    lp = log_softmax(log_probs)  # idempotent on log-probabilities; guards against raw logits
+    # float64, so that no member's logit offset buys it influence; idempotent on log-probabilities
+    lp = log_softmax(log_probs)
     log_ref = reference_log_probs(lp, reference)
     pull = tau * log_ref if tau else 0.0
-    log_y = log_ref - _logsumexp(log_ref, axis=-1)[..., None]
+    log_y = log_softmax(log_ref)
     batch = lp.shape[:-2]
     iterations = np.zeros(batch, dtype=np.int64)
     residual = np.full(batch, np.inf)
@@ -142,7 +130,7 @@ def equilibrium(
         y = np.exp(log_y)
         w = influence_weights(y, lp, beta)
         new = (1 - eta) * log_y + eta * (np.einsum("...m,...mv->...v", w, lp) + pull)
-        new -= _logsumexp(new, axis=-1)[..., None]
+        new = log_softmax(new)
         movement = np.abs(np.exp(new) - y).sum(axis=-1)
         log_y = np.where(active[..., None], new, log_y)
         residual = np.where(active, movement, residual)
@@ -217,7 +205,7 @@ class _MemberState:
         self.model = generator.model
         self.request = request
         if request.tol is not None:
-            self.depth = int(request.depth or MAX_DEPTH)
+            self.depth = int(request.depth or DEPTH_MAX)
         else:
             self.depth = int(request.depth or generator.default_depth)
         self.cache = DecodeCache(self.model, self.depth)

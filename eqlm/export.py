@@ -2,7 +2,7 @@
 
 The caller drives the iterations: embed once, call step once per iteration with the keys/values that earlier
 positions produced at the same iteration (past_k/past_v, possibly empty), then head. This is what lets the
-browser (onnxruntime-web) and the server (onnxruntime, eqlm/runtime.py) cache per-iteration K/V and
+browser (onnxruntime-web) and the server (onnxruntime, eqlm/decoder.py) cache per-iteration K/V and
 decode incrementally with results identical to recomputing the whole sequence.
 """
 
@@ -16,11 +16,11 @@ from pathlib import Path
 import torch
 from torch import nn
 
+from .limits import DEFAULT_MODEL_ID, DEPTH_MAX, DEPTH_MIN, SOLVERS
 from .model import RESIDUAL_EPS, EqLM, relative_residual
 
 OPSET = 17
 MANIFEST_FORMAT = "eqlm-onnx-v1"
-MAX_DEPTH = 64
 EMPTY_PROMPT = "\n"
 
 
@@ -72,7 +72,7 @@ def _export(module: nn.Module, args: tuple, path: Path, inputs: list[str], outpu
 def export_onnx(
     model: EqLM,
     out_dir: Path,
-    model_id: str = "eqlm-demo",
+    model_id: str = DEFAULT_MODEL_ID,
     extra: dict | None = None,
     int8: bool = False,
 ) -> dict:
@@ -123,7 +123,10 @@ def export_onnx(
         "head_dim": dh,
         "max_positions": cfg.max_positions,
         "default_depth": cfg.default_depth,
-        "max_depth": MAX_DEPTH,
+        # the request limits (eqlm/limits.py), so that a client reads them instead of repeating them
+        "min_depth": DEPTH_MIN,
+        "max_depth": DEPTH_MAX,
+        "solvers": list(SOLVERS),
         "train_depths": cfg.train_depths,
         "residual_eps": RESIDUAL_EPS,
         "empty_prompt": EMPTY_PROMPT,
@@ -186,7 +189,7 @@ def export_demo(
     slice_bytes: int = 4096,
     int8: bool = False,
     log=print,
-    model_id: str = "eqlm-demo",
+    model_id: str = DEFAULT_MODEL_ID,
 ) -> dict:
     """Export a checkpoint for the demo, measure it with the ONNX files and write metrics.json + manifest.json.
 
@@ -198,14 +201,16 @@ def export_demo(
 
     from .checkpoint import load_checkpoint
     from .corpus import HELDOUT_FRACTION, load_code_corpus, load_corpus, split
-    from .runtime import GenerationRequest, Generator, OnnxEqLM, bits_per_byte
+    from .decoder import OnnxEqLM
+    from .generation import GenerationRequest, Generator
+    from .scoring import bits_per_byte
 
     model, data = load_checkpoint(checkpoint)
     provenance = data["provenance"]
     train_settings = provenance.get("train_settings") or {}
     corpus_kind = train_settings.get("corpus", "kjv")
     domain = DOMAINS[corpus_kind]
-    depths = [*range(1, 13), 16, 24, 32, 48, 64]
+    depths = [*range(1, 13), 16, 24, 32, 48, DEPTH_MAX]
     export_onnx(model, out_dir, int8=int8, model_id=model_id)
     onnx_model = OnnxEqLM(out_dir, threads=2)
     metrics: dict = {

@@ -18,11 +18,24 @@ MAX_TOP_LOGPROBS = 20
 TOKEN_NAMES = [token_string(t) for t in range(256)]
 
 
-def log_softmax(logits: np.ndarray) -> np.ndarray:
-    """Log-softmax over the last axis, in float64."""
+def logsumexp(x: np.ndarray, axis: int = -1, keepdims: bool = False) -> np.ndarray:
+    """log(sum(exp(x))) over one axis, in float64, shifted by the maximum so that nothing overflows."""
+    x = np.asarray(x, dtype=np.float64)
+    m = x.max(axis=axis, keepdims=True)
+    out = m + np.log(np.exp(x - m).sum(axis=axis, keepdims=True))
+    return out if keepdims else out.squeeze(axis)
+
+
+def log_softmax(logits: np.ndarray, axis: int = -1) -> np.ndarray:
+    """Log-softmax over one axis (the last by default), in float64: the one every scorer and the council use."""
     lg = np.asarray(logits, dtype=np.float64)
-    m = lg.max(-1, keepdims=True)
-    return lg - (m + np.log(np.exp(lg - m).sum(-1, keepdims=True)))
+    return lg - logsumexp(lg, axis, keepdims=True)
+
+
+def nll_from_logits(logits: np.ndarray, targets: np.ndarray) -> np.ndarray:
+    """Per-position negative log-likelihood in nats, float64: logits [..., V], targets [...]."""
+    picked = np.take_along_axis(log_softmax(logits), np.asarray(targets)[..., None], -1)[..., 0]
+    return -picked
 
 
 def top_k(row: np.ndarray, k: int) -> list[tuple[int, float]]:

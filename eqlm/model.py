@@ -3,7 +3,8 @@
 The fixed-point map is z <- LN(z + Attn(z) + MLP(z) + inj(x)), causal, with the token + position embedding
 injected at every iteration and a head tied to the token embedding. Attention at iteration i reads keys and values
 computed from the iteration-i states of the positions it may see, so caching K_i, V_i per iteration makes
-incremental decoding exact (see `EqLM.decode`). No Django imports here.
+incremental decoding exact: the onnxruntime decoder (`eqlm.decoder.process`) decodes that way on the exported
+graphs. The solver loop (Picard, Anderson, halting) is eqlm.fixed_point's. No Django imports here.
 """
 
 from __future__ import annotations
@@ -16,6 +17,9 @@ from dataclasses import asdict, dataclass, field
 import torch
 import torch.nn.functional as F
 from torch import nn
+
+from .fixed_point import FixedPoint, TorchOps
+from .limits import DEFAULT_DEPTH, DEFAULT_SOLVER
 
 RESIDUAL_EPS = 1e-6
 BLOCK_NORMS = ("post", "sandwich")
@@ -161,6 +165,16 @@ class Block(nn.Module):
         return self.ln(skip + att + mlp + inj), k, v
 
 
+def normal_init(model: nn.Module) -> None:
+    """GPT-2's initialisation: linear and embedding weights N(0, 0.02), biases zero (LayerNorms keep theirs)."""
+    for module in model.modules():
+        if isinstance(module, nn.Linear):
+            nn.init.normal_(module.weight, std=0.02)
+            nn.init.zeros_(module.bias)
+        elif isinstance(module, nn.Embedding):
+            nn.init.normal_(module.weight, std=0.02)
+
+
 def relative_residual(new: torch.Tensor, old: torch.Tensor) -> torch.Tensor:
     """Per-position ||f(z) - z|| / ||z|| (with a tiny floor so that z = 0 gives a huge, finite value)."""
     return (new - old).norm(dim=-1) / (old.norm(dim=-1) + RESIDUAL_EPS)
@@ -191,12 +205,7 @@ class EqLM(nn.Module):
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
-        for module in self.modules():
-            if isinstance(module, nn.Linear):
-                nn.init.normal_(module.weight, std=0.02)
-                nn.init.zeros_(module.bias)
-            elif isinstance(module, nn.Embedding):
-                nn.init.normal_(module.weight, std=0.02)
+        normal_init(self)
         # the residual branches start small so early iterates stay close to LN(z + inj)
         nn.init.normal_(self.block.proj.weight, std=0.02 / math.sqrt(2))
         nn.init.normal_(self.block.fc2.weight, std=0.02 / math.sqrt(2))
@@ -237,9 +246,9 @@ class EqLM(nn.Module):
     def solve(
         self,
         input_ids: torch.Tensor,
-        max_iter: int = 8,
+        max_iter: int = DEFAULT_DEPTH,
         tol: float | None = None,
-        solver: str = "picard",
+        solver: str = DEFAULT_SOLVER,
         depths: list[int] | None = None,
         z0: torch.Tensor | None = None,
         anderson_m: int = 5,
@@ -248,70 +257,29 @@ class EqLM(nn.Module):
 
         With `tol`, a position halts when its relative residual falls below it; its state stays frozen from
         then on (its frozen state still supplies keys/values to later positions). Without `tol` every position
-        runs exactly `max_iter` iterations. `depths` asks for logits at intermediate iteration counts.
+        runs exactly `max_iter` iterations. `depths` asks for logits at intermediate iteration counts. The loop is
+        eqlm.fixed_point.FixedPoint, the one the onnxruntime decoder and the convergence measurements run.
         """
         inj = self.embed(input_ids)
         z = torch.zeros_like(inj) if z0 is None else z0.clone()
-        b, t, _ = z.shape
-        active = torch.ones(b, t, dtype=torch.bool, device=z.device)
-        iterations = torch.zeros(b, t, dtype=torch.long, device=z.device)
-        residual = torch.full((b, t), float("inf"), device=z.device)
+        empty = z.new_zeros(z.shape[0], self.config.n_heads, 0, self.config.head_dim)
+
+        def step(z: torch.Tensor, _: int) -> tuple[torch.Tensor, torch.Tensor]:
+            fz, _, _ = self.block(z, inj, empty, empty)
+            return fz, relative_residual(fz, z)
+
+        depths = sorted(set(depths or [max_iter]))
+        solve = FixedPoint(step, z, max_iter, ops=TorchOps(), solver=solver, tol=tol, anderson_m=anderson_m)
         history = []
         logits = {}
-        depths = sorted(set(depths or [max_iter]))
-        anderson = AndersonState(anderson_m) if solver == "anderson" else None
-        if solver not in ("picard", "anderson"):
-            raise ValueError(f"unknown solver {solver!r}")
-        for i in range(1, max_iter + 1):
-            fz, _, _ = self.block(
-                z,
-                inj,
-                z.new_zeros(b, self.config.n_heads, 0, self.config.head_dim),
-                z.new_zeros(b, self.config.n_heads, 0, self.config.head_dim),
-            )
-            r = relative_residual(fz, z)
-            new = anderson.update(z, fz) if anderson is not None else fz
-            z = torch.where(active[..., None], new, z)
-            residual = torch.where(active, r, residual)
-            iterations = iterations + active.long()
-            history.append(r)
-            if tol is not None:
-                active = active & ~(r < tol)
+        for i in solve:
+            history.append(solve.step_residual)
             if i in depths:
-                logits[i] = self.head(z)
-            if not active.any():
-                break
-        logits.setdefault(depths[-1], self.head(z))
+                logits[i] = self.head(solve.z)
+        logits.setdefault(depths[-1], self.head(solve.z))
         for d in depths:  # halted before depth d: its logits at d equal the frozen state's
             logits.setdefault(d, logits[depths[-1]])
-        return SolveResult(logits, z, iterations, residual, history)
-
-
-class AndersonState:
-    """Per-position Anderson acceleration (type II, memory m, mixing 1) over D-vectors; mirrors generation.py."""
-
-    def __init__(self, m: int = 5, reg: float = 1e-6):
-        self.m, self.reg = m, reg
-        self.xs: list[torch.Tensor] = []
-        self.gs: list[torch.Tensor] = []
-
-    def update(self, x: torch.Tensor, fx: torch.Tensor) -> torch.Tensor:
-        self.xs.append(x)
-        self.gs.append(fx - x)
-        self.xs, self.gs = self.xs[-self.m :], self.gs[-self.m :]
-        n = len(self.gs)
-        if n == 1:
-            return fx
-        g = torch.stack(self.gs, dim=-1)  # [..., D, n]
-        gram = g.transpose(-1, -2) @ g  # [..., n, n]
-        gram = gram + self.reg * (gram.diagonal(dim1=-2, dim2=-1).mean(-1)[..., None, None] + 1e-12) * torch.eye(
-            n, dtype=g.dtype, device=g.device
-        )
-        ones = torch.ones(*gram.shape[:-1], 1, dtype=g.dtype, device=g.device)
-        w = torch.linalg.solve(gram, ones)
-        alpha = w / w.sum(dim=-2, keepdim=True)  # [..., n, 1]
-        fxs = torch.stack([xx + gg for xx, gg in zip(self.xs, self.gs, strict=True)], dim=-1)
-        return (fxs @ alpha)[..., 0]
+        return SolveResult(logits, solve.z, solve.iterations, solve.residual, history)
 
 
 class TransformerLayer(nn.Module):
@@ -356,12 +324,7 @@ class ExplicitLM(nn.Module):
         self.pos_emb = nn.Embedding(config.max_positions, config.d_model)
         self.layers = nn.ModuleList(TransformerLayer(config) for _ in range(config.n_layers))
         self.ln_f = nn.LayerNorm(config.d_model, eps=config.ln_eps)
-        for module in self.modules():
-            if isinstance(module, nn.Linear):
-                nn.init.normal_(module.weight, std=0.02)
-                nn.init.zeros_(module.bias)
-            elif isinstance(module, nn.Embedding):
-                nn.init.normal_(module.weight, std=0.02)
+        normal_init(self)
         for layer in self.layers:  # GPT-2's scaled init of the residual projections
             nn.init.normal_(layer.proj.weight, std=0.02 / math.sqrt(2 * config.n_layers))
             nn.init.normal_(layer.fc2.weight, std=0.02 / math.sqrt(2 * config.n_layers))

@@ -39,7 +39,7 @@ from .schema import (
     STR,
     Key,
     RecipeError,
-    check_value,
+    check_table,
     depth_list,
     fraction,
     non_negative,
@@ -111,7 +111,7 @@ STAGE = {
     "corpus": CORPUS,
     "schedule": SCHEDULE,
     "solve": SOLVE,
-    "terms": "terms",  # checked by eqlm.terms
+    "terms": validate_terms,
 }
 NOT_HASHED = ("note",)
 
@@ -131,29 +131,6 @@ def _merge(base: dict, top: dict) -> dict:
             out[key] = _merge(out[key], value)
         else:
             out[key] = copy.deepcopy(value)
-    return out
-
-
-def _validate(schema: dict, data: dict, path: str) -> dict:
-    """`data` checked against `schema` with defaults filled in; RecipeError names the first bad key."""
-    if not isinstance(data, dict):
-        raise RecipeError(f"{path.rstrip('.')}: expected a table")
-    unknown = sorted(set(data) - set(schema))
-    if unknown:
-        raise RecipeError(f"unknown key {path}{unknown[0]}")
-    out = {}
-    for name, key in schema.items():
-        where = f"{path}{name}"
-        if key == "terms":
-            out[name] = validate_terms(data.get(name, {}), where)
-        elif isinstance(key, dict):
-            out[name] = _validate(key, data.get(name, {}), where + ".")
-        elif name in data:
-            out[name] = check_value(key, data[name], where)
-        elif key.default is REQUIRED:
-            raise RecipeError(f"missing key {where}")
-        else:
-            out[name] = copy.deepcopy(key.default)
     return out
 
 
@@ -260,7 +237,7 @@ class Recipe:
         for text in overrides:
             keys, value = parse_override(text)
             _set(data, keys, value)
-        resolved = _validate(STAGE, data, "")
+        resolved = check_table(STAGE, data, "")
         if resolved["from"] is not None and resolved["from"] not in stages:
             raise RecipeError(f"from: no stage {resolved['from']!r} in recipe {self.name}")
         if resolved["from"] is not None and self.stage_names.index(resolved["from"]) >= self.stage_names.index(name):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass
 from typing import Any
 
@@ -66,3 +67,27 @@ def check_value(key: Key, value, where: str):
         if problem:
             raise RecipeError(f"{where}: {problem}")
     return value
+
+
+def check_table(schema: dict, data, path: str) -> dict:
+    """`data` checked against `schema` (keys, nested tables, or callables that check a table of their own) with
+    defaults filled in; the RecipeError names the first bad key by its dotted path."""
+    if not isinstance(data, dict):
+        raise RecipeError(f"{path.rstrip('.')}: expected a table")
+    unknown = sorted(set(data) - set(schema))
+    if unknown:
+        raise RecipeError(f"unknown key {path}{unknown[0]}")
+    out = {}
+    for name, key in schema.items():
+        where = f"{path}{name}"
+        if callable(key):
+            out[name] = key(data.get(name, {}), where)
+        elif isinstance(key, dict):
+            out[name] = check_table(key, data.get(name, {}), where + ".")
+        elif name in data:
+            out[name] = check_value(key, data[name], where)
+        elif key.default is REQUIRED:
+            raise RecipeError(f"missing key {where}")
+        else:
+            out[name] = copy.deepcopy(key.default)
+    return out

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from .schema import FLOAT, INT, LIST, OPT_STR, Key, RecipeError, check_value, depth_list, non_negative
+from .schema import FLOAT, INT, LIST, OPT_STR, Key, RecipeError, check_table, depth_list, non_negative
 
 if TYPE_CHECKING:
     import torch
@@ -300,19 +300,8 @@ def validate_terms(data: dict, path: str) -> dict:
         raise RecipeError(f"unknown term {path}.{unknown[0]}; terms: {sorted(TERMS)}")
     out = {}
     for name, term in TERMS.items():
-        if name not in data:
-            continue
-        params = data[name]
-        if not isinstance(params, dict):
-            raise RecipeError(f"{path}.{name}: expected a table")
-        schema = {"weight": WEIGHT, **term.params}
-        bad = sorted(set(params) - set(schema))
-        if bad:
-            raise RecipeError(f"unknown key {path}.{name}.{bad[0]}")
-        out[name] = {
-            key: check_value(spec, params[key], f"{path}.{name}.{key}") if key in params else spec.default
-            for key, spec in schema.items()
-        }
+        if name in data:
+            out[name] = check_table({"weight": WEIGHT, **term.params}, data[name], f"{path}.{name}.")
     if not out:
         raise RecipeError(f"{path}: a stage needs at least one loss term")
     return out

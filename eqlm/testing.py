@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from .limits import DEFAULT_MODEL_ID
+
 
 def tiny_config(**overrides):
     from .model import EqLMConfig
@@ -27,5 +29,7 @@ def export_tiny_model(out_dir: Path, seed: int = 0, **overrides) -> Path:
     """Export tiny_model(seed) with its manifest into out_dir; returns out_dir (a Generator can open it)."""
     from .export import export_onnx
 
-    export_onnx(tiny_model(seed, **overrides), Path(out_dir), model_id="eqlm-demo", extra={"tiny_test_model": True})
+    export_onnx(
+        tiny_model(seed, **overrides), Path(out_dir), model_id=DEFAULT_MODEL_ID, extra={"tiny_test_model": True}
+    )
     return Path(out_dir)

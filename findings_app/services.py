@@ -137,12 +137,53 @@ class Headline:
     code: str
     name: str
     figure: Figure | None
+    checks: list[dict] | None = None
 
 
 def headline_figures(spec) -> list[Headline]:
-    """The home page's numbers: each (label, finding code, figure name) read from its stored Figure row."""
+    """The home page's numbers: each (label, finding code, figure name) read from its stored Figure row, with the
+    benchmark tables' published-vs-recomputed checks of the numbers it quotes."""
     figures = Figure.objects.lookup((code, name) for _, code, name in spec)
-    return [Headline(label, code, name, figures.get((code, name))) for label, code, name in spec]
+    headlines = [Headline(label, code, name, figures.get((code, name))) for label, code, name in spec]
+    checks = benchmark_checks_by_finding({h.code for h in headlines})
+    for headline in headlines:
+        if headline.figure is not None:
+            headline.checks = quoted_checks(headline.figure, checks.get(headline.code, []))
+    return headlines
+
+
+def benchmark_checks_by_finding(codes: set[str]) -> dict[str, list[dict]]:
+    """{finding code: every published-vs-recomputed check of the benchmark tables that cite it (with the table)}."""
+    from benchmarks_app.models import Comparison
+    from benchmarks_app.tables import build_table
+
+    out: dict[str, list[dict]] = {}
+    for comparison in Comparison.objects.all():
+        cited = [code for code in comparison.findings or [] if code in codes]
+        if not cited:
+            continue
+        table = build_table(comparison)
+        for item in table["checks"]:
+            for code in cited:
+                out.setdefault(code, []).append({**item, "table_url": f"/benchmarks/{comparison.slug}/"})
+    return out
+
+
+def quoted_checks(figure: Figure, checks: list[dict]) -> list[dict]:
+    """The checks whose published figure the headline quotes, in its value or its context (whole numbers only:
+    "0.72" is not found inside "0.723")."""
+    import re
+
+    text = f"{figure.value} {figure.context}"
+    found, seen = [], set()
+    for item in checks:
+        published = item["published"].strip()
+        if not published or published in seen:
+            continue
+        if re.search(rf"(?<![\d.]){re.escape(published)}(?!\d)", text):
+            seen.add(published)
+            found.append(item)
+    return found
 
 
 def theme_overview() -> list[dict]:

@@ -3,10 +3,14 @@
 from django import forms
 from django.contrib import admin, messages
 
+from eqlm.limits import DEPTH_MAX, DEPTH_MIN, SOLVERS
+
 from .convergence import DEFAULT_WINDOWS, queue_convergence_evaluation
 from .models import EvaluationRun, RegisteredModel
 from .services import DEFAULT_DEPTHS, DEFAULT_PAIR_LIMIT, RegistryError, queue_evaluation, register_upload
 from .v1 import admin as v1_admin  # noqa: F401 - registers ApiKeyAdmin
+
+SOLVER_NAMES = " and ".join(s.capitalize() for s in SOLVERS)  # Picard and Anderson
 
 
 class UploadForm(forms.ModelForm):
@@ -105,7 +109,7 @@ class RegisteredModelAdmin(admin.ModelAdmin):
         self.message_user(request, f"Queued {queryset.count()} evaluation(s).")
 
     @admin.action(
-        description=f"Queue a quality-and-convergence evaluation (depths 1-64, Picard and Anderson, "
+        description=f"Queue a quality-and-convergence evaluation (depths {DEPTH_MIN}-{DEPTH_MAX}, {SOLVER_NAMES}, "
         f"{DEFAULT_WINDOWS} held-out windows)"
     )
     def queue_convergence_evaluation(self, request, queryset):

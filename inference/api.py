@@ -8,7 +8,7 @@ from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from eqlm.convergence import SOLVERS
+from eqlm.limits import DEPTH_MAX, DEPTH_MIN, SOLVERS
 from portal.api import ApiError
 
 from .convergence import DEFAULT_OPTIONS, MAX_WINDOWS, TEXTS, queue_convergence_evaluation
@@ -119,11 +119,11 @@ class QueueEvaluationSerializer(serializers.Serializer):
     kind = serializers.ChoiceField(choices=EvaluationRun.Kind.choices, default=EvaluationRun.Kind.CONVERGENCE)
     # quality and convergence by depth (defaults: inference/convergence.py DEFAULT_OPTIONS)
     solvers = serializers.ListField(child=serializers.ChoiceField(choices=SOLVERS), required=False, min_length=1)
-    max_depth = serializers.IntegerField(required=False, min_value=1, max_value=64)
+    max_depth = serializers.IntegerField(required=False, min_value=DEPTH_MIN, max_value=DEPTH_MAX)
     tolerances = serializers.ListField(
         child=serializers.FloatField(min_value=1e-6, max_value=0.5), required=False, min_length=1, max_length=8
     )
-    cap = serializers.IntegerField(required=False, min_value=1, max_value=64)
+    cap = serializers.IntegerField(required=False, min_value=DEPTH_MIN, max_value=DEPTH_MAX)
     windows = serializers.IntegerField(required=False, min_value=1, max_value=MAX_WINDOWS)
     text = serializers.ChoiceField(choices=TEXTS, required=False)
     # BLiMP by depth

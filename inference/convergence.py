@@ -20,7 +20,8 @@ from pathlib import Path
 from django.conf import settings
 from django.db import transaction
 
-from eqlm.convergence import ADAPTIVE_TOLERANCES, DEFAULT_CAP, DEFAULT_MAX_DEPTH, SOLVERS, tolerance_key
+from eqlm.convergence import ADAPTIVE_TOLERANCES, tolerance_key
+from eqlm.limits import DEPTH_MAX, DEPTH_MIN, SOLVERS
 
 from .models import EvaluationRun, RegisteredModel
 from .services import MODEL_FAMILY, RegistryError, pick_device
@@ -32,9 +33,9 @@ MAX_WINDOWS = 1000
 TEXTS = ("heldout", "slice")  # the corpus's held-out slice (falls back to the committed slice), or the slice
 DEFAULT_OPTIONS = {
     "solvers": list(SOLVERS),
-    "max_depth": DEFAULT_MAX_DEPTH,
+    "max_depth": DEPTH_MAX,
     "tolerances": list(ADAPTIVE_TOLERANCES),
-    "cap": DEFAULT_CAP,
+    "cap": DEPTH_MAX,
     "windows": DEFAULT_WINDOWS,
     "text": "heldout",
 }
@@ -53,9 +54,13 @@ def parse_options(data: dict | None) -> dict:
     solvers = options["solvers"]
     solvers = solvers.split(",") if isinstance(solvers, str) else solvers
     if not isinstance(solvers, list | tuple) or not solvers or any(s not in SOLVERS for s in solvers):
-        raise RegistryError("solvers must be picard and/or anderson", "solvers")
+        raise RegistryError(f"solvers must be {' and/or '.join(SOLVERS)}", "solvers")
     options["solvers"] = [s for s in SOLVERS if s in solvers]
-    for name, low, high in (("max_depth", 1, 64), ("cap", 1, 64), ("windows", 1, MAX_WINDOWS)):
+    for name, low, high in (
+        ("max_depth", DEPTH_MIN, DEPTH_MAX),
+        ("cap", DEPTH_MIN, DEPTH_MAX),
+        ("windows", 1, MAX_WINDOWS),
+    ):
         try:
             value = int(options[name])
         except (TypeError, ValueError):

@@ -21,6 +21,7 @@ from django.db import transaction
 from django.utils.text import slugify
 
 from eqlm.blimp import evaluate, load_pairs
+from eqlm.limits import DEFAULT_MODEL_ID, DEPTH_MAX, DEPTH_MIN
 
 from .models import EvaluationRun, RegisteredModel
 
@@ -29,7 +30,7 @@ log = logging.getLogger(__name__)
 DEFAULT_DEPTHS = [1, 2, 4, 8, 12]
 DEFAULT_PAIR_LIMIT = 50
 PROBE_TIMEOUT_S = 120
-DEMO_SLUG = "eqlm-demo"
+DEMO_SLUG = DEFAULT_MODEL_ID  # the bundled default model's registry row
 
 
 class RegistryError(ValueError):
@@ -66,8 +67,8 @@ def parse_depths(value, param: str = "depths") -> list[int]:
         depths = sorted({int(d) for d in items})
     except (TypeError, ValueError):
         raise RegistryError("depths must be integers, e.g. 1,2,4,8,12", param) from None
-    if not depths or depths[0] < 1 or depths[-1] > 64 or len(depths) > 12:
-        raise RegistryError("depths must be 1..64 (at most 12 of them)", param)
+    if not depths or depths[0] < DEPTH_MIN or depths[-1] > DEPTH_MAX or len(depths) > 12:
+        raise RegistryError(f"depths must be {DEPTH_MIN}..{DEPTH_MAX} (at most 12 of them)", param)
     return depths
 
 

@@ -1,4 +1,4 @@
-"""The serving layer: model id -> ONNX runtime (eqlm.runtime.Generator), loaded lazily and thread-safely.
+"""The serving layer: model id -> ONNX runtime (eqlm.generation.Generator), loaded lazily and thread-safely.
 
 Servable models are every folder `settings.MODELS_DIR/<id>/` with a manifest.json (the bundled ones; the default
 id is served from `settings.DEMO_MODEL_ONNX_DIR`) and every registry row that names an ONNX folder
@@ -16,11 +16,11 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from eqlm.runtime import MAX_DEPTH, Generator
+from eqlm.generation import Generator
+from eqlm.limits import DEFAULT_DEPTH, DEFAULT_MODEL_ID, DEPTH_MAX
 
 log = logging.getLogger(__name__)
 
-DEFAULT_MODEL_ID = "eqlm-demo"
 GRAPH_ROLES = ("embed", "step", "head")
 
 
@@ -109,10 +109,10 @@ def read_card(model_id: str, onnx_dir: Path, source: str, name: str = "") -> Mod
         if declared.get(role) and declared[role] != digests[role]:
             error = error or f"the {role} graph does not match the sha256 its manifest declares"
     try:
-        default_depth = int(manifest.get("default_depth") or 8)
-        max_depth = min(int(manifest.get("max_depth") or MAX_DEPTH), MAX_DEPTH)
+        default_depth = int(manifest.get("default_depth") or DEFAULT_DEPTH)
+        max_depth = min(int(manifest.get("max_depth") or DEPTH_MAX), DEPTH_MAX)
     except (TypeError, ValueError):
-        default_depth, max_depth = 8, MAX_DEPTH
+        default_depth, max_depth = DEFAULT_DEPTH, DEPTH_MAX
     return ModelCard(
         id=model_id,
         name=name or str(manifest.get("name") or model_id),

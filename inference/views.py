@@ -22,6 +22,7 @@ from django.templatetags.static import static
 from django.urls import reverse
 
 from benchmarks_app.models import ResultRow
+from eqlm.limits import DEFAULT_DEPTH, DEPTH_MAX
 
 from .models import EvaluationRun, RegisteredModel
 from .services import DEMO_SLUG
@@ -219,8 +220,8 @@ def selected_model(request) -> dict:
     return {
         "id": model_id,
         "name": bundled.name(),
-        "default_depth": card.default_depth if card else 8,
-        "max_depth": card.max_depth if card else 64,
+        "default_depth": card.default_depth if card else DEFAULT_DEPTH,
+        "max_depth": card.max_depth if card else DEPTH_MAX,
         "manifest": card.manifest if card else None,
         "card": story,
         "summary": story.get("shows") or story.get("summary", ""),

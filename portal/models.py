@@ -57,8 +57,10 @@ class Job(models.Model):
         type(self).objects.filter(pk=self.pk).update(progress=self.progress, progress_message=self.progress_message)
 
     def mark_done(self) -> None:
+        # The last step's message ("solving") is no longer true once the job is done.
         self.status, self.progress, self.finished_at = JobStatus.DONE, 1.0, timezone.now()
-        self.save(update_fields=["status", "progress", "finished_at"])
+        self.progress_message = ""
+        self.save(update_fields=["status", "progress", "progress_message", "finished_at"])
 
     def mark_failed(self, message: str) -> None:
         self.status, self.error, self.finished_at = JobStatus.FAILED, message, timezone.now()

@@ -36,7 +36,7 @@ GENERIC_FIELDS = {
 }
 REQUIRED = ("run", "experiment", "arm", "metric", "value")
 MAX_ABS_VALUE = 1e15
-MAX_DEPTH = 64
+MAX_JSON_NESTING = 64  # levels of JSON nesting an upload may have (not the model's depth)
 COMPRESSED_SUFFIXES = (".zip", ".gz", ".gzip", ".tgz", ".bz2", ".xz", ".zst", ".7z", ".tar")
 COMPRESSED_MAGIC = (b"PK\x03\x04", b"\x1f\x8b", b"BZh", b"\xfd7zXZ", b"7z\xbc\xaf", b"\x28\xb5\x2f\xfd")
 
@@ -97,7 +97,7 @@ def decode_text(data: bytes) -> str:
     return text.lstrip("\ufeff")
 
 
-def _check_depth(obj, limit: int = MAX_DEPTH) -> None:
+def _check_depth(obj, limit: int = MAX_JSON_NESTING) -> None:
     stack = [(obj, 1)]
     while stack:
         item, depth = stack.pop()
@@ -113,7 +113,7 @@ def load_json(text: str):
     try:
         obj = json.loads(text, parse_constant=_reject_constant, parse_float=_parse_float, parse_int=_parse_int)
     except RecursionError:
-        raise _err(f"The JSON is nested more than {MAX_DEPTH} levels deep.")
+        raise _err(f"The JSON is nested more than {MAX_JSON_NESTING} levels deep.")
     except json.JSONDecodeError as exc:
         raise IngestError(
             f"Malformed JSON: {exc.msg} (line {exc.lineno}, column {exc.colno}).",

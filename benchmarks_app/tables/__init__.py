@@ -18,6 +18,7 @@ from .convergence import build_convergence
 from .council import build_council
 from .curve import build_curve
 from .ladder import build_ladder
+from .plots import caption, overview_plot
 from .queries import compare, finding_links, parse_side, per_seed, provenance, side_rows
 from .ratio import build_ratio, ratio_plot
 
@@ -69,6 +70,10 @@ def build_table(comparison: Comparison, *, use_cache: bool = True) -> dict:
             "counts": {status: sum(1 for item in body["checks"] if item["status"] == status) for status in STATUS_TEXT},
         }
     )
+    body["plot_caption"] = caption(body["plot"])
+    body["overview_plot"] = overview_plot(body)
+    body["overview_caption"] = caption(body["overview_plot"])
+    body["plot_data_id"] = f"plot-data-{comparison.slug}"
     if use_cache:
         cache.set(key, body, 300)
     return body

@@ -19,6 +19,7 @@ def check(entry: dict, recomputed) -> dict:
     out = {
         "label": entry.get("label", ""),
         "row": entry.get("row", ""),
+        "stat": entry.get("stat", ""),
         "published": published,
         "recomputed": None,
         "recomputed_text": "no rows",

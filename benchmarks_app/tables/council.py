@@ -71,12 +71,13 @@ def build_council(c: Comparison) -> dict:
             "mixed vs best member",
             "game iterations",
             "ms/token",
+            "mean weights (KJV · code)",
         ],  # fmt: skip
         "rows": rows,
         "checks": [],
         "notes": notes,
         "interval_note": "One run on a fixed sample of passages; no interval.",
         "empty": not rows,
-        "provenance": provenance(qs, limit=100),
+        "provenance": provenance(qs),
         "plot": None,
     }

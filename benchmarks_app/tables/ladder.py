@@ -47,6 +47,6 @@ def build_ladder(c: Comparison) -> dict:
         "notes": [],
         "interval_note": "Single seed per model; no interval.",
         "empty": not rows,
-        "provenance": provenance(ResultRow.objects.filter(experiment=exp), limit=100),
+        "provenance": provenance(ResultRow.objects.filter(experiment=exp)),
         "plot": {"type": "ladder", "rows": [{"model": m, "tokens": t, **table[(m, t)]} for m, t in order]},
     }

@@ -25,27 +25,48 @@ def per_seed(experiment: str, arm: str, metric: str, condition: dict | None = No
     return side_rows(experiment, arm, metric, condition, seeds).per_seed_means()
 
 
-def provenance(qs, limit: int = 200) -> list[dict]:
-    """The stored rows behind a cell: run, seed, value, config hash, commit, source file and pointer."""
-    rows = qs.select_related("arm__run", "source_file").order_by("seed", "experiment", "arm_label")[:limit]
+def provenance(qs) -> list[dict]:
+    """Every stored row behind a table: run, seed, value, config hash, commit, source file and pointer.
+
+    Whole, never cut: the page paginates it and says which rows it shows; the rows CSV holds all of them.
+    """
+    fields = ("arm__run__run_id", "experiment", "arm_label", "seed", "arm__run__seed_inferred", "metric", "condition",
+              "value", "n", "arm__run__config_hash", "arm__run__git_commit", "source_file__path_hint",
+              "source_file__original_name", "source_pointer")  # fmt: skip
+    rows = qs.order_by("seed", "experiment", "arm_label", "pk").values_list(*fields)
     return [
         {
-            "run": r.arm.run.run_id,
-            "run_url": f"/benchmarks/runs/{r.arm.run.run_id}/",
-            "experiment": r.experiment,
-            "arm": r.arm_label,
-            "seed": r.seed,
-            "seed_inferred": r.arm.run.seed_inferred,
-            "metric": r.metric,
-            "condition": r.condition,
-            "value": r.value,
-            "n": r.n,
-            "config_hash": r.arm.run.config_hash,
-            "git_commit": r.arm.run.git_commit,
-            "source": (r.source_file.path_hint or r.source_file.original_name) if r.source_file else "",
-            "pointer": r.source_pointer,
+            "run": run,
+            "run_url": f"/benchmarks/runs/{run}/",
+            "experiment": experiment,
+            "arm": arm,
+            "seed": seed,
+            "seed_inferred": seed_inferred,
+            "metric": metric,
+            "condition": condition,
+            "value": value,
+            "n": n,
+            "config_hash": config_hash,
+            "git_commit": git_commit,
+            "source": path_hint or original_name or "",
+            "pointer": pointer,
         }
-        for r in rows
+        for (
+            run,
+            experiment,
+            arm,
+            seed,
+            seed_inferred,
+            metric,
+            condition,
+            value,
+            n,
+            config_hash,
+            git_commit,
+            path_hint,
+            original_name,
+            pointer,
+        ) in rows  # fmt: skip
     ]
 
 

@@ -83,3 +83,46 @@ def test_results_api_filters_and_downloads_csv(client, seeded):
     assert response["Content-Type"].startswith("text/csv")
     assert len(list(csv.reader(io.StringIO(response.content.decode())))) == 4
     assert client.get("/api/results/", {"seed": "x"}).status_code == 400
+
+
+def test_rows_behind_a_table_are_paginated_with_counts_and_whole_in_the_csv(client, seeded, monkeypatch):
+    from benchmarks_app import views
+
+    monkeypatch.setattr(views, "ROWS_PER_PAGE", 30)
+    rows_csv = list(csv.reader(io.StringIO(client.get("/benchmarks/f55-ladder/rows.csv").content.decode())))
+    total = len(rows_csv) - 1
+    assert total > 60  # more than two pages of rows
+    first = client.get("/benchmarks/f55-ladder/").content.decode()
+    pages = -(-total // 30)
+    assert f"Showing rows 1–30 of {total} (page 1 of {pages})." in first
+    assert f'href="?rows={pages}#rows"' in first and 'href="/benchmarks/f55-ladder/rows.csv"' in first
+    last = client.get("/benchmarks/f55-ladder/", {"rows": pages}).content.decode()
+    assert f"Showing rows {30 * (pages - 1) + 1}–{total} of {total}" in last
+    shown = sum(html.count('<tr><td><a href="/benchmarks/runs/') for html in (first, last))
+    assert shown == 30 + total - 30 * (pages - 1)
+    # Every row of the CSV appears on exactly one page.
+    runs_on_pages = []
+    for number in range(1, pages + 1):
+        html = client.get("/benchmarks/f55-ladder/", {"rows": number}).content.decode()
+        runs_on_pages += [chunk.split("/")[0] for chunk in html.split('<tr><td><a href="/benchmarks/runs/')[1:]]
+    assert len(runs_on_pages) == total
+
+
+def test_a_small_table_says_it_shows_all_its_rows(client, seeded):
+    html = client.get("/benchmarks/f45-equal-compute/").content.decode()
+    assert "All 6 rows." in html and "?rows=" not in html
+
+
+def test_the_table_api_says_how_many_rows_behind_it_it_shows_and_links_the_rest(client, seeded, monkeypatch):
+    from benchmarks_app import api
+
+    monkeypatch.setattr(api, "PROVENANCE_PREVIEW", 25)
+    body = client.get("/api/benchmarks/tables/f55-ladder/").json()
+    total = len(list(csv.reader(io.StringIO(client.get("/benchmarks/f55-ladder/rows.csv").content.decode())))) - 1
+    assert len(body["provenance"]) == 25
+    assert body["provenance_count"] == {
+        "shown": 25,
+        "total": total,
+        "text": f"showing 25 of {total} rows",
+        "all_rows_csv": "/benchmarks/f55-ladder/rows.csv",
+    }

@@ -160,6 +160,8 @@ def test_the_staff_upload_page_ingests_and_lists_uploads(staff_client):
     html = response.content.decode()
     assert "queued as upload" in html and "scale/exp32/seed44.json" in html
     assert ResultRow.objects.filter(seed=44).exists()
+    upload = SourceFile.objects.latest("pk")  # each row names the API URL its status is polled from
+    assert f'<tr data-upload="{upload.pk}" data-endpoint="/api/benchmarks/uploads/{upload.pk}/">' in html
 
 
 def test_the_upload_page_is_for_staff_only(client, member_client):

@@ -66,8 +66,8 @@ def test_settled_attention_with_the_block_option_is_what_a_warm_decoded_position
 @pytest.mark.slow  # exports three small models
 @pytest.mark.parametrize("option", OPTIONS, ids=IDS)
 def test_the_onnx_step_graph_holds_the_block_option_within_1e_4(tmp_path, option):
+    from eqlm.decoder import OnnxEqLM
     from eqlm.export import export_onnx
-    from eqlm.runtime import OnnxEqLM
 
     model = tiny(option, seed=5)
     export_onnx(model, tmp_path)

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from eqlm import convergence as cv
-from eqlm.runtime import OnnxEqLM
+from eqlm.decoder import OnnxEqLM
 from eqlm.testing import tiny_model
 
 TEXT = (
@@ -88,7 +88,7 @@ def test_adaptive_halting_matches_the_models_own_solver(windows):
 
 
 def test_fixed_depth_profile_matches_the_runtimes_bits_per_byte(tiny_onnx_dir):
-    from eqlm.runtime import bits_per_byte
+    from eqlm.scoring import bits_per_byte
 
     model = OnnxEqLM(tiny_onnx_dir)
     profile = cv.profile_by_depth(cv.OnnxBackend(model), cv.windows_of(TEXT, 64), max_depth=8)

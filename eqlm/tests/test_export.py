@@ -7,8 +7,9 @@ import onnx
 import pytest
 import torch
 
+from eqlm import limits
+from eqlm.decoder import OnnxEqLM
 from eqlm.export import export_onnx
-from eqlm.runtime import OnnxEqLM
 from eqlm.testing import tiny_model
 
 
@@ -44,6 +45,13 @@ def test_manifest_describes_dims_and_graph_files(exported):
     assert manifest["default_depth"] == 8
     assert manifest["vocab_size"] == 256
     assert all((out / f).exists() for f in manifest["graphs"].values())
+
+
+def test_manifest_carries_the_request_limits(exported):
+    _, out = exported
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert (manifest["min_depth"], manifest["max_depth"]) == (limits.DEPTH_MIN, limits.DEPTH_MAX)
+    assert manifest["solvers"] == list(limits.SOLVERS)
 
 
 def test_int8_step_stays_close_to_fp32(exported):

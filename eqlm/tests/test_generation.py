@@ -7,7 +7,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from eqlm.runtime import DecodeCache, GenerationRequest, Generator, OnnxEqLM, process
+from eqlm.decoder import DecodeCache, OnnxEqLM, process
+from eqlm.generation import GenerationRequest, Generator
 from eqlm.testing import tiny_model
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -152,7 +153,7 @@ def test_bad_requests_are_refused(generator, bad):
 
 def test_generation_module_never_imports_torch(tiny_onnx_dir):
     probe = (
-        "import sys; from pathlib import Path; from eqlm.runtime import Generator, GenerationRequest; "
+        "import sys; from pathlib import Path; from eqlm.generation import Generator, GenerationRequest; "
         f"g = Generator(Path({str(tiny_onnx_dir)!r})); g.generate(GenerationRequest(prompt='a', max_tokens=2)); "
         "print('torch' in sys.modules)"
     )

@@ -5,15 +5,10 @@ import math
 import numpy as np
 import pytest
 
+from eqlm.decoder import ContextLengthExceeded
+from eqlm.generation import GenerationRequest, Generator
 from eqlm.logprobs import chat_logprob_entry, completion_logprobs, log_softmax, top_k
-from eqlm.runtime import (
-    ContextLengthExceeded,
-    GenerationRequest,
-    Generator,
-    rolling_bits_per_byte,
-    rolling_windows,
-    score_prompt,
-)
+from eqlm.scoring import rolling_bits_per_byte, rolling_windows, score_prompt
 from eqlm.tokenizer import token_from_string, token_string
 
 

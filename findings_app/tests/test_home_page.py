@@ -71,3 +71,24 @@ def test_reviewer_sign_off_is_counted_from_the_findings(client, record):
 def test_the_seed_count_note_is_also_on_the_finding_page(client, record):
     html = client.get("/findings/F45/").content.decode()
     assert "On the record: F45&#x27;s seed count is stated two ways" in html
+
+
+def test_each_headline_quotes_the_recomputed_figure_beside_the_published_one_with_the_benchmarks_badge(client, record):
+    from django.core.cache import cache
+
+    from benchmarks_app.seed import seed
+
+    cache.clear()
+    seed()
+    html = client.get("/").content.decode()
+    f45 = html[html.index('href="/findings/F45/#fig-mean-ratio"') : html.index('href="/findings/F45/">F45</a>')]
+    assert "95% interval [0.939, 0.977]" in f45  # the published interval the headline quotes...
+    assert re.search(
+        r'<span class="badge badge-bad">differs</span>\s*95% interval: published \[0.939, 0.977\], '
+        r'recomputed <a href="/benchmarks/f45-equal-compute/">0.9394–0.9721</a>',
+        f45,
+    )  # ...and beside it the recomputed one, marked as /benchmarks/ marks it
+    assert re.search(r'<span class="badge badge-ok">✓ matches</span>\s*mean ratio: published 0.9582', f45)
+    # A headline no benchmark table recomputes says so instead of staying silent.
+    f54 = html[html.index('href="/findings/F54/#') :]
+    assert "not recomputable" in f54[: f54.index('href="/findings/F54/">F54</a>')]

@@ -123,7 +123,7 @@ def test_the_timeline_renders_with_an_empty_record(client):
 
 def test_the_timeline_loads_its_own_script_and_no_inline_script(client, three_findings):
     html = client.get("/findings/").content.decode()
-    assert '<script src="/static/js/findings.js" defer></script>' in html
+    assert '<script type="module" src="/static/js/findings.js"></script>' in html  # a module is deferred
     assert re.search(r"<script>(?!\s*</script>)", html) is None
 
 

@@ -1,7 +1,7 @@
 """Run the browser runtime (static/js/eqlm-runtime.js) under node on onnxruntime-web's wasm backend.
 
 The same package the page uses decodes a model folder for several requests; each token event comes back as
-[token id, iterations, text, residuals] so a test can hold it against eqlm.runtime.
+[token id, iterations, text, residuals] so a test can hold it against eqlm.generation.
 """
 
 import json

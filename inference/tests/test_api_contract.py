@@ -91,7 +91,7 @@ def test_chat_completion_runs_at_the_requested_depth_and_reports_it(api, depth):
 
 
 def test_greedy_completion_is_what_the_generation_service_produces(api, served_model):
-    from eqlm.runtime import GenerationRequest, Generator
+    from eqlm.generation import GenerationRequest, Generator
 
     expected = Generator(served_model).generate(GenerationRequest(prompt=PROMPT, max_tokens=12, depth=8)).text
     completion = api.completions.create(model="eqlm-demo", prompt=PROMPT, max_tokens=12, temperature=0)

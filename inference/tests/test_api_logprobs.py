@@ -1,7 +1,7 @@
 """Scoring through /v1 with the real `openai` client: logprobs, echo, model-id suffixes and the tokenizer endpoints.
 
 The live server serves a tiny randomly initialised EqLM (context 64 bytes); the expected numbers come from the
-generation service itself (eqlm.runtime) on the same files, at the same depth and solver.
+generation service itself (eqlm.generation) on the same files, at the same depth and solver.
 """
 
 import json
@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 from openai import BadRequestError, OpenAI
 
-from eqlm.runtime import GenerationRequest, Generator, score_prompt
+from eqlm.generation import GenerationRequest, Generator
+from eqlm.scoring import score_prompt
 from eqlm.tokenizer import token_string
 
 from .page_examples import run_shell_example

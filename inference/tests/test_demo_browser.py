@@ -160,3 +160,25 @@ def test_the_model_select_switches_to_the_unrolled_model_and_depth_64_matches_th
     set_control(page, "#depth", 65)  # the slider itself stops at its max
     assert page.locator("#depth").input_value() == "64"
     page.watch.assert_clean()
+
+
+def test_the_dial_samples_by_default_switches_to_greedy_in_one_click_and_shows_output_beside_generate(page, dial_model):
+    page.set_viewport_size({"width": 1280, "height": 900})
+    page.goto("/demo/")
+    page.wait_for_selector("body[data-dial-ready=true]", timeout=60_000)
+    generate, output = page.locator("#generate").bounding_box(), page.locator("#output").bounding_box()
+    assert output["x"] > generate["x"] + generate["width"]  # beside the controls
+    assert abs(output["y"] - generate["y"]) < 800  # one screen holds both
+    set_control(page, "#max-tokens", 8)
+    page.click("#generate")
+    page.wait_for_selector("#output[data-state=done]", timeout=60_000)
+    request = page.evaluate("window.eqlmDemo.lastRun.request")
+    assert (request["temperature"], request["topP"]) == (0.8, 0.9)
+    page.click("#greedy")
+    assert page.inner_text("#sampling-mode").startswith("Greedy")
+    page.click("#generate")
+    page.wait_for_selector("#output[data-state=done]", timeout=60_000)
+    assert page.evaluate("window.eqlmDemo.lastRun.request.temperature") == 0
+    page.click("#sampled")
+    assert page.eval_on_selector("#temperature", "n => n.value") == "0.8"
+    page.watch.assert_clean()

@@ -2,7 +2,7 @@
 
 Runs the JS runtime under node with onnxruntime-web's wasm backend (the same package the page uses) on a tiny
 random model exported by the project's own code, and compares tokens and iterations per token with
-eqlm.runtime for fixed depth, adaptive halting, warm start and Anderson acceleration.
+eqlm.generation for fixed depth, adaptive halting, warm start and Anderson acceleration.
 """
 
 import pytest
@@ -30,7 +30,7 @@ def js_events(tiny_onnx_dir):
 
 @pytest.mark.parametrize("case", list(CASES))
 def test_the_browser_runtime_generates_what_the_server_generates(js_events, tiny_onnx_dir, case):
-    from eqlm.runtime import GenerationRequest, Generator
+    from eqlm.generation import GenerationRequest, Generator
 
     result = Generator(tiny_onnx_dir).generate(GenerationRequest(prompt=PROMPT, max_tokens=24, **CASES[case]))
     server = [[e.token_id, e.iterations, e.text] for e in result.tokens]

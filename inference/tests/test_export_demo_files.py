@@ -9,7 +9,9 @@ import torch
 from django.conf import settings
 
 from eqlm.checkpoint import load_checkpoint
-from eqlm.runtime import GenerationRequest, Generator, OnnxEqLM, bits_per_byte
+from eqlm.decoder import OnnxEqLM
+from eqlm.generation import GenerationRequest, Generator
+from eqlm.scoring import bits_per_byte
 
 DEMO_DIR = Path(settings.DEMO_MODEL_CHECKPOINT).parent
 ONNX_DIR = Path(settings.DEMO_MODEL_ONNX_DIR)

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from eqlm.checkpoint import save_checkpoint
-from eqlm.runtime import GenerationRequest, Generator
+from eqlm.generation import GenerationRequest, Generator
 from eqlm.testing import tiny_model
 from inference import serving
 from inference.models import RegisteredModel

@@ -96,7 +96,8 @@ def test_lm_eval_through_the_api_agrees_with_the_portals_own_blimp_and_bits_per_
     live_server, served_demo, api_key, tmp_path
 ):
     from eqlm.blimp import compare, load_pairs, sentence_logprobs
-    from eqlm.runtime import OnnxEqLM, rolling_bits_per_byte
+    from eqlm.decoder import OnnxEqLM
+    from eqlm.scoring import rolling_bits_per_byte
 
     model, onnx_dir = served_demo
     harness = run_lm_eval(live_server, api_key, [*BLIMP_TASKS, "eqlm_heldout_rolling"], tmp_path)

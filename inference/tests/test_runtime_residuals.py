@@ -1,14 +1,14 @@
-"""Per-iteration residuals: the browser runtime's token events carry the same residual curves as eqlm.runtime.
+"""Per-iteration residuals: the browser runtime's token events carry the same residual curves as eqlm.decoder.
 
 The JS runtime (static/js/eqlm-runtime.js) runs under node on onnxruntime-web's wasm backend; each event's
 `residuals` (the residual after each iteration of the position whose logits chose the token) is compared with the
-`history` that eqlm.runtime.process records for the same positions.
+`history` that eqlm.decoder.process records for the same positions.
 """
 
 import numpy as np
 import pytest
 
-from eqlm.runtime import DecodeCache, OnnxEqLM, process
+from eqlm.decoder import DecodeCache, OnnxEqLM, process
 
 from .js_runtime import js_runtime_events
 

@@ -6,7 +6,7 @@ import threading
 
 import pytest
 
-from eqlm.runtime import GenerationRequest
+from eqlm.generation import GenerationRequest
 from inference import serving
 
 GREEDY = GenerationRequest(prompt="In the beginning", max_tokens=12, depth=4)

@@ -5,6 +5,8 @@ from functools import lru_cache
 
 from drf_spectacular.utils import OpenApiResponse
 
+from eqlm.limits import DEPTH_MAX
+
 V1_TAG = "v1 (OpenAI-compatible)"
 EQLM_FIELDS = ("depth", "tol", "warm_start", "solver")
 
@@ -36,7 +38,10 @@ MODEL_SCHEMA = {
                 "name": {"type": "string"},
                 "default": {"type": "boolean", "description": "the model a request gets when it names no other"},
                 "default_depth": {"type": "integer", "description": "the depth without `depth` or `tol`"},
-                "max_depth": {"type": "integer", "description": "the most iterations `depth` may ask for (64)"},
+                "max_depth": {
+                    "type": "integer",
+                    "description": f"the most iterations `depth` may ask for ({DEPTH_MAX})",
+                },
                 "state": {"type": "string", "enum": ["loaded", "not loaded", "failed"]},
                 "error": {"type": "string", "description": "why the model failed to load (state `failed`)"},
             },

@@ -4,9 +4,8 @@ from dataclasses import dataclass, field
 
 from django.conf import settings
 
+from eqlm.limits import DEFAULT_DEPTH
 from portal.api import ApiError
-
-from .serializers import DEFAULT_DEPTH
 
 COMPLETIONS_DEFAULT_MAX_TOKENS = 16  # OpenAI's default for /v1/completions
 CHAT_DEFAULT_MAX_TOKENS = 64
@@ -39,7 +38,7 @@ class Plan:
 
     def requests(self):
         """(choice index, GenerationRequest) for every prompt × n, with per-choice seeds when sampling."""
-        from eqlm.runtime import GenerationRequest
+        from eqlm.generation import GenerationRequest
 
         index = 0
         for prompt in self.prompts:

@@ -4,9 +4,9 @@ from django.conf import settings
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-DEPTH_MIN, DEPTH_MAX = 1, 64
+from eqlm.limits import DEFAULT_DEPTH, DEFAULT_MODEL_ID, DEFAULT_SOLVER, DEPTH_MAX, DEPTH_MIN, SOLVERS
+
 MAX_TOP_LOGPROBS = 20
-DEFAULT_DEPTH = 8
 
 
 @extend_schema_field(
@@ -122,8 +122,8 @@ class GenerationParamsSerializer(serializers.Serializer):
     depth = serializers.IntegerField(
         required=False, allow_null=True, default=None, min_value=DEPTH_MIN, max_value=DEPTH_MAX,
         help_text=f"EqLM: iterations of the weight-tied block per token, {DEPTH_MIN}–{DEPTH_MAX} (default: the "
-        f"model's default_depth, {DEFAULT_DEPTH} for eqlm-demo; with `tol`, the cap on iterations, {DEPTH_MAX} when "
-        "unset).",
+        f"model's default_depth, {DEFAULT_DEPTH} for {DEFAULT_MODEL_ID}; with `tol`, the cap on iterations, "
+        f"{DEPTH_MAX} when unset).",
     )  # fmt: skip
     tol = PositiveFractionField(
         required=False, allow_null=True, default=None, max_value=1.0,
@@ -136,7 +136,7 @@ class GenerationParamsSerializer(serializers.Serializer):
         "solved states of the positions before it.",
     )  # fmt: skip
     solver = serializers.ChoiceField(
-        choices=["picard", "anderson"], required=False, allow_null=True, default="picard",
+        choices=list(SOLVERS), required=False, allow_null=True, default=DEFAULT_SOLVER,
         help_text="EqLM: fixed-point solver.",
     )  # fmt: skip
 
@@ -167,7 +167,7 @@ class GenerationParamsSerializer(serializers.Serializer):
         "top_p": 1.0,
         "stream": False,
         "warm_start": False,
-        "solver": "picard",
+        "solver": DEFAULT_SOLVER,
         "n": 1,
     }
 

@@ -2,7 +2,7 @@
 
 Requests follow OpenAI's wire format; `depth`, `tol`, `warm_start` and `solver` are extra top-level fields (the
 official client sends them through `extra_body`) and every response carries an `eqlm` object. Generation runs on
-the ONNX generation service (eqlm.runtime: onnxruntime + numpy, never torch). Validation is in serializers.py,
+the ONNX generation service (eqlm.generation: onnxruntime + numpy, never torch). Validation is in serializers.py,
 the request plan in plan.py, the response shapes in wire.py and the schema pieces in docs.py.
 """
 

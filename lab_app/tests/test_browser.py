@@ -92,3 +92,25 @@ def test_server_job_from_the_page_shows_progress_then_results(page):
     assert page.locator("#results-body table caption", has_text="2 runs of Magnetic mirror descent").count() == 1
     page.watch.assert_clean()
     page.watch.assert_clean()
+
+
+def test_a_link_with_an_unknown_game_and_solver_keeps_the_defaults_and_says_so(page):
+    page.goto("/lab/?game=nope&solver=zzz")
+    wait_for_results(page)
+    assert page.eval_on_selector("#game-preset", "n => n.value") != ""
+    assert page.eval_on_selector("#solver", "n => n.value") != ""
+    status = page.inner_text("#lab-status")
+    assert 'no game "nope"' in status and 'no solver "zzz"' in status, status
+    assert page.locator("#lab-error").is_hidden()
+    page.watch.assert_clean()
+
+
+def test_the_qre_path_says_it_was_traced_to_the_lambda_asked_for(page):
+    page.goto("/lab/?game=battle_of_the_sexes&solver=qre_path&lambda_max=100")
+    wait_for_results(page)
+    page.wait_for_selector("#plot-path .main-svg")
+    caption = page.locator("#results-body table caption", has_text="Path").first.inner_text()
+    assert caption.startswith("Path traced to λ = 100 as asked"), caption
+    x_range = page.evaluate("document.getElementById('plot-path').layout.xaxis.range")
+    assert abs(10 ** x_range[1] - 100) < 1e-6
+    page.watch.assert_clean()

@@ -85,3 +85,20 @@ def test_staff_see_lab_runs_in_the_admin_and_can_queue_them_again(staff_client, 
 
 def test_anonymous_visitors_cannot_open_the_admin_list(client):
     assert client.get("/admin/lab_app/labrun/").status_code == 302
+
+
+def test_a_finished_job_no_longer_says_what_its_last_step_was_doing(client, django_capture_on_commit_callbacks):
+    with django_capture_on_commit_callbacks(execute=True):
+        run = create_job({"game": "rps", "solver": "qre_path", "params": {"lambda_max": 10}})
+    run.refresh_from_db()
+    assert run.status == "done" and run.progress == 1.0 and run.progress_message == ""
+    html = client.get(f"/lab/jobs/{run.pk}/").content.decode()
+    assert "solving" not in html.split('id="job-progress-text"', 1)[1].split("</span>", 1)[0]
+    assert client.get(f"/api/lab/jobs/{run.pk}/").json()["progress_message"] == ""
+
+
+def test_the_lab_page_names_its_api_endpoints_for_its_script(client):
+    html = client.get("/lab/").content.decode()
+    assert 'data-solve-endpoint="/api/lab/solve"' in html and 'data-jobs-endpoint="/api/lab/jobs/"' in html
+    script = (settings.BASE_DIR / "static/js/lab/lab.js").read_text()
+    assert '"/api/' not in script

@@ -1,8 +1,7 @@
 // Live council chat: streams the council's answer token by token (coloured by the leading member, weights on
 // hover/focus and in a table), then answers the same prompt with each member alone and with beta = 0 averaging,
-// one request after another. The game itself runs on the server (eqlm/council.py).
-(function () {
-  "use strict";
+// one request after another. The game itself runs on the server (eqlm/council.py). An ES module.
+function start() {
   var root = document.getElementById("live");
   var form = document.getElementById("live-form");
   if (!root || !form) { return; }
@@ -234,4 +233,6 @@
     table.tBodies[0].textContent = "";
     status.textContent = "New conversation.";
   });
-})();
+}
+
+start();

@@ -45,9 +45,9 @@
     return {
       margin: { l: 60, r: 12, t: 12, b: 45 }, height: 250,
       paper_bgcolor: "rgba(0,0,0,0)", plot_bgcolor: "rgba(0,0,0,0)", font: { color: fg },
-      xaxis: { title: { text: "depth (iterations)" }, gridcolor: grid, range: [0.5, (figures.solvers ? maxDepth() : 64) + 0.5] },
-      yaxis: { title: { text: yTitle }, gridcolor: grid, ...(extra.yaxis || {}) },
-      legend: { orientation: "h", y: -0.32 }, showlegend: true,
+      xaxis: { title: { text: "depth (iterations)" }, gridcolor: grid, automargin: true, range: [0.5, (figures.solvers ? maxDepth() : 64) + 0.5] },
+      yaxis: { title: { text: yTitle }, gridcolor: grid, automargin: true, ...(extra.yaxis || {}) },
+      legend: { orientation: "h", yref: "container", y: 0, yanchor: "bottom" }, showlegend: true,
       shapes: [{ type: "line", xref: "x", yref: "paper", x0: depth, x1: depth, y0: 0, y1: 1,
                  line: { color: fg, width: 1, dash: "dot" } }, ...(extra.shapes || [])],
     };
@@ -72,12 +72,25 @@
     };
   }
 
+  /* Traces plus the off-scale markers, the y range and a caption note: the first depths (16.5 bits/byte, residual
+     1e7 at depth 1) sit orders of magnitude off the rest, so the axis covers `from` on and marks the others. */
+  function focused(traces, from, log, noteId) {
+    const Focus = window.EqlmPlotFocus;
+    const note = $(noteId);
+    if (!Focus) return { traces, yaxis: log ? { type: "log" } : {} };
+    const result = Focus.focus(traces.map((t) => ({ name: t.name, x: t.x, y: t.y })), { from, log });
+    if (note) note.textContent = Focus.note(result, "depth");
+    const yaxis = { ...(log ? { type: "log" } : {}), ...(result.range ? { range: result.range } : {}) };
+    return { traces: result.clipped ? [...traces, Focus.offScaleTrace(result, { log, color: theme().fg })] : traces, yaxis };
+  }
+
   function drawStored() {
     if (!solvers.length) return;
     const { tol } = dial();
     const key = nearestTolerance(tol);
-    plot("cv-bpb-plot", solvers.map((s) => line(s, figures.solvers[s].heldout_bits_per_byte, s,
-      "depth %{x}: %{y:.3f} bits/byte<extra>" + s + "</extra>")), layout("bits/byte (log)", { yaxis: { type: "log" } }));
+    const bpb = focused(solvers.map((s) => line(s, figures.solvers[s].heldout_bits_per_byte, s,
+      "depth %{x}: %{y:.3f} bits/byte<extra>" + s + "</extra>")), 4, false, "cv-bpb-note");
+    plot("cv-bpb-plot", bpb.traces, layout("bits/byte", { yaxis: bpb.yaxis }));
     const residual = [];
     for (const s of solvers) {
       residual.push(line(s, figures.solvers[s].residual_median, `${s} median`, "depth %{x}: median %{y:.3g}<extra></extra>"));
@@ -85,8 +98,9 @@
         { line: { color: COLORS[s], dash: "dot", width: 1 }, marker: { symbol: "triangle-up", size: 4 } }));
     }
     const { fg } = theme();
-    plot("cv-residual-plot", residual, layout("relative residual (log)", {
-      yaxis: { type: "log" },
+    const res = focused(residual, 2, true, "cv-residual-note");
+    plot("cv-residual-plot", res.traces, layout("relative residual (log)", {
+      yaxis: res.yaxis,
       shapes: [{ type: "line", xref: "paper", x0: 0, x1: 1, y0: tol, y1: tol, line: { color: fg, width: 1, dash: "dash" } }],
     }));
     if (key) {
@@ -144,15 +158,20 @@
     const target = $("cv-focus-plot");
     target.hidden = false;
     if (window.Plotly) {
-      window.Plotly.react(target, [{
+      const Focus = window.EqlmPlotFocus;
+      const trace = {
         x: iterations, y: residuals, mode: "lines+markers", name: "residual",
         line: { color: COLORS.picard, width: 2 }, marker: { size: 5 },
         hovertemplate: "iteration %{x}: %{y:.3g}<extra></extra>",
-      }], {
+      };
+      // Iteration 1's residual (about 1e7) would dominate the log axis: cover iteration 2 on and mark it.
+      const result = Focus && residuals.length > 2 ? Focus.focus([trace], { from: 2, log: true }) : { range: null, clipped: false };
+      const traces = result.clipped ? [trace, Focus.offScaleTrace(result, { log: true, xName: "iteration", color: fg })] : [trace];
+      window.Plotly.react(target, traces, {
         margin: { l: 60, r: 12, t: 12, b: 45 }, height: 230, paper_bgcolor: "rgba(0,0,0,0)", plot_bgcolor: "rgba(0,0,0,0)",
         font: { color: fg }, showlegend: false, shapes,
         xaxis: { title: { text: "iteration" }, gridcolor: grid, rangemode: "tozero" },
-        yaxis: { title: { text: "relative residual (log)" }, type: "log", gridcolor: grid },
+        yaxis: { title: { text: "relative residual (log)" }, type: "log", gridcolor: grid, ...(result.range ? { range: result.range } : {}) },
       }, { displayModeBar: false, responsive: true });
     }
     const table = $("cv-focus-table");

@@ -8,7 +8,8 @@
   const form = $("dial-form");
   const els = {
     depth: $("depth"), depthValue: $("depth-value"), tol: $("tol"), tolValue: $("tol-value"),
-    warm: $("warm-start"), temperature: $("temperature"), temperatureValue: $("temperature-value"),
+    warm: $("warm-start"), temperature: $("temperature"), temperatureValue: $("temperature-value"), topP: $("top-p"),
+    samplingMode: $("sampling-mode"), greedy: $("greedy"), sampled: $("sampled"),
     seed: $("seed"), maxTokens: $("max-tokens"), prompt: $("prompt"), generate: $("generate"), stop: $("stop"),
     status: $("runtime-status"), output: $("output"), tps: $("fig-tps"), iters: $("fig-iters"),
     residual: $("fig-residual"), threads: $("fig-threads"), swatches: $("legend-swatches"),
@@ -42,11 +43,33 @@
     }));
   }
 
+  // The default decoding is sampling (it reads better than greedy's loops); greedy is one click away.
+  const SAMPLED = { temperature: els.temperature.value, topP: els.topP.value };
+  function topP() { return Math.max(0.05, Math.min(1, Number(els.topP.value) || 1)); }
+  function describeSampling() {
+    const t = Number(els.temperature.value);
+    const greedy = t <= 0;
+    els.samplingMode.textContent = greedy
+      ? "Greedy: the most likely byte every time (temperature 0; top_p does not apply)."
+      : `Sampling at temperature ${t.toFixed(2)} with top_p ${topP().toFixed(2)} (each byte drawn from the smallest set holding ${Math.round(100 * topP())}% of the probability).`;
+    els.topP.disabled = greedy;
+    els.greedy.hidden = greedy;
+    els.sampled.hidden = !greedy;
+  }
+  function setTemperature(value, p) {
+    els.temperature.value = value;
+    if (p !== undefined) els.topP.value = p;
+    els.temperature.dispatchEvent(new Event("input", { bubbles: true }));
+  }
+  els.greedy.addEventListener("click", () => setTemperature(0));
+  els.sampled.addEventListener("click", () => setTemperature(SAMPLED.temperature, SAMPLED.topP));
+
   function syncControls() {
     els.depthValue.textContent = els.depth.value;
     els.tol.disabled = mode() !== "adaptive";
     els.tolValue.textContent = tolerance().toPrecision(2);
     els.temperatureValue.textContent = Number(els.temperature.value).toFixed(2);
+    describeSampling();
     drawLegend();
     drawQuality();
   }
@@ -77,15 +100,23 @@
       });
     }
     const depth = Number(els.depth.value);
+    // Depth 1 (about 10 bits/byte) would squash the curve (about 2.3): the axis covers depth 4 on, the rest is marked.
+    const Focus = window.EqlmPlotFocus;
+    const focused = Focus && bpb.length
+      ? Focus.focus([{ name: "held-out bits/byte", x: bpb.map((r) => r.depth), y: bpb.map((r) => r.held_out_bits_per_byte) }], { from: 4 })
+      : { range: null, clipped: false };
+    if (focused.clipped) traces.push(Focus.offScaleTrace(focused, { color: fg }));
+    const note = $("quality-note");
+    if (note) note.textContent = focused.clipped ? Focus.note(focused, "depth") : "";
     const layout = {
       margin: { l: 55, r: blimp.length ? 55 : 15, t: 22, b: 45 }, height: 260,
       paper_bgcolor: "rgba(0,0,0,0)", plot_bgcolor: "rgba(0,0,0,0)", font: { color: fg },
       // one tick per depth up to 16; past that (the dial reaches 64) let Plotly space them
       xaxis: { title: { text: "depth (iterations)" }, dtick: Math.max(depth, ...rows.map((r) => r.depth)) > 16 ? undefined : 1,
                gridcolor: grid },
-      yaxis: { title: { text: "bits/byte (log scale)" }, type: "log", gridcolor: grid }, // depth 1 dwarfs the rest
+      yaxis: { title: { text: "held-out bits/byte" }, gridcolor: grid, automargin: true, ...(focused.range ? { range: focused.range } : {}) },
       yaxis2: { title: { text: "BLiMP" }, overlaying: "y", side: "right", showgrid: false },
-      legend: { orientation: "h", y: -0.3 }, showlegend: traces.length > 1,
+      legend: { orientation: "h", yref: "container", y: 0, yanchor: "bottom" }, showlegend: traces.filter((t) => t.showlegend !== false).length > 1,
       shapes: [{ type: "line", xref: "x", yref: "paper", x0: depth, x1: depth, y0: 0, y1: 1,
                  line: { color: fg, width: 1, dash: "dot" } }],
       annotations: [{ x: depth, yref: "paper", y: 1, text: "dial", showarrow: false, yanchor: "bottom", font: { size: 11 } }],
@@ -127,6 +158,7 @@
       tol: adaptive ? tolerance() : null,
       warmStart: els.warm.checked,
       temperature: Number(els.temperature.value),
+      topP: topP(),
       seed: Number(els.seed.value) || 0,
     };
     state.running = true;

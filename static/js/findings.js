@@ -1,24 +1,23 @@
-// Findings timeline: filter chips and the filter form swap the server-rendered results in place.
+// Findings timeline (an ES module): filter chips and the filter form swap the server-rendered results in place.
 // Without JavaScript the same links and form load the full page, so this only saves the round trip.
-(function () {
-  "use strict";
-  var results = document.querySelector("[data-timeline-results]");
-  var form = document.querySelector("[data-timeline-form]");
-  var chips = document.querySelector("[data-timeline-filters]");
+function init() {
+  const results = document.querySelector("[data-timeline-results]");
+  const form = document.querySelector("[data-timeline-form]");
+  const chips = document.querySelector("[data-timeline-filters]");
   if (!results || !window.fetch || !window.history) { return; }
-  var pending = null;
+  let pending = null;
 
   function fragmentUrl(url) {
-    var target = new URL(url, window.location.href);
+    const target = new URL(url, window.location.href);
     target.searchParams.set("fragment", "1");
     return target;
   }
 
   function markChips(url) {
     if (!chips) { return; }
-    var theme = new URL(url, window.location.href).searchParams.get("theme") || "";
+    const theme = new URL(url, window.location.href).searchParams.get("theme") || "";
     chips.querySelectorAll("a.chip").forEach(function (chip) {
-      var chipTheme = new URL(chip.href).searchParams.get("theme") || "";
+      const chipTheme = new URL(chip.href).searchParams.get("theme") || "";
       if (chipTheme === theme) { chip.setAttribute("aria-current", "true"); } else { chip.removeAttribute("aria-current"); }
     });
     if (form && form.elements.theme) { form.elements.theme.value = theme; }
@@ -47,14 +46,14 @@
 
   if (chips) {
     chips.addEventListener("click", function (event) {
-      var chip = event.target.closest("a.chip");
+      const chip = event.target.closest("a.chip");
       if (!chip || event.metaKey || event.ctrlKey || event.shiftKey || event.button !== 0) { return; }
       event.preventDefault();
       load(chip.href, true);
     });
   }
   results.addEventListener("click", function (event) {
-    var badge = event.target.closest("a.theme-badge");
+    const badge = event.target.closest("a.theme-badge");
     if (!badge || event.metaKey || event.ctrlKey || event.shiftKey || event.button !== 0) { return; }
     event.preventDefault();
     load(badge.href, true);
@@ -62,9 +61,9 @@
   if (form) {
     form.addEventListener("submit", function (event) {
       event.preventDefault();
-      var params = new URLSearchParams();
+      const params = new URLSearchParams();
       new FormData(form).forEach(function (value, key) { if (value) { params.set(key, value); } });
-      var query = params.toString();
+      const query = params.toString();
       load(form.action + (query ? "?" + query : ""), true);
     });
     form.querySelectorAll("select").forEach(function (select) {
@@ -72,4 +71,6 @@
     });
   }
   window.addEventListener("popstate", function () { load(window.location.href, false); });
-})();
+}
+
+init();

@@ -6,12 +6,16 @@ committed models' figures ship with the portal.
 
 from django.core.management.base import BaseCommand, CommandError
 
+from eqlm.limits import DEFAULT_MODEL_ID
+
 
 class Command(BaseCommand):
     help = "Held-out bits/byte, residual quantiles, converged fraction by depth (Picard, Anderson); adaptive halting."
 
     def add_arguments(self, parser):
-        parser.add_argument("--model", default="eqlm-demo", help="a registered model's slug (bundled ones: their id)")
+        parser.add_argument(
+            "--model", default=DEFAULT_MODEL_ID, help="a registered model's slug (bundled ones: their id)"
+        )
         parser.add_argument("--windows", type=int, default=None, help="held-out windows (default 64)")
         parser.add_argument("--text", default=None, choices=["heldout", "slice"])
         parser.add_argument("--solvers", default=None, help="picard,anderson")

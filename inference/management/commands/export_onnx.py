@@ -5,6 +5,8 @@ from pathlib import Path
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
+from eqlm.limits import DEFAULT_MODEL_ID
+
 
 class Command(BaseCommand):
     help = "Export an EqLM checkpoint to ONNX graphs, measure held-out bits/byte with them, write metrics.json."
@@ -15,7 +17,7 @@ class Command(BaseCommand):
         parser.add_argument("--out", default=str(settings.DEMO_MODEL_ONNX_DIR))
         parser.add_argument("--metrics", default=str(Path(settings.DEMO_MODEL_CHECKPOINT).parent / "metrics.json"))
         parser.add_argument("--slice", default=str(Path(settings.DEMO_MODEL_CHECKPOINT).parent / "heldout_slice.txt"))
-        parser.add_argument("--model-id", default="eqlm-demo", help="the id written into the manifest and metrics")
+        parser.add_argument("--model-id", default=DEFAULT_MODEL_ID, help="the id written into the manifest and metrics")
         parser.add_argument("--int8", action="store_true", help="also write a dynamically quantised step graph")
 
     def handle(self, *args, **opts):

@@ -13,6 +13,7 @@ let compare = null; // {spec, result}
 let lastRun = null; // {spec, result}
 let timer = null;
 let generation = 0;
+let urlNote = ""; // what the link asked for that this page has no option for, said once beside the first result
 
 const $ = (id) => document.getElementById(id);
 const csrf = () => (form.querySelector("input[name=csrfmiddlewaretoken]") || {}).value || "";
@@ -32,12 +33,20 @@ function writeUrl() {
 }
 function readUrl() {
   const q = new URLSearchParams(location.search);
+  const unknown = [];
   controls().forEach((c) => {
     if (!q.has(c.name)) {
       if (c.type === "checkbox" && [...q.keys()].length) c.checked = false;
       return;
     }
     const v = q.get(c.name);
+    if (c.tagName === "SELECT" && ![...c.options].some((o) => o.value === v)) {
+      // An unknown choice keeps the default instead of blanking the select.
+      const label = form.querySelector(`label[for="${c.id}"]`);
+      const chosen = c.options[c.selectedIndex];
+      unknown.push(`no ${(label ? label.textContent : c.name).toLowerCase()} "${v}" (showing ${chosen ? chosen.textContent : "the default"})`);
+      return;
+    }
     if (c.type === "checkbox") c.checked = v === "1";
     else if (c.tagName === "TEXTAREA") c.value = v.split(";").join("\n");
     else c.value = v;
@@ -50,6 +59,7 @@ function readUrl() {
       compare = null;
     }
   }
+  urlNote = unknown.length ? `The link asked for an unknown choice: ${unknown.join("; ")}. ` : "";
 }
 
 // ---- form -> spec --------------------------------------------------------------------------------
@@ -142,7 +152,7 @@ function gameSize(spec) {
   return Math.max(spec.game.m || 0, spec.game.n || 0);
 }
 async function solveOnServer(spec) {
-  const response = await fetch("/api/lab/solve", {
+  const response = await fetch(form.dataset.solveEndpoint, {
     method: "POST",
     headers: { "Content-Type": "application/json", "X-CSRFToken": csrf() },
     body: JSON.stringify(spec),
@@ -178,7 +188,8 @@ async function run() {
   lastRun = { spec, result };
   const wall = performance.now() - t0;
   const where = onServer ? (size > BROWSER_MAX && $("where").value !== "server" ? `on the server (larger than ${BROWSER_MAX}×${BROWSER_MAX})` : "on the server") : "in this browser";
-  statusLine.textContent = `Computed ${where}: solver time ${R.fmt(result.elapsed_ms)} ms (${R.fmt(wall)} ms including drawing data).`;
+  statusLine.textContent = `${urlNote}Computed ${where}: solver time ${R.fmt(result.elapsed_ms)} ms (${R.fmt(wall)} ms including drawing data).`;
+  urlNote = "";
   R.render(resultsBody, result, compare ? compare.result : null);
   $("matrix-view").replaceChildren(...R.matrixTables(result.game));
   resultsBody.dataset.ready = "1";
@@ -198,7 +209,7 @@ async function submitJob() {
     return;
   }
   statusLine.textContent = "Queueing a server job…";
-  const response = await fetch("/api/lab/jobs/", {
+  const response = await fetch(form.dataset.jobsEndpoint, {
     method: "POST",
     headers: { "Content-Type": "application/json", "X-CSRFToken": csrf() },
     body: JSON.stringify(spec),

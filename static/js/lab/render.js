@@ -43,7 +43,8 @@ function theme() {
 }
 function baseLayout(title, extra) {
   const t = theme();
-  const axis = (more) => Object.assign({ gridcolor: t.grid, zerolinecolor: t.grid, linecolor: t.grid }, more || {});
+  // automargin: the margins grow so an axis title never sits on its tick labels or on the legend below.
+  const axis = (more) => Object.assign({ gridcolor: t.grid, zerolinecolor: t.grid, linecolor: t.grid, automargin: true }, more || {});
   const e = extra || {};
   return Object.assign(
     {
@@ -52,7 +53,7 @@ function baseLayout(title, extra) {
       plot_bgcolor: "rgba(0,0,0,0)",
       font: { color: t.fg },
       margin: { l: 60, r: 20, t: 40, b: 50 },
-      legend: { orientation: "h", y: -0.2 },
+      legend: { orientation: "h", yref: "container", y: 0, yanchor: "bottom" },
     },
     e,
     { xaxis: axis(e.xaxis), yaxis: axis(e.yaxis) },
@@ -202,6 +203,16 @@ function renderQre(box, r, cmp) {
   box.append(table("Logit QRE (metric: NashConv of the QRE profile; residual = max |x − softmax(λAy)|, |y − softmax(λBᵀx)|)", ["point", "x (row)", "y (column)", "residual", "converged", "method", "NashConv"], rows, { name: "qre" }));
 }
 
+// Where the path stopped, against the λ the reader asked for (the last continuation step may pass it).
+function pathEnd(r) {
+  const asked = (r.params || {}).lambda_max;
+  if (r.status === "reached lambda_max" && asked > 0)
+    return r.lambda_end > asked
+      ? `Path traced to λ = ${fmt(asked)} as asked (its last step landed at λ = ${fmt(r.lambda_end)})`
+      : `Path traced to λ = ${fmt(r.lambda_end)} as asked`;
+  return `Path ends at λ = ${fmt(r.lambda_end)}${asked > 0 ? ` of the ${fmt(asked)} asked` : ""} (${r.status})`;
+}
+
 function renderPath(box, r, cmp) {
   const pts = r.points.filter((p) => p.lambda > 0);
   const traces = [];
@@ -229,11 +240,16 @@ function renderPath(box, r, cmp) {
     });
   }
   const shapes = events.map((e) => ({ type: "line", x0: e.lambda, x1: e.lambda, yref: "paper", y0: 0, y1: 1, line: { dash: "dot", width: 1, color: COLOURS[3] } }));
+  // The view stops at the λ asked for: the continuation's last step may land past it.
+  const asked = (r.params || {}).lambda_max;
+  const lows = [...r.points, ...((cmp && cmp.solver === "qre_path" && cmp.points) || [])].map((p) => p.lambda).filter((l) => l > 0);
+  const xaxis = { type: "log", title: { text: "λ" }, exponentformat: "power" };
+  if (asked > 0 && lows.length) xaxis.range = [Math.log10(Math.min(...lows)), Math.log10(asked)];
   plot(box, "plot-path", "Each action's probability along the QRE path against log lambda, with turning points and bifurcations marked", traces,
-    baseLayout("QRE path: probabilities against λ (log axis)", { shapes, xaxis: { type: "log", title: { text: "λ" }, exponentformat: "power" }, yaxis: { title: { text: "probability" }, range: [0, 1] } }));
+    baseLayout("QRE path: probabilities against λ (log axis)", { shapes, xaxis, yaxis: { title: { text: "probability" }, range: [0, 1] } }));
   const lim = r.limit;
   const limRows = [["limiting equilibrium", vec(lim.x), vec(lim.y), lim.nashconv, lim.exact ? "yes (NashConv ≤ 1e-9)" : "approximate"]];
-  box.append(table(`Path end at λ = ${fmt(r.lambda_end)} (${r.status}); ${r.turning_points.length} turning point(s), ${r.bifurcations.length} bifurcation(s)`, ["point", "x (row)", "y (column)", "NashConv", "exact"], limRows, { name: "qre-path-limit" }));
+  box.append(table(`${pathEnd(r)}; ${r.turning_points.length} turning point(s), ${r.bifurcations.length} bifurcation(s)`, ["point", "x (row)", "y (column)", "NashConv", "exact"], limRows, { name: "qre-path-limit" }));
   if (events.length)
     box.append(table("Turning points and bifurcations", ["kind", "λ", "x (row)", "y (column)"], events.map((e) => [e.kind, e.lambda, vec(e.x), vec(e.y)]), { name: "qre-path-events" }));
   box.append(table("QRE path points", ["λ", "x (row)", "y (column)", "NashConv"], pts.map((p) => [fmt(p.lambda), vec(p.x), vec(p.y), p.nashconv]), { collapsed: true, summary: "Data table: the path's points", name: "qre-path", raw: r.points.map((p) => [p.lambda, p.x.join(" "), p.y.join(" "), p.nashconv]) }));
@@ -295,4 +311,4 @@ function matrixTables(game) {
   return [make(game.A, "Row player's"), make(game.B, "Column player's")];
 }
 
-export { render, renderSweep, matrixTables, fmt, frac };
+export { render, renderSweep, matrixTables, fmt, frac, pathEnd };

@@ -1,0 +1,207 @@
+"""The one fixed-point iteration: Picard or Anderson with per-position halting, over numpy or torch arrays.
+
+`EqLM.solve` (torch), the onnxruntime decoder (`decoder.process`, numpy) and the convergence measurements
+(`convergence.iterate`, either) all run `FixedPoint`. Each iteration calls the caller's step, which returns f(z)
+and each position's relative residual ||f(z) - z|| / ||z||; the next state is f(z) (Picard) or Anderson's mix of
+the recent steps. A position halts after the iteration at which the halting rule holds for it (by default its
+residual is below `tol`); its state stays frozen from then on, though the step still sees it (its keys and values
+feed the positions after it). Without a rule every position runs `max_iter` iterations.
+
+Only array creation, `where` and Anderson's algebra depend on the backend: `NumpyOps` and `TorchOps` are the
+twins, held equal on random maps by eqlm/tests/test_fixed_point.py. Torch is imported only when `TorchOps` is
+built, so the web process can import this module.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import numpy as np
+
+from .limits import DEFAULT_SOLVER, SOLVERS
+
+# (z [..., D], iteration index from 0) -> (f(z) [..., D], relative residual [...]); it may also fill a cache
+Step = Callable[[Any, int], tuple[Any, Any]]
+# (residual [...], z before the iteration, z after it) -> mask [...] of the positions that converged at it.
+# The residual rule below is the one in use; a rule on the change of the output distribution (KL between the
+# heads of successive iterates) plugs in here.
+HaltRule = Callable[[Any, Any, Any], Any]
+
+
+def residual_below(tol: float) -> HaltRule:
+    """Halt a position once its relative residual is below tol (compared in the residual's dtype, float32)."""
+
+    def rule(residual, before, after):
+        return residual < tol
+
+    return rule
+
+
+class NumpyAnderson:
+    """Per-position Anderson acceleration (type II, memory m, mixing 1) over D-vectors; the algebra in float64."""
+
+    def __init__(self, m: int = 5, reg: float = 1e-6):
+        self.m, self.reg = m, reg
+        self.xs: list[np.ndarray] = []
+        self.gs: list[np.ndarray] = []
+
+    def update(self, x: np.ndarray, fx: np.ndarray) -> np.ndarray:
+        self.xs = [*self.xs, x][-self.m :]
+        self.gs = [*self.gs, fx - x][-self.m :]
+        n = len(self.gs)
+        if n == 1:
+            return fx
+        g = np.stack(self.gs, axis=-1).astype(np.float64)  # [..., D, n]
+        gram = np.swapaxes(g, -1, -2) @ g
+        scale = np.diagonal(gram, axis1=-2, axis2=-1).mean(-1)[..., None, None] + 1e-12
+        gram = gram + self.reg * scale * np.eye(n)
+        w = np.linalg.solve(gram, np.ones((*gram.shape[:-1], 1)))
+        alpha = w / w.sum(axis=-2, keepdims=True)
+        fxs = np.stack([a + b for a, b in zip(self.xs, self.gs, strict=True)], axis=-1).astype(np.float64)
+        return (fxs @ alpha)[..., 0].astype(x.dtype)
+
+
+class TorchAnderson:
+    """NumpyAnderson's torch twin. `dtype` (e.g. float64) runs the whole update in it; None keeps the input's."""
+
+    def __init__(self, m: int = 5, reg: float = 1e-6, dtype=None):
+        import torch
+
+        self.torch = torch
+        self.m, self.reg, self.dtype = m, reg, dtype
+        self.xs: list = []
+        self.gs: list = []
+
+    def update(self, x, fx):
+        torch = self.torch
+        out_dtype = x.dtype
+        if self.dtype is not None:
+            x, fx = x.to(self.dtype), fx.to(self.dtype)
+        self.xs.append(x)
+        self.gs.append(fx - x)
+        self.xs, self.gs = self.xs[-self.m :], self.gs[-self.m :]
+        n = len(self.gs)
+        if n == 1:
+            return fx.to(out_dtype)
+        g = torch.stack(self.gs, dim=-1)  # [..., D, n]
+        gram = g.transpose(-1, -2) @ g  # [..., n, n]
+        gram = gram + self.reg * (gram.diagonal(dim1=-2, dim2=-1).mean(-1)[..., None, None] + 1e-12) * torch.eye(
+            n, dtype=g.dtype, device=g.device
+        )
+        ones = torch.ones(*gram.shape[:-1], 1, dtype=g.dtype, device=g.device)
+        w = torch.linalg.solve(gram, ones)
+        alpha = w / w.sum(dim=-2, keepdim=True)  # [..., n, 1]
+        fxs = torch.stack([xx + gg for xx, gg in zip(self.xs, self.gs, strict=True)], dim=-1)
+        return (fxs @ alpha)[..., 0].to(out_dtype)
+
+
+class NumpyOps:
+    """The numpy side: masks and counts as numpy arrays, last residuals in float64."""
+
+    def mask(self, z) -> np.ndarray:
+        return np.ones(z.shape[:-1], dtype=bool)
+
+    def counts(self, z) -> np.ndarray:
+        return np.zeros(z.shape[:-1], dtype=np.int64)
+
+    def unset_residual(self, z) -> np.ndarray:
+        return np.full(z.shape[:-1], np.inf, dtype=np.float64)
+
+    def where(self, mask, a, b):
+        """a where mask holds, else b; a mask [...] applies to every component of states [..., D]."""
+        return np.where(mask.reshape(mask.shape + (1,) * (np.ndim(a) - mask.ndim)), a, b)
+
+    def anderson(self, m: int):
+        return NumpyAnderson(m)
+
+
+class TorchOps:
+    """The torch side, on z's device. `anderson_dtype` runs Anderson's update in that dtype (None: z's)."""
+
+    def __init__(self, anderson_dtype=None):
+        import torch
+
+        self.torch = torch
+        self.anderson_dtype = anderson_dtype
+
+    def mask(self, z):
+        return self.torch.ones(z.shape[:-1], dtype=self.torch.bool, device=z.device)
+
+    def counts(self, z):
+        return self.torch.zeros(z.shape[:-1], dtype=self.torch.long, device=z.device)
+
+    def unset_residual(self, z):
+        return self.torch.full(z.shape[:-1], float("inf"), device=z.device)
+
+    def where(self, mask, a, b):
+        return self.torch.where(mask.reshape(mask.shape + (1,) * (a.dim() - mask.dim())), a, b)
+
+    def anderson(self, m: int):
+        return TorchAnderson(m, dtype=self.anderson_dtype)
+
+
+class FixedPoint:
+    """Iterate z <- g(z) from z, at most max_iter times, with per-position halting; iterating it runs the loop.
+
+    Each pass of `for count in fixed_point` is one iteration (count = iterations done). Between passes these
+    attributes hold the state after it; after the loop they hold the final state:
+
+    - `z` [..., D]: the states (a halted position keeps its frozen state);
+    - `step_residual` [...]: this iteration's residual at every position, halted ones included;
+    - `updated` [...]: the positions this iteration moved (still active before it);
+    - `active` [...]: the positions still iterating after it;
+    - `iterations` [...]: iterations each position used; `residual` [...]: its last residual while active
+      (inf before its first iteration).
+    """
+
+    def __init__(
+        self,
+        step: Step,
+        z,
+        max_iter: int,
+        *,
+        ops: NumpyOps | TorchOps,
+        solver: str = DEFAULT_SOLVER,
+        tol: float | None = None,
+        halt: HaltRule | None = None,
+        anderson_m: int = 5,
+    ):
+        if solver not in SOLVERS:
+            raise ValueError(f"unknown solver {solver!r}")
+        if halt is not None and tol is not None:
+            raise ValueError("give tol or a halting rule, not both")
+        self.step, self.max_iter, self.ops = step, int(max_iter), ops
+        self.halt = halt if halt is not None else residual_below(tol) if tol is not None else None
+        self.anderson = ops.anderson(anderson_m) if solver == "anderson" else None
+        self.z = z
+        self.active = ops.mask(z)
+        self.updated = self.active
+        self.iterations = ops.counts(z)
+        self.residual = ops.unset_residual(z)
+        self.step_residual = None
+        self.count = 0
+
+    def __iter__(self) -> Iterator[int]:
+        ops = self.ops
+        for i in range(self.max_iter):
+            before = self.z
+            fz, r = self.step(before, i)
+            new = self.anderson.update(before, fz) if self.anderson is not None else fz
+            self.updated = self.active
+            self.z = ops.where(self.updated, new, before)
+            self.residual = ops.where(self.updated, r, self.residual)
+            self.iterations = self.iterations + self.updated
+            self.step_residual = r
+            if self.halt is not None:
+                self.active = self.updated & ~self.halt(r, before, self.z)
+            self.count = i + 1
+            yield self.count
+            if not self.active.any():
+                return
+
+    def run(self) -> FixedPoint:
+        """Run the loop to its end (nothing to do between iterations); returns self."""
+        for _ in self:
+            pass
+        return self

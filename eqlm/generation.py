@@ -1,0 +1,252 @@
+"""Text generation on the onnxruntime decoder + numpy (never torch): what the web process and the /v1/ API use.
+
+Greedy, temperature and top-p sampling with a seeded numpy Generator, stop strings, per-token log-probability
+rows and the echoed prompt's, over `decoder.process` (fixed depth, halting by tolerance, warm start, Picard or
+Anderson).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from .decoder import ContextLengthExceeded, DecodeCache, OnnxEqLM, process
+from .limits import DEFAULT_DEPTH, DEFAULT_MODEL_ID, DEFAULT_SOLVER, DEPTH_MAX, DEPTH_MIN, SOLVERS
+from .logprobs import log_softmax
+from .tokenizer import IncrementalDecoder, encode
+
+
+@dataclass
+class GenerationRequest:
+    prompt: str
+    max_tokens: int = 64
+    # DEPTH_MIN..DEPTH_MAX; None -> the model's default_depth unless tol is given (then the cap is DEPTH_MAX)
+    depth: int | None = None
+    tol: float | None = None
+    warm_start: bool = False
+    solver: str = DEFAULT_SOLVER  # one of limits.SOLVERS
+    temperature: float = 0.0
+    top_p: float = 1.0
+    seed: int | None = None
+    stop: tuple[str, ...] = ()
+    prompt_ids: tuple[int, ...] | None = None  # raw byte tokens; when given, `prompt` is ignored (never re-encoded)
+    logprobs: bool = False  # attach each generated token's log-probability row (TokenEvent.logprobs)
+    echo_logprobs: bool = False  # score the prompt too (StreamStats.prompt_logprobs), in the same solve
+
+    def ids(self) -> list[int]:
+        return list(self.prompt_ids) if self.prompt_ids is not None else encode(self.prompt)
+
+    def validate(self) -> None:
+        if self.depth is not None and not DEPTH_MIN <= int(self.depth) <= DEPTH_MAX:
+            raise ValueError(f"depth must be between {DEPTH_MIN} and {DEPTH_MAX}")
+        if self.tol is not None and not self.tol > 0:
+            raise ValueError("tol must be positive")
+        if self.solver not in SOLVERS:
+            raise ValueError(f"solver must be {' or '.join(map(repr, SOLVERS))}")
+        if self.max_tokens < 0:
+            raise ValueError("max_tokens must be >= 0")
+        if self.temperature < 0:
+            raise ValueError("temperature must be >= 0")
+        if not 0 < self.top_p <= 1:
+            raise ValueError("top_p must be in (0, 1]")
+        if self.prompt_ids is not None and not all(0 <= int(t) < 256 for t in self.prompt_ids):
+            raise ValueError("prompt token ids are bytes: 0..255")
+
+
+@dataclass
+class TokenEvent:
+    token_id: int
+    text: str  # incremental decoded text ("" while a UTF-8 sequence is incomplete)
+    iterations: int  # iterations used at the position whose logits chose this token
+    residual: float  # that position's last relative residual
+    logprobs: np.ndarray | None = None  # log-softmax row [V] that chose this token (GenerationRequest.logprobs)
+
+
+@dataclass
+class GenerationResult:
+    text: str
+    tokens: list[TokenEvent]
+    finish_reason: str  # "stop" | "length"
+    prompt_tokens: int
+    completion_tokens: int
+    mean_iterations: float
+    final_residual: float
+    stats: StreamStats | None = None  # the stream's stats (the echoed prompt's log probabilities among them)
+
+    @classmethod
+    def from_stream(cls, request: GenerationRequest, stream: TokenStream):
+        """Run the stream to its end and sum it up."""
+        events = list(stream)
+        stats = stream.stats
+        return cls(
+            text="".join(e.text for e in events),
+            tokens=events,
+            finish_reason=stats.finish_reason,
+            prompt_tokens=len(request.ids()),
+            completion_tokens=len(events),
+            mean_iterations=float(np.mean(stats.iterations)) if stats.iterations else 0.0,
+            final_residual=stats.residuals[-1] if stats.residuals else 0.0,
+            stats=stats,
+        )
+
+
+@dataclass
+class StreamStats:
+    """What a stream did: why it ended ("stop" | "length"), and each token's iterations and residual."""
+
+    finish_reason: str = "length"
+    completion_tokens: int = 0
+    iterations: list[int] = field(default_factory=list)
+    residuals: list[float] = field(default_factory=list)
+    prompt_ids: list[int] = field(default_factory=list)  # the prompt's tokens as solved
+    # with echo_logprobs: row i [V] is the distribution that predicted prompt token i + 1 ([T - 1, V])
+    prompt_logprobs: np.ndarray | None = None
+
+
+class TokenStream:
+    """The token events of one request; `finish_reason` and `stats` are final once it is exhausted."""
+
+    def __init__(self, events: Iterator[TokenEvent], stats: StreamStats):
+        self._events = events
+        self.stats = stats
+
+    def __iter__(self) -> TokenStream:
+        return self
+
+    def __next__(self) -> TokenEvent:
+        return next(self._events)
+
+    @property
+    def finish_reason(self) -> str:
+        return self.stats.finish_reason
+
+
+def choose_token(logits: np.ndarray, temperature: float, top_p: float, rng: np.random.Generator) -> int:
+    """Greedy argmax at temperature 0 (lowest id on ties), else temperature + nucleus sampling."""
+    if temperature <= 0:
+        return int(np.argmax(logits))
+    scaled = logits.astype(np.float64) / temperature
+    probs = np.exp(scaled - scaled.max())
+    probs /= probs.sum()
+    if top_p < 1.0:
+        order = np.argsort(-probs, kind="stable")
+        cumulative = np.cumsum(probs[order])
+        keep = order[: int(np.searchsorted(cumulative, top_p) + 1)]
+        mask = np.zeros_like(probs)
+        mask[keep] = probs[keep]
+        probs = mask / mask.sum()
+    return int(rng.choice(len(probs), p=probs))
+
+
+def _held_back(text: str, stops: tuple[str, ...]) -> int:
+    """How many trailing characters of text could still begin a stop string."""
+    longest = 0
+    for stop in stops:
+        for n in range(min(len(stop) - 1, len(text)), 0, -1):
+            if text.endswith(stop[:n]):
+                longest = max(longest, n)
+                break
+    return longest
+
+
+class Generator:
+    """Text generation over the exported demo model. Thread-safe: each call keeps its own cache."""
+
+    def __init__(self, onnx_dir: Path, int8: bool = False, threads: int = 1):
+        self.model = OnnxEqLM(Path(onnx_dir), int8=int8, threads=threads)
+        self.manifest = self.model.manifest
+        self.model_id: str = self.manifest.get("model_id", DEFAULT_MODEL_ID)
+        self.max_positions = self.model.max_positions
+        self.default_depth = int(self.manifest.get("default_depth", DEFAULT_DEPTH))
+
+    def _tokens(self, request: GenerationRequest, stats: StreamStats) -> Iterator[TokenEvent]:
+        """Every generated token (before stop-string handling)."""
+        request.validate()
+        if request.tol is not None:
+            depth = int(request.depth or DEPTH_MAX)
+        else:
+            depth = int(request.depth or self.default_depth)
+        given = request.ids()
+        ids = given or encode(self.manifest.get("empty_prompt", "\n"))
+        scoring = request.logprobs or request.echo_logprobs
+        if scoring and len(ids) > self.max_positions:
+            raise ContextLengthExceeded(len(ids), self.max_positions)
+        if not scoring:  # generation keeps the documented left-truncation
+            ids = ids[-(self.max_positions - 1) :] if request.max_tokens > 0 else ids[-self.max_positions :]
+        stats.prompt_ids = list(given)
+        rng = np.random.default_rng(request.seed)
+        cache = DecodeCache(self.model, depth)
+        warm = request.warm_start
+        z, iterations, residual = process(self.model, cache, ids, depth, request.tol, request.solver, settle=warm)
+        last_z, last_iter, last_res = z[:, -1:], int(iterations[-1]), float(residual[-1])
+        next_logits = None
+        if request.echo_logprobs:  # the whole prompt was one batched solve: one head call scores every position
+            all_logits = self.model.head(z)[0]
+            stats.prompt_logprobs = log_softmax(all_logits[:-1]) if given else np.zeros((0, self.model.vocab_size))
+            next_logits = all_logits[-1]
+        decoder = IncrementalDecoder()
+        for n in range(request.max_tokens):
+            logits = next_logits if next_logits is not None else self.model.head(last_z)[0, -1]
+            next_logits = None
+            token = choose_token(logits, request.temperature, request.top_p, rng)
+            stats.completion_tokens += 1
+            stats.iterations.append(last_iter)
+            stats.residuals.append(last_res)
+            row = log_softmax(logits) if request.logprobs else None
+            yield TokenEvent(token, decoder.push(token), last_iter, last_res, row)
+            if n == request.max_tokens - 1:
+                break
+            if cache.length >= self.max_positions:
+                stats.finish_reason = "length"
+                return
+            z0 = last_z if warm else None
+            z, iterations, residual = process(
+                self.model, cache, [token], depth, request.tol, request.solver, z0, settle=warm
+            )
+            last_z, last_iter, last_res = z, int(iterations[0]), float(residual[0])
+        stats.finish_reason = "length"
+
+    def _stream(self, request: GenerationRequest, stats: StreamStats) -> Iterator[TokenEvent]:
+        stops = tuple(s for s in request.stop if s)
+        if not stops:
+            yield from self._tokens(request, stats)
+            return
+        text = ""
+        emitted = 0  # characters of text already sent
+        pending: list[TokenEvent] = []
+        for event in self._tokens(request, stats):
+            text += event.text
+            pending.append(event)
+            hits = [i for i in (text.find(s) for s in stops) if i >= 0]
+            if hits:
+                cut = min(hits)
+                for ev in pending:
+                    room = cut - emitted
+                    if room <= 0:
+                        break
+                    piece = ev.text[:room]
+                    emitted += len(piece)
+                    yield TokenEvent(ev.token_id, piece, ev.iterations, ev.residual, ev.logprobs)
+                stats.finish_reason = "stop"
+                return
+            safe = len(text) - _held_back(text, stops)
+            while pending and emitted + len(pending[0].text) <= safe:
+                ev = pending.pop(0)
+                emitted += len(ev.text)
+                yield ev
+        yield from pending
+
+    def stream(self, request: GenerationRequest) -> TokenStream:
+        """Token events as they are produced; text that may begin a stop string is held back until resolved.
+
+        Nothing runs until the first event is asked for; once the stream is exhausted its `finish_reason`
+        says whether a stop string or the length limit ended it.
+        """
+        stats = StreamStats()
+        return TokenStream(self._stream(request, stats), stats)
+
+    def generate(self, request: GenerationRequest) -> GenerationResult:
+        return GenerationResult.from_stream(request, self.stream(request))
