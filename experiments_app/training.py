@@ -45,7 +45,9 @@ class Stop(Exception):
 
 
 def run_folder(run: TrainingRun) -> Path:
-    return Path(settings.MEDIA_ROOT) / "experiments" / run.experiment.slug / run.arm_label / f"seed-{run.seed}"
+    """Where a run keeps its training state and checkpoints (MEDIA_ROOT, which workers elsewhere see too). The row's
+    id is part of it: an experiment registered again under a deleted one's slug never meets the old run's state."""
+    return Path(settings.MEDIA_ROOT) / "experiments" / run.experiment.slug / f"{run.arm_label}-seed{run.seed}-{run.pk}"
 
 
 def arm_of(run: TrainingRun) -> dict:

@@ -8,7 +8,7 @@ import pytest
 from benchmarks_app.models import ResultRow
 from experiments_app import services
 from experiments_app.models import TrainingRun
-from experiments_app.training import acquire, run_slice
+from experiments_app.training import acquire, run_folder, run_slice
 
 from .factories import DEPTHS, tiny_experiment
 
@@ -32,7 +32,8 @@ def test_a_run_trains_in_slices_then_writes_its_rows_once(settings, django_captu
     assert run.status == "done", run.error
     assert outcomes[-1] == "evaluated" and outcomes.count("trained") == 3 and len(sent) == len(outcomes) - 1
     assert run.stage_index == 1 and run.step == run.planned_steps == 4 and run.slices_run == len(outcomes) - 1
-    folder = Path(settings.MEDIA_ROOT) / "experiments" / "tiny" / "base" / "seed-1"
+    folder = run_folder(run)
+    assert folder.parent == Path(settings.MEDIA_ROOT) / "experiments" / "tiny"
     assert (folder / "first" / "latest.pt").exists() and run.checkpoint == str(folder / "second" / "latest.pt")
     rows = ResultRow.objects.filter(experiment="tiny", arm_label="base", seed=1)
     assert rows.count() == run.rows_written == len(DEPTHS) * 2
