@@ -7,8 +7,8 @@ An experiment declares, before anything runs:
   ``manage.py train --set`` takes them. The seed is not an override: each run sets ``seed`` from the seeds. Each
   arm carries a content hash of (recipe, stage, overrides).
 - seeds: distinct integers; one run per arm and seed.
-- evaluation: the metrics, the depths, the starts (``zero``: z = 0; ``noise``: z ~ N(0, 1) from a seeded
-  generator), the budgets (iteration caps of the residual halting rule at ``tol``), and which text and how many
+- evaluation: the metrics, the depths, the starts (``zero``, ``noise``, ``warm``, as eqlm.path_independence
+  solves them), the budgets (iteration caps of the residual halting rule at ``tol``), and which text and how many
   windows of it.
 
 `registration_hash` covers the hypothesis, arms, seeds, evaluation and criterion: the frozen text.
@@ -20,14 +20,17 @@ import hashlib
 import json
 import re
 
-from eqlm.start_profile import STARTS
-
 LABEL = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 OVERRIDE = re.compile(r"^[A-Za-z_][A-Za-z0-9_.]*=.+$", re.S)
+# The starts of eqlm.path_independence (zero; N(0, 1) from a generator seeded by noise_seed; warm: each position
+# from its predecessor's zero-start state at the same depth), named here without importing torch; a test keeps the
+# two equal.
+STARTS = ("zero", "noise", "warm")
 TEXTS = ("heldout", "slice")  # the recipe corpus's held-out slice, or the committed 4 KB KJV slice
-# Metrics the evaluation writes: bits/byte by depth and start; the mean cosine between the zero-start and
-# noise-start states (the asymptotic-alignment score) by depth; bits/byte and mean iterations under halting.
-METRICS = ("heldout_bits_per_byte", "state_cosine", "mean_iterations")
+# Metrics the evaluation writes: bits/byte by depth and start; against the zero start at the deepest depth, the
+# asymptotic-alignment score (mean cosine of the final states) and the greedy agreement; under halting, bits/byte
+# and the mean iterations.
+METRICS = ("heldout_bits_per_byte", "aa_cosine", "greedy_agreement", "mean_iterations")
 MAX_DEPTH = 256
 MAX_SEEDS = 20
 MAX_ARMS = 20
@@ -152,8 +155,11 @@ def normalize_evaluation(evaluation) -> dict:
     if not isinstance(starts, list) or not starts or any(s not in STARTS for s in starts):
         raise SpecError("evaluation.starts", f"a list drawn from {', '.join(STARTS)}")
     out["starts"] = [s for s in STARTS if s in starts]
-    if "state_cosine" in out["metrics"] and out["starts"] != list(STARTS):
-        raise SpecError("evaluation.metrics", "state_cosine compares the zero and noise starts: evaluate both")
+    if "warm" in out["starts"] and "zero" not in out["starts"]:
+        raise SpecError("evaluation.starts", "warm continues from the zero start's states: evaluate zero too")
+    compared = {"aa_cosine", "greedy_agreement"} & set(out["metrics"])
+    if compared and (out["starts"][0] != "zero" or len(out["starts"]) < 2):
+        raise SpecError("evaluation.metrics", f"{', '.join(sorted(compared))} compare a start with zero: evaluate both")
     if "mean_iterations" in out["metrics"] and not out["budgets"]:
         raise SpecError("evaluation.budgets", "mean_iterations is measured under halting: name at least one budget")
     tol = out["tol"]

@@ -270,17 +270,17 @@ def evaluation_bytes(evaluation: dict, stage) -> tuple[bytes, str]:
     return split(data, HELDOUT_FRACTION)[1], f"held-out slice of the {name}"
 
 
-def evaluation_records(
-    run: TrainingRun, evaluation: dict, profile, halting: list, provenance: dict, model=None
-) -> list[dict]:
+def evaluation_records(run: TrainingRun, evaluation: dict, figures, halting: list, provenance: dict, model) -> list:
+    """Long-format records of what the evaluation measured (eqlm.path_independence's PathIndependence, or an
+    explicit model's one depth in the same shape)."""
     slug, seed = run.experiment.slug, run.seed
     base = {
         "run": f"experiment:{slug}:{run.arm_label}:seed{seed}",
         "experiment": slug,
         "arm": run.arm_label,
         "seed": seed,
-        "model_family": getattr(model, "model_class", "EqLM"),
-        "num_params": model.num_params() if model is not None else None,
+        "model_family": model.model_class,
+        "num_params": model.num_params(),
         "model_name": f"{slug} {run.arm_label} seed {seed}",
         "config_hash": run.recipe_hash,
         "git_commit": str(provenance.get("git_commit", ""))[:64],
@@ -290,48 +290,35 @@ def evaluation_records(
             "corpus_sha256": provenance.get("corpus_sha256", ""),
             "seed": seed,
         },
-        "n": profile.positions,
+        "n": figures.positions,
     }
+    metrics, deepest = evaluation["metrics"], figures.depths[-1]
     records = []
-    if "heldout_bits_per_byte" in evaluation["metrics"]:
-        for start, curve in profile.bits_per_byte.items():
-            for depth, value in curve.items():
+    for start, found in figures.starts.items():
+        if "heldout_bits_per_byte" in metrics:
+            for depth, value in found.bits_per_byte.items():
                 condition = {"depth": depth, "start": start, "seed": seed}
                 records.append(
-                    {
-                        **base,
-                        "metric": "heldout_bits_per_byte",
-                        "value": value,
-                        "unit": "bits/byte",
-                        "condition": condition,
-                    }
+                    {**base, "metric": "heldout_bits_per_byte", "value": value, "unit": "bits/byte"}
+                    | {"condition": condition}
                 )
-    if "state_cosine" in evaluation["metrics"]:
-        for depth, value in profile.state_cosine.items():
-            condition = {"depth": depth, "start": "zero-vs-noise", "seed": seed}
-            records.append({**base, "metric": "state_cosine", "value": value, "unit": "cosine", "condition": condition})
+        for metric, value, unit in (
+            ("aa_cosine", found.aa_cosine, "cosine"),
+            ("greedy_agreement", found.greedy_agreement, "fraction"),
+        ):
+            if metric in metrics and value is not None:  # against the zero start, at the deepest depth
+                condition = {"depth": deepest, "start": start, "seed": seed}
+                records.append({**base, "metric": metric, "value": value, "unit": unit, "condition": condition})
     for point in halting:
         condition = {"budget": point.cap, "tol": point.tol, "start": "zero", "seed": seed}
         records.append(
-            {
-                **base,
-                "metric": "heldout_bits_per_byte",
-                "value": point.bits_per_byte,
-                "unit": "bits/byte",
-                "condition": condition,
-                "n": point.positions,
-            }
+            {**base, "metric": "heldout_bits_per_byte", "value": point.bits_per_byte, "unit": "bits/byte"}
+            | {"condition": condition, "n": point.positions}
         )
-        if "mean_iterations" in evaluation["metrics"]:
+        if "mean_iterations" in metrics:
             records.append(
-                {
-                    **base,
-                    "metric": "mean_iterations",
-                    "value": point.mean_iterations,
-                    "unit": "iterations",
-                    "condition": condition,
-                    "n": point.positions,
-                }
+                {**base, "metric": "mean_iterations", "value": point.mean_iterations, "unit": "iterations"}
+                | {"condition": condition, "n": point.positions}
             )
     return records
 
@@ -342,7 +329,8 @@ def evaluate_run(run: TrainingRun, token: str) -> None:
     from benchmarks_app.records import ingest_records
     from eqlm.checkpoint import load_checkpoint
     from eqlm.convergence import TorchBackend, adaptive_point, windows_of
-    from eqlm.start_profile import explicit_profile, profile_starts
+    from eqlm.explicit_bpb import explicit_bits_per_byte
+    from eqlm.path_independence import PathIndependence, StartFigures, path_independence
 
     evaluation = run.experiment.evaluation
     model, data = load_checkpoint(run.checkpoint)
@@ -357,25 +345,22 @@ def evaluate_run(run: TrainingRun, token: str) -> None:
             progress=0.9 + 0.1 * fraction, progress_message=f"evaluating on the {source}: {fraction:.0%}"
         )
 
-    device = run.device or "cpu"
+    heartbeat({"step": run.step, "planned_steps": run.planned_steps, "eta_seconds": None})
     if model.model_class == "ExplicitLM":  # one depth, its layer count; no start, no halting
-        profile = explicit_profile(model, windows, device=device)
-        evaluation = {**evaluation, "budgets": []}
-    else:
-        profile = profile_starts(
-            model,
-            windows,
-            evaluation["depths"],
-            evaluation["starts"],
-            evaluation["noise_seed"],
-            device=device,
-            progress=progress,
+        value, positions = explicit_bits_per_byte(model, windows)
+        depth = len(model.layers)
+        figures = PathIndependence([depth], positions, {"zero": StartFigures("zero", {depth: value})})
+        halting = []
+    else:  # the measurement bench/depth_curve.py makes, on CPU (it draws its noise from a CPU generator)
+        figures = path_independence(
+            model.cpu(), windows, evaluation["depths"], evaluation["starts"], seed=evaluation["noise_seed"]
         )
-    halting = [
-        adaptive_point(TorchBackend(model, device), windows, evaluation["tol"], cap=budget)
-        for budget in evaluation["budgets"]
-    ]
-    records = evaluation_records(run, evaluation, profile, halting, provenance, model)
+        progress(0.8)
+        halting = [
+            adaptive_point(TorchBackend(model, "cpu"), windows, evaluation["tol"], cap=budget)
+            for budget in evaluation["budgets"]
+        ]
+    records = evaluation_records(run, evaluation, figures, halting, provenance, model)
     if records:
         ingest_records(records, source_name=f"experiment:{run.experiment.slug}:{run.arm_label}:seed{run.seed}")
     written = ResultRow.objects.filter(experiment=run.experiment.slug, arm_label=run.arm_label, seed=run.seed).count()

@@ -149,3 +149,15 @@ def test_a_depth_range_past_the_limit_is_refused_without_building_it():
     with pytest.raises(SpecError) as caught:
         normalize_evaluation({"depths": "1-1000000000000"})
     assert caught.value.field == "evaluation.depths"
+
+
+def test_the_evaluation_names_the_starts_that_path_independence_solves():
+    from eqlm.path_independence import STARTS
+    from experiments_app.spec import STARTS as DECLARED
+    from experiments_app.spec import SpecError, normalize_evaluation
+
+    assert DECLARED == STARTS
+    with pytest.raises(SpecError, match="zero"):
+        normalize_evaluation({"starts": ["warm"]})
+    with pytest.raises(SpecError, match="compare"):
+        normalize_evaluation({"starts": ["noise"], "metrics": ["aa_cosine"]})

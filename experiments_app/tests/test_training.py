@@ -74,3 +74,39 @@ def test_an_explicit_arm_is_measured_at_its_layer_count_only(django_capture_on_c
     assert [(r.condition, r.arm.model_family) for r in rows] == [
         ({"depth": 3, "start": "zero", "seed": 1}, "ExplicitLM")
     ]
+
+
+def test_the_evaluation_is_path_independences_with_the_warm_start_and_the_aa_score(django_capture_on_commit_callbacks):
+    from .factories import tiny_spec
+
+    evaluation = tiny_spec()["evaluation"] | {
+        "starts": ["zero", "noise", "warm"],
+        "metrics": ["heldout_bits_per_byte", "aa_cosine", "greedy_agreement"],
+    }
+    experiment = tiny_experiment(seeds=[1], evaluation=evaluation)
+    with django_capture_on_commit_callbacks(execute=False):
+        services.launch(experiment)
+    run = TrainingRun.objects.get(arm_label="base")
+    for number in range(5):
+        if run_slice(run.pk, number, send_next=lambda: None) == "evaluated":
+            break
+    rows = ResultRow.objects.filter(experiment="tiny", arm_label="base", seed=1)
+    assert rows.filter(metric="heldout_bits_per_byte").count() == 3 * len(DEPTHS)
+    compared = rows.exclude(metric="heldout_bits_per_byte").values_list("metric", "condition_key")
+    assert sorted(compared) == sorted(
+        (metric, f'{{"depth":{DEPTHS[-1]},"seed":1,"start":"{start}"}}')
+        for metric in ("aa_cosine", "greedy_agreement")
+        for start in ("noise", "warm")
+    )
+    # the same numbers bench/depth_curve.py reports: eqlm.path_independence on the same windows and seed
+    from eqlm.checkpoint import load_checkpoint
+    from eqlm.convergence import windows_of
+    from eqlm.path_independence import path_independence
+    from experiments_app.training import SLICE
+
+    run.refresh_from_db()
+    model, _ = load_checkpoint(run.checkpoint)
+    windows = windows_of(SLICE.read_bytes(), evaluation["window"], evaluation["windows"])
+    figures = path_independence(model, windows, DEPTHS, ("zero", "noise", "warm"), seed=0)
+    warm = rows.get(metric="aa_cosine", condition_key__contains='"warm"')
+    assert warm.value == pytest.approx(figures.starts["warm"].aa_cosine, abs=1e-12)
