@@ -110,9 +110,9 @@ def main() -> None:
 
     django.setup()
     logging.getLogger("httpx").setLevel(logging.WARNING)
-    from inference.serving import resolve_model
+    from inference.serving import resolve
 
-    generator, _ = resolve_model(args.model)
+    generator = resolve(args.model).runtime()
     context = generator.max_positions
     prompts = windows(Path(args.text).read_bytes(), context, args.windows)
     print(

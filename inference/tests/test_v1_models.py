@@ -32,7 +32,7 @@ def complete(client, **body):
 
 
 def test_the_list_names_every_model_with_its_depths_and_state(client, models):
-    serving.resolve_model("tiny-five")
+    serving.resolve("tiny-five").runtime()
     data = client.get("/v1/models").json()["data"]
     assert [m["id"] for m in data][:2] == ["eqlm-demo", "tiny-five"]  # served models first (then any virtual one)
     five = data[1]
