@@ -34,6 +34,10 @@ class UnknownModel(LookupError):
         super().__init__(f"The model '{model_id}' does not exist{why}. Available: {', '.join(available) or 'none'}.")
         self.model_id, self.available, self.reason = model_id, available, reason
 
+    def with_available(self, extra: list[str]) -> UnknownModel:
+        """The same error listing more ids (the API adds the council, which is not a servable folder)."""
+        return UnknownModel(self.model_id, [*self.available, *extra], self.reason)
+
 
 class ModelUnavailable(RuntimeError):
     """The model is known but its runtime could not be loaded (the reason is the message)."""

@@ -100,6 +100,10 @@ class Telemetry:
 
     def add_to_summary(self, summary: dict, entries: list[dict]) -> dict:
         """An `eqlm` object with this telemetry added (entries: those of the tokens it covers)."""
+        return self.label(summary)
+
+    def label(self, summary: dict) -> dict:
+        """An `eqlm` summary with its figures named for what they count (a stream's usage chunk gets only this)."""
         return summary
 
     def follow(self, stream) -> StreamTelemetry:
@@ -141,7 +145,17 @@ class CouncilTelemetry(Telemetry):
         return [{"choice": choice, **self.token_entry(k, ev.token_id, ev.text, e)} for k, (ev, e) in pairs]
 
     def add_to_summary(self, summary: dict, entries: list[dict]) -> dict:
-        return summary | {"council": self.council_object(entries)}
+        return self.label(summary) | {"council": self.council_object(entries)}
+
+    def label(self, summary: dict) -> dict:
+        """The council's `eqlm.mean_iterations` counts game updates per token, not block iterations: say so by name.
+
+        The old key stays (docs/API.md promises `mean_iterations` in every `eqlm` object); each member's own block
+        iterations are in `council.tokens[].members[]`.
+        """
+        if not summary.get("iterations_per_token"):  # the prompt alone was scored: its game's updates are not reported
+            return {**summary, "mean_iterations": None, "mean_game_iterations": None}
+        return {**summary, "mean_game_iterations": summary["mean_iterations"]}
 
     def follow(self, stream) -> CouncilStreamTelemetry:
         return CouncilStreamTelemetry(self, stream.stats)
@@ -169,4 +183,4 @@ class CouncilStreamTelemetry(StreamTelemetry):
 
     def close(self, summary: dict) -> dict:
         pending, self.pending = self.pending, []
-        return summary | {"council": self.telemetry.council_object(self.sent, pending)}
+        return self.telemetry.label(summary) | {"council": self.telemetry.council_object(self.sent, pending)}

@@ -21,7 +21,7 @@ from rest_framework.renderers import JSONRenderer
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from inference.model_ids import base_id, is_council_id
+from inference.model_ids import COUNCIL_ID, base_id, is_council_id
 from portal.api import ApiError, error_body
 
 from . import council, ratelimit, scoring, wire
@@ -72,14 +72,15 @@ class V1View(APIView):
 
 
 def served_runtime(model_id: str):
-    """The runtime serving a model id (inference.serving.resolve), or the API's 404 model_not_found or 503
-    model_unavailable."""
+    """The runtime serving a model id (inference.serving.resolve), or the API's 404 model_not_found (listing every
+    model a request may name, the council included) or 503 model_unavailable."""
     from inference.serving import ModelUnavailable, UnknownModel, resolve
 
     try:
         return resolve(model_id).runtime()
     except UnknownModel as exc:
-        raise ApiError(str(exc), status_code=404, param="model", code="model_not_found") from None
+        listed = exc.with_available([COUNCIL_ID])
+        raise ApiError(str(listed), status_code=404, param="model", code="model_not_found") from None
     except ModelUnavailable as exc:
         log.warning("model %s could not be loaded: %s", model_id, exc)
         raise ApiError(
@@ -255,7 +256,7 @@ class GenerationView(V1View):
                 yield self.chunk(ident, created, plan.model, plan, index, reason=reason, eqlm=own)
             if plan.include_usage:
                 usage = wire.usage(prompt_tokens, completion_tokens)
-                summary = wire.eqlm_summary(plan, all_iterations, residual)
+                summary = telemetry.label(wire.eqlm_summary(plan, all_iterations, residual))
                 yield wire.sse(wire.usage_chunk(ident, self.chunk_object, created, plan.model, usage, summary))
             yield wire.sse("[DONE]")
         except Exception as exc:
