@@ -21,10 +21,6 @@ from .parsers import FORMATS, IngestError, parse_bytes
 from .records import clean_records, write_clean
 
 
-def sha256_of(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
-
-
 def ingest_bytes(
     data: bytes,
     *,

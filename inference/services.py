@@ -180,17 +180,6 @@ def queue_evaluation(model, depths, paradigms=(), pair_limit=None, user=None, bl
     return run
 
 
-def demo_metrics_path() -> Path:
-    return Path(settings.DEMO_MODEL_CHECKPOINT).parent / "metrics.json"
-
-
-def read_demo_metrics() -> dict:
-    try:
-        return json.loads(demo_metrics_path().read_text())
-    except (OSError, json.JSONDecodeError):
-        return {}
-
-
 def register_demo_model() -> tuple[RegisteredModel | None, bool]:
     """Upsert every bundled model's registry row (inference.bundled); returns the default model's (row, created)."""
     from .bundled import register_bundled_models
