@@ -238,3 +238,25 @@ def test_beta_zero_tau_zero_is_logit_averaging_of_the_members(api):
             expected = ((demo[k] - demo[0]) + (code[k] - code[0])) / 2
             assert game[k] - game[0] == pytest.approx(expected, abs=1e-4)
         assert game != pytest.approx(demo, abs=1e-3)  # the members differ, so the test can fail
+
+
+def test_the_telemetry_is_an_object_chosen_per_request_and_nothing_is_patched_on(council_models_served, db):
+    from eqlm.council import CouncilStats
+    from eqlm.runtime import GenerationRequest
+    from inference.v1 import council
+    from inference.v1.views import served_runtime
+
+    _, plain = council.serve({"model": "eqlm-demo", "kinetic": None}, served_runtime)
+    assert plain is council.PLAIN and plain.add_to_summary({"a": 1}, []) == {"a": 1}
+    generator, telemetry = council.serve({"model": "eqlm-council@depth=4", "kinetic": None}, served_runtime)
+    assert isinstance(telemetry, council.CouncilTelemetry) and telemetry.members == ["eqlm-demo", "eqlm-code"]
+    assert not {"member_ids", "kinetic_json"} & set(vars(generator))
+    streams = [generator.stream(GenerationRequest(prompt=p, max_tokens=5, temperature=0, depth=4)) for p in PROMPTS[:2]]
+    followed = [telemetry.follow(stream) for stream in streams]
+    for pair in zip(*streams, strict=True):  # two streams of one request, interleaved: each keeps its own entries
+        for stream_telemetry, event in zip(followed, pair, strict=True):
+            stream_telemetry.on_event(event)
+    for stream, stream_telemetry in zip(streams, followed, strict=True):
+        assert [e["index"] for e in stream_telemetry.sent] == list(range(5))
+        assert [e["iterations"] for e in stream_telemetry.sent] == [e.iterations for e in stream.stats.entries]
+        assert set(vars(stream.stats)) == set(vars(CouncilStats()))  # nothing stashed on the stream's stats
