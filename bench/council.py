@@ -13,7 +13,7 @@ overall, with the cost: greedy decoding time per token of the council against on
 
 --record stores the figures as benchmark result rows (experiment "local-council") in the portal's database;
 --fixture writes them as records that `manage.py seed` loads (fixtures/council_bench.json).
-Goal (issue 16): the equilibrium scores better bits/byte on the mixed text than either member and than averaging.
+Goal: the equilibrium scores better bits/byte on the mixed text than either member and than averaging.
 """
 
 from __future__ import annotations
