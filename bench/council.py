@@ -60,8 +60,8 @@ PASSAGE = 128
 LONG_PASSAGE = 512
 BETAS = (0.5, 2.0, 8.0)
 TAUS = (0.0, 0.5)
-MEMORY_BETAS = (0.0, 0.5, 1.0, 2.0)
-SHARES = (0.002, 0.005, 0.01, 0.02, 0.05)
+MEMORY_BETAS = (0.0, 0.5, 2.0)
+SHARES = (0.001, 0.002, 0.005, 0.01, 0.02, 0.05)
 HELDOUT = "heldout-128"  # the mix whose arms keep their plain labels
 MIX_TITLES = {
     "heldout-128": "held-out mix, 128-byte passages",
