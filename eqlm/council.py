@@ -44,7 +44,11 @@ DEFAULT_MAX_ITER = 32
 MAX_MAX_ITER = 256
 DEFAULT_TOL = 1e-5
 MEMORIES = ("none", "fixed_share")
-DEFAULT_SHARE = 0.01
+DEFAULT_SHARE = 0.001
+# The council with memory as bench/council.py chose it on its tuning mix (docs/decisions/0001-council-memory.md): the
+# controls /v1 serves once it passes `memory` and `share`. Kinetic's own default stays memory "none" (today's game)
+# until then, because /v1 builds Kinetic field by field and would otherwise change behind its documented controls.
+MEMORY_DEFAULTS = {"memory": "fixed_share", "share": DEFAULT_SHARE, "beta": 0.0}
 
 
 @dataclass(frozen=True)

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from eqlm.council import (
+    MEMORY_DEFAULTS,
     CouncilGenerator,
     Kinetic,
     equilibrium,
@@ -272,3 +273,9 @@ def test_a_model_listed_twice_with_memory_decodes_and_scores_as_that_model_alone
         np.testing.assert_allclose(game.logprobs, own.logprobs, atol=1e-9)
     np.testing.assert_allclose(stats.prompt_logprobs, alone_stats.prompt_logprobs, atol=1e-9)
     assert all(entry.reputations == pytest.approx([0.5, 0.5]) for entry in stats.entries)
+
+
+def test_the_memory_defaults_are_valid_controls():
+    kinetic = Kinetic.from_dict(MEMORY_DEFAULTS)
+    kinetic.validate(members=2)
+    assert kinetic.memory == "fixed_share" and kinetic.share == Kinetic().share
