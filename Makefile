@@ -102,12 +102,10 @@ services: system-deps ## Start Redis and PostgreSQL when they are installed but 
 	  pg_ctlcluster --skip-systemctl-redirect $$(ls /etc/postgresql | head -1) main start || true; \
 	fi
 
-check: setup ## Lint and the fast tests (no browser, no worker, no slow subprocess tests) on two processes: the loop while coding
-	$(BIN)/ruff check .
-	$(BIN)/ruff format --check .
+check: lint ## Lint and the fast tests (no browser, no worker, no slow subprocess tests) on two processes: the loop while coding
 	env -u DATABASE_URL -u CELERY_BROKER_URL -u CELERY_RESULT_BACKEND $(BIN)/pytest -q -n 2 --dist worksteal $(PYTEST_ARGS)
 
-test: setup services lmeval-env ## Run every test (browser, worker, slow too) on SQLite, then on PostgreSQL when reachable
+test: lint services lmeval-env ## Lint, then every test (browser, worker, slow too) on SQLite, then on PostgreSQL when reachable
 	$(BIN)/python manage.py collectstatic --noinput -v 0
 	$(MAKE) --no-print-directory test-sqlite
 	@if pg_isready -q -h 127.0.0.1 -p 5432 2>/dev/null; then \
@@ -132,8 +130,13 @@ $(LMEVAL_VENV)/.deps: requirements-lmeval.txt
 .PHONY: lmeval-env
 lmeval-env: $(LMEVAL_VENV)/.deps ## Install EleutherAI lm-evaluation-harness (pinned) into .venv-lmeval for its tests
 
-lint: setup ## ruff check
+# Each step fails the run: ruff names the rule, lint-imports the broken contract (pyproject.toml), makemigrations
+# the app whose models changed without a migration.
+lint: setup ## ruff check, ruff format --check, the import contracts (lint-imports) and makemigrations --check
 	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/lint-imports --no-cache --no-logo
+	env -u DATABASE_URL $(BIN)/python manage.py makemigrations --check --dry-run
 
 format: setup ## ruff format and fix imports
 	$(BIN)/ruff check --fix --select I .

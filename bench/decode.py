@@ -15,7 +15,7 @@ previous position's final state and iterates against the solved states before it
 slice. --basins diagnoses a warm start that misses: one position at a time, iterated against its context's solved
 states from four starts, and the share of each that reaches the joint fixed point.
 
-Targets (issue 14), printed part by part and as a whole (a target holds only when every part does):
+Targets, printed part by part and as a whole (a target holds only when every part does):
 - halting pays: tol 0.01 (cap 64) uses <= 16 iterations per token on average, costs <= 0.02 bits/byte against fixed
   depth 64, and generates >= 2x as many tokens/s as fixed depth 64;
 - warm start pays: at tol 0.01, >= 30% fewer iterations than a cold start with >= 99% of greedy tokens unchanged.

@@ -109,9 +109,9 @@ def main() -> None:
 
     django.setup()
     logging.getLogger("httpx").setLevel(logging.WARNING)
-    from inference.serving import get_generator
+    from inference.serving import resolve
 
-    generator = get_generator()
+    generator = resolve().runtime()
     manifest = generator.manifest
     print(
         f"model {generator.model_id}: {manifest.get('num_params', '?')} parameters, d_model {manifest['d_model']}, "

@@ -5,7 +5,7 @@
 Scoring is `echo: true, max_tokens: 0, logprobs: 1` on full-context windows of held-out text (one batched solve
 over the whole prompt); generation is greedy `max_tokens` tokens from a short prompt. Both go over real HTTP to an
 in-process server (POST /v1/completions), then again on the ONNX runtime alone (eqlm.scoring.score_prompt and
-Generator.generate), and the ratio scoring bytes/s : generation tokens/s is printed. Goal (issue 15): >= 10x at
+Generator.generate), and the ratio scoring bytes/s : generation tokens/s is printed. Goal: >= 10x at
 depth 12.
 """
 
@@ -111,9 +111,9 @@ def main() -> None:
 
     django.setup()
     logging.getLogger("httpx").setLevel(logging.WARNING)
-    from inference.serving import resolve_model
+    from inference.serving import resolve
 
-    generator, _ = resolve_model(args.model)
+    generator = resolve(args.model).runtime()
     context = generator.max_positions
     prompts = windows(Path(args.text).read_bytes(), context, args.windows)
     print(

@@ -21,10 +21,6 @@ from .parsers import FORMATS, IngestError, parse_bytes
 from .records import clean_records, write_clean
 
 
-def sha256_of(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
-
-
 def ingest_bytes(
     data: bytes,
     *,
@@ -233,7 +229,7 @@ def queue_uploads(
 
     Returns (hint, source_file, duplicate) per file; an `IngestError` stores none of them.
     """
-    from .tasks import ingest_upload  # the tasks module imports this one
+    from portal.celery import send_by_name  # the tasks module imports this one: queue its task by name
 
     stored = []
     try:
@@ -243,7 +239,7 @@ def queue_uploads(
                     data, name=hint, path_hint=hint, fmt=fmt, companion=companion, uploader=uploader
                 )
                 if not duplicate:
-                    transaction.on_commit(lambda pk=source.pk: ingest_upload.delay(pk))
+                    transaction.on_commit(lambda pk=source.pk: send_by_name("benchmarks_app.tasks.ingest_upload", pk))
                 stored.append((hint, source, duplicate))
     except BaseException:
         for _hint, source, duplicate in stored:  # rows rolled back take their files with them

@@ -12,8 +12,9 @@ from django.urls import reverse
 from rest_framework.authentication import CSRFCheck
 from rest_framework.exceptions import PermissionDenied
 
-from inference.v1 import council
+from inference.model_ids import COUNCIL_ID
 from inference.v1.keys import Caller, client_address
+from inference.v1.serializers import DEFAULT_MEMBERS
 from inference.v1.views import ChatCompletionView
 
 
@@ -25,15 +26,15 @@ def live_context() -> dict:
         cards = model_cards()
     except Exception:  # noqa: BLE001 - the record below must render even when no model can be listed
         cards = {}
-    ids = [card_id for card_id, card in cards.items() if not card.error and card_id != council.COUNCIL_ID]
-    defaults = [m for m in council.DEFAULT_MEMBERS if m in ids]
+    ids = [card_id for card_id, card in cards.items() if not card.error and card_id != COUNCIL_ID]
+    defaults = [m for m in DEFAULT_MEMBERS if m in ids]
     if len(defaults) < 2:  # a server without the second-domain model: any two servable models
         defaults = (defaults + [m for m in ids if m not in defaults])[:2]
     # Default members first (their colours stay the same whichever other models are servable).
     ordered = defaults + [m for m in ids if m not in defaults]
     return {
         "endpoint": reverse("council:live-chat"),
-        "council_id": council.COUNCIL_ID,
+        "council_id": COUNCIL_ID,
         "members": [{"id": m, "default": m in defaults} for m in ordered],
         "defaults": {"tau": 0, "beta": 2, "eta": 0.5},
         "max_tokens": min(128, settings.API_MAX_TOKENS),

@@ -8,13 +8,17 @@ renormalised, iterated from y = p_ref until the L1 movement of y is below `tol` 
 iterate is a distribution, so stopping early is safe. The fixed point is y* ∝ exp(sum_i w_i(y*) l_i) p_ref^tau;
 beta = 0 is logit averaging, a large beta approaches routing, tau pulls toward the reference (the mean of the
 members' distributions, or one member's). Pure numpy; the members run on eqlm.generation (onnxruntime, never torch).
+
+With `memory="fixed_share"` each member also carries a reputation pi_i, its fixed-share posterior (Herbster & Warmuth
+1998) from its log-probabilities of the bytes already in the context, and w_i(y) = softmax_i(beta <y, l_i> + log pi_i)
+(docs/decisions/0001-council-memory.md). `memory="none"` is the game above, computed exactly as before.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field, fields
 
 import numpy as np
 
@@ -38,11 +42,21 @@ DEFAULT_ETA = 0.5
 DEFAULT_MAX_ITER = 32
 MAX_MAX_ITER = 256
 DEFAULT_TOL = 1e-5
+MEMORIES = ("none", "fixed_share")
+DEFAULT_SHARE = 0.001
+# The council with memory as bench/council.py chose it on its tuning mix (docs/decisions/0001-council-memory.md): the
+# controls /v1 serves once it passes `memory` and `share`. Kinetic's own default stays memory "none" (today's game)
+# until then, because /v1 builds Kinetic field by field and would otherwise change behind its documented controls.
+MEMORY_DEFAULTS = {"memory": "fixed_share", "share": DEFAULT_SHARE, "beta": 0.0}
 
 
 @dataclass(frozen=True)
 class Kinetic:
-    """The game's controls. `reference` is "mean" or the index of a member in the member list."""
+    """The game's controls. `reference` is "mean" or the index of a member in the member list.
+
+    `memory` is "none" (the game on the current position alone) or "fixed_share" (each member's reputation over the
+    context weighs its influence); `share` is the fixed-share switching rate, used only with memory.
+    """
 
     beta: float = DEFAULT_BETA
     tau: float = DEFAULT_TAU
@@ -50,6 +64,17 @@ class Kinetic:
     max_iter: int = DEFAULT_MAX_ITER
     tol: float = DEFAULT_TOL
     reference: str | int = "mean"
+    memory: str = "none"
+    share: float = DEFAULT_SHARE
+
+    @classmethod
+    def from_dict(cls, controls: Mapping) -> Kinetic:
+        """The controls from a mapping of field names; a name that is not a control raises ValueError naming it."""
+        known = {f.name for f in fields(cls)}
+        for name in controls:
+            if name not in known:
+                raise ValueError(f"kinetic.{name} is not a control (known: {', '.join(sorted(known))})")
+        return cls(**controls)
 
     def validate(self, members: int) -> None:
         """Raises ValueError naming the field (kinetic.beta, ...) when a control is out of range."""
@@ -64,6 +89,10 @@ class Kinetic:
         ref = self.reference
         ref_ok = ref == "mean" or (isinstance(ref, int) and not isinstance(ref, bool) and 0 <= ref < members)
         checks.append(("reference", ref_ok, "must be 'mean' or a member"))
+        checks.append(("memory", self.memory in MEMORIES, "must be 'none' or 'fixed_share'"))
+        share = self.share
+        share_ok = isinstance(share, int | float) and not isinstance(share, bool) and 0 <= share < 1
+        checks.append(("share", share_ok, "must be a number in [0, 1)"))
         for name, ok, message in checks:
             if not ok:
                 raise ValueError(f"kinetic.{name} {message}")
@@ -84,9 +113,16 @@ class Equilibrium:
         return np.exp(self.log_y)
 
 
-def influence_weights(y: np.ndarray, log_probs: np.ndarray, beta: float) -> np.ndarray:
-    """w_i(y) = softmax_i(beta <y, l_i>): y [..., V], log_probs [..., M, V] -> [..., M]."""
+def influence_weights(
+    y: np.ndarray, log_probs: np.ndarray, beta: float, log_reputation: np.ndarray | None = None
+) -> np.ndarray:
+    """w_i(y) = softmax_i(beta <y, l_i> + log pi_i): y [..., V], log_probs [..., M, V], log pi [..., M] -> [..., M].
+
+    Without a reputation the prior term is absent (not zero): the memoryless game computes exactly as it always has.
+    """
     score = beta * np.einsum("...v,...mv->...m", y, log_probs)
+    if log_reputation is not None:
+        score = score + log_reputation
     score -= score.max(axis=-1, keepdims=True)
     w = np.exp(score)
     return w / w.sum(axis=-1, keepdims=True)
@@ -108,11 +144,12 @@ def equilibrium(
     max_iter: int = DEFAULT_MAX_ITER,
     tol: float = DEFAULT_TOL,
     reference: str | int = "mean",
+    log_reputation: np.ndarray | None = None,
 ) -> Equilibrium:
     """The consensus of members' log-probabilities [..., M, V] (any leading batch of positions).
 
     Each position stops updating once its own movement is below tol, so a batch gives exactly what solving the
-    positions one at a time gives.
+    positions one at a time gives. `log_reputation` [..., M] is each position's log pi (the memory term), or None.
     """
     # float64, so that no member's logit offset buys it influence; idempotent on log-probabilities
     lp = log_softmax(log_probs)
@@ -128,7 +165,7 @@ def equilibrium(
         if not active.any():
             break
         y = np.exp(log_y)
-        w = influence_weights(y, lp, beta)
+        w = influence_weights(y, lp, beta, log_reputation)
         new = (1 - eta) * log_y + eta * (np.einsum("...m,...mv->...v", w, lp) + pull)
         new = log_softmax(new)
         movement = np.abs(np.exp(new) - y).sum(axis=-1)
@@ -136,11 +173,11 @@ def equilibrium(
         residual = np.where(active, movement, residual)
         iterations += active
         converged |= active & (movement < tol)
-    weights = influence_weights(np.exp(log_y), lp, beta)
+    weights = influence_weights(np.exp(log_y), lp, beta, log_reputation)
     return Equilibrium(log_y, weights, iterations, residual, converged)
 
 
-def solve(log_probs: np.ndarray, kinetic: Kinetic) -> Equilibrium:
+def solve(log_probs: np.ndarray, kinetic: Kinetic, log_reputation: np.ndarray | None = None) -> Equilibrium:
     return equilibrium(
         log_probs,
         beta=kinetic.beta,
@@ -149,7 +186,45 @@ def solve(log_probs: np.ndarray, kinetic: Kinetic) -> Equilibrium:
         max_iter=kinetic.max_iter,
         tol=kinetic.tol,
         reference=kinetic.reference,
+        log_reputation=log_reputation,
     )
+
+
+# --- memory: fixed-share reputations ------------------------------------------------------------------------------
+
+
+def fixed_share_update(log_reputation: np.ndarray, byte_log_probs: np.ndarray, share: float) -> np.ndarray:
+    """One byte of fixed share (Herbster & Warmuth 1998, log loss, learning rate 1): log pi [..., M] -> log pi'.
+
+    Bayes' rule on the members' log-probabilities of the byte seen [..., M], then each member passes the fraction
+    `share` of its posterior equally to the others: pi'_i = (1 - share) v_i + share / (M - 1) (1 - v_i).
+    """
+    post = log_reputation + byte_log_probs
+    post = post - logsumexp(post, axis=-1)[..., None]
+    if not share:
+        return post
+    v = np.exp(post)
+    return np.log((1 - share) * v + share / (post.shape[-1] - 1) * (1 - v))
+
+
+def fixed_share_reputations(byte_log_probs: np.ndarray, share: float, start: np.ndarray | None = None) -> np.ndarray:
+    """Log reputations along a text: byte_log_probs [..., T, M] (each member's log-probability of byte t) ->
+    [..., T + 1, M], row t the reputation before byte t is seen (row 0 `start`, uniform by default), row T after all.
+    """
+    lp = np.asarray(byte_log_probs, dtype=np.float64)
+    members = lp.shape[-1]
+    if start is None:
+        start = np.full(lp.shape[:-2] + (members,), -math.log(members))
+    out = np.empty(lp.shape[:-2] + (lp.shape[-2] + 1, members))
+    out[..., 0, :] = start
+    for t in range(lp.shape[-2]):
+        out[..., t + 1, :] = fixed_share_update(out[..., t, :], lp[..., t, :], share)
+    return out
+
+
+def fixed_share_mixture(log_probs: np.ndarray, log_reputation: np.ndarray) -> np.ndarray:
+    """The classic Bayesian mixture: log sum_i pi_i p_i from log_probs [..., M, V] and log pi [..., M] -> [..., V]."""
+    return logsumexp(log_probs + log_reputation[..., None], axis=-2)
 
 
 # --- decoding -----------------------------------------------------------------------------------------------------
@@ -166,10 +241,13 @@ class CouncilEntry:
     converged: bool
     members: list[dict]  # each member's EqLM telemetry at that position: {"iterations", "residual"}
     log_y: np.ndarray = field(repr=False, default_factory=lambda: np.zeros(0))
+    reputations: list[float] | None = None  # with memory: each member's pi over the context before this token
 
     def as_json(self, members: Sequence[str]) -> dict:
+        reputations = None if self.reputations is None else [round(p, 6) for p in self.reputations]
         return {
             "weights": [round(w, 6) for w in self.weights],
+            "reputations": reputations,
             "leader": members[self.leader],
             "iterations": self.iterations,
             "residual": self.residual if math.isfinite(self.residual) else None,
@@ -184,6 +262,7 @@ class CouncilStats(StreamStats):
 
     entries: list[CouncilEntry] = field(default_factory=list)
     prompt_weights: np.ndarray | None = None  # [T - 1, M] with echo_logprobs
+    prompt_reputations: np.ndarray | None = None  # [T - 1, M] with echo_logprobs and memory
 
 
 @dataclass
@@ -200,7 +279,7 @@ class CouncilResult(GenerationResult):
 class _MemberState:
     """One member's incremental decode: its cache and the state of its last position."""
 
-    def __init__(self, generator: Generator, request: GenerationRequest, ids: list[int]):
+    def __init__(self, generator: Generator, request: GenerationRequest, ids: list[int], keep_prompt: bool):
         self.generator = generator
         self.model = generator.model
         self.request = request
@@ -213,7 +292,7 @@ class _MemberState:
         z, iterations, residual = process(
             self.model, self.cache, ids, self.depth, request.tol, request.solver, settle=warm
         )
-        self.prompt_z = z if request.echo_logprobs else None
+        self.prompt_z = z if keep_prompt else None
         self._keep(z[:, -1:], iterations[-1], residual[-1])
 
     def _keep(self, z, iterations, residual) -> None:
@@ -269,7 +348,7 @@ class CouncilGenerator(Generator):
     def generate(self, request: GenerationRequest) -> CouncilResult:
         return CouncilResult.from_stream(request, self.stream(request))
 
-    def _entry(self, eq: Equilibrium, states: list[_MemberState]) -> CouncilEntry:
+    def _entry(self, eq: Equilibrium, states: list[_MemberState], log_reputation: np.ndarray | None) -> CouncilEntry:
         return CouncilEntry(
             weights=[float(w) for w in eq.weights],
             leader=int(np.argmax(eq.weights)),
@@ -278,6 +357,7 @@ class CouncilGenerator(Generator):
             converged=bool(eq.converged),
             members=[state.telemetry() for state in states],
             log_y=eq.log_y,
+            reputations=None if log_reputation is None else [float(p) for p in np.exp(log_reputation)],
         )
 
     def _tokens(self, request: GenerationRequest, stats: StreamStats) -> Iterator[TokenEvent]:
@@ -291,28 +371,38 @@ class CouncilGenerator(Generator):
             ids = ids[-(self.max_positions - 1) :] if request.max_tokens > 0 else ids[-self.max_positions :]
         stats.prompt_ids = list(given)
         rng = np.random.default_rng(request.seed)
+        memory = self.kinetic.memory != "none"
         distinct: dict[int, _MemberState] = {}
         states = []
         for member in self.members:
             if id(member) not in distinct:
-                distinct[id(member)] = _MemberState(member, request, ids)
+                distinct[id(member)] = _MemberState(member, request, ids, request.echo_logprobs or memory)
             states.append(distinct[id(member)])
-        if request.echo_logprobs:  # the game at every prompt position at once (a batch of positions)
+        log_pi = prompt_pi = None
+        if memory or request.echo_logprobs:
             own = {key: state.prompt_log_probs() for key, state in distinct.items()}
-            prompt_eq = solve(np.stack([own[id(m)] for m in self.members], axis=-2), self.kinetic)
+        if memory:  # the reputations over the prompt: each member's log-probability of every byte after the first
+            seen = np.stack([own[id(m)][np.arange(len(ids) - 1), ids[1:]] for m in self.members], axis=-1)
+            prompt_pi = fixed_share_reputations(seen, self.kinetic.share)  # [T, M]: row t at prompt position t
+            log_pi = prompt_pi[-1]
+        if request.echo_logprobs:  # the game at every prompt position at once (a batch of positions)
+            prompt_eq = solve(np.stack([own[id(m)] for m in self.members], axis=-2), self.kinetic, prompt_pi)
             if given:
                 stats.prompt_logprobs = prompt_eq.log_y[:-1]
                 if isinstance(stats, CouncilStats):
                     stats.prompt_weights = prompt_eq.weights[:-1]
+                    if memory:
+                        stats.prompt_reputations = np.exp(prompt_pi[:-1])
             else:
                 stats.prompt_logprobs = np.zeros((0, self.model.vocab_size))
         length = len(ids)
         decoder = IncrementalDecoder()
         for n in range(request.max_tokens):
             own = {key: state.log_probs() for key, state in distinct.items()}
-            eq = solve(np.stack([own[id(member)] for member in self.members]), self.kinetic)
+            stacked = np.stack([own[id(member)] for member in self.members])
+            eq = solve(stacked, self.kinetic, log_pi)
             token = choose_token(eq.log_y, request.temperature, request.top_p, rng)
-            entry = self._entry(eq, states)
+            entry = self._entry(eq, states, log_pi)
             stats.completion_tokens += 1
             stats.iterations.append(entry.iterations)
             stats.residuals.append(entry.residual)
@@ -325,6 +415,8 @@ class CouncilGenerator(Generator):
             if length >= self.max_positions:
                 stats.finish_reason = "length"
                 return
+            if memory:
+                log_pi = fixed_share_update(log_pi, stacked[:, token], self.kinetic.share)
             for state in distinct.values():
                 state.advance(token)
             length += 1

@@ -175,6 +175,11 @@ def normal_init(model: nn.Module) -> None:
             nn.init.normal_(module.weight, std=0.02)
 
 
+def predecessor_states(z: torch.Tensor) -> torch.Tensor:
+    """Each position's start under warm start: its predecessor's state [B, T, D] (zero for the first position)."""
+    return torch.cat([torch.zeros_like(z[:, :1]), z[:, :-1]], dim=1)
+
+
 def relative_residual(new: torch.Tensor, old: torch.Tensor) -> torch.Tensor:
     """Per-position ||f(z) - z|| / ||z|| (with a tiny floor so that z = 0 gives a huge, finite value)."""
     return (new - old).norm(dim=-1) / (old.norm(dim=-1) + RESIDUAL_EPS)

@@ -21,6 +21,7 @@ from typing import Any
 
 import torch
 
+from .model import predecessor_states
 from .terms import _probe_gain, active_terms
 
 
@@ -101,11 +102,6 @@ class StepState:
         if self._final_logits is None:
             self._final_logits = self.model.head(self.ce_z if self.ce_z is not None else self.z)
         return self._final_logits
-
-
-def predecessor_states(z: torch.Tensor) -> torch.Tensor:
-    """Each position's start under warm start: its predecessor's state [B, T, D] (zero for the first position)."""
-    return torch.cat([torch.zeros_like(z[:, :1]), z[:, :-1]], dim=1)
 
 
 def _trajectory(s: StepState, terms, last: int, early: set[int], eps: float, stop_below: int | None = None) -> None:

@@ -23,7 +23,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from .objective import predecessor_states
+from .model import predecessor_states
 
 LN2 = math.log(2)
 STARTS = ("zero", "noise", "warm")

@@ -228,7 +228,7 @@ class SettledWarm(Term):
     def value(self, p, s):
         import torch
 
-        from .objective import predecessor_states
+        from .model import predecessor_states
 
         model, inj = s.model, s.inj
         with torch.no_grad():

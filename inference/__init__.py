@@ -1,1 +1,1 @@
-"""EqLM itself: model code, generation service, model registry and the OpenAI-compatible API."""
+"""The Django app over the eqlm library: model registry, serving, evaluation jobs, the dial and the /v1 API."""

@@ -98,10 +98,10 @@ def new_convergence_run(model, options: dict | None = None, user=None) -> Evalua
 
 def queue_convergence_evaluation(model, options: dict | None = None, user=None) -> EvaluationRun:
     """Create the job row and queue its id on commit (inference.tasks.evaluate on the gpu queue, by kind)."""
-    from .tasks import evaluate
+    from portal.celery import send_by_name
 
     run = new_convergence_run(model, options, user)
-    transaction.on_commit(lambda: evaluate.delay(run.pk))
+    transaction.on_commit(lambda: send_by_name("inference.tasks.evaluate", run.pk))
     return run
 
 

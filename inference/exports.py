@@ -58,6 +58,6 @@ def export_registered_model(model_pk: int) -> RegisteredModel:
 
 def queue_export(model: RegisteredModel) -> None:
     """Queue the export on the gpu queue once the current transaction commits."""
-    from .tasks import export_model
+    from portal.celery import send_by_name
 
-    transaction.on_commit(lambda: export_model.delay(model.pk))
+    transaction.on_commit(lambda: send_by_name("inference.tasks.export_model", model.pk))

@@ -167,7 +167,7 @@ def register_upload(
 
 def queue_evaluation(model, depths, paradigms=(), pair_limit=None, user=None, blimp_dir: str = "") -> EvaluationRun:
     """Create the job row and queue its id on commit (the gpu queue runs inference.tasks.evaluate)."""
-    from .tasks import evaluate
+    from portal.celery import send_by_name
 
     run = EvaluationRun.objects.create(
         model=model,
@@ -177,19 +177,8 @@ def queue_evaluation(model, depths, paradigms=(), pair_limit=None, user=None, bl
         blimp_dir=blimp_dir,
         requested_by=user if getattr(user, "is_authenticated", False) else None,
     )
-    transaction.on_commit(lambda: evaluate.delay(run.pk))
+    transaction.on_commit(lambda: send_by_name("inference.tasks.evaluate", run.pk))
     return run
-
-
-def demo_metrics_path() -> Path:
-    return Path(settings.DEMO_MODEL_CHECKPOINT).parent / "metrics.json"
-
-
-def read_demo_metrics() -> dict:
-    try:
-        return json.loads(demo_metrics_path().read_text())
-    except (OSError, json.JSONDecodeError):
-        return {}
 
 
 def register_demo_model() -> tuple[RegisteredModel | None, bool]:

@@ -19,6 +19,8 @@ from pathlib import Path
 from eqlm.generation import Generator
 from eqlm.limits import DEFAULT_DEPTH, DEFAULT_MODEL_ID, DEPTH_MAX
 
+from .model_ids import base_id
+
 log = logging.getLogger(__name__)
 
 GRAPH_ROLES = ("embed", "step", "head")
@@ -27,9 +29,14 @@ GRAPH_ROLES = ("embed", "step", "head")
 class UnknownModel(LookupError):
     """No servable model has this id."""
 
-    def __init__(self, model_id: str, available: list[str]):
-        super().__init__(f"The model '{model_id}' does not exist. Available: {', '.join(available) or 'none'}.")
-        self.model_id, self.available = model_id, available
+    def __init__(self, model_id: str, available: list[str], reason: str = ""):
+        why = f" ({reason})" if reason else ""
+        super().__init__(f"The model '{model_id}' does not exist{why}. Available: {', '.join(available) or 'none'}.")
+        self.model_id, self.available, self.reason = model_id, available, reason
+
+    def with_available(self, extra: list[str]) -> UnknownModel:
+        """The same error listing more ids (the API adds the council, which is not a servable folder)."""
+        return UnknownModel(self.model_id, [*self.available, *extra], self.reason)
 
 
 class ModelUnavailable(RuntimeError):
@@ -57,6 +64,10 @@ class ModelCard:
         """Changes whenever any graph changes: the runtime cache and the graph URLs are keyed by it."""
         joined = ",".join(f"{r}={self.graph_sha256.get(r, '')}" for r in sorted(self.graphs))
         return hashlib.sha256(f"{self.onnx_dir}|{joined}".encode()).hexdigest()[:16]
+
+    def runtime(self) -> Generator:
+        """This model's runtime, loaded on first use and shared by every request; raises ModelUnavailable."""
+        return _load(self)
 
     def file_for_sha(self, sha256: str) -> Path | None:
         """The graph file whose content has this sha256 (None when this export has no such graph)."""
@@ -202,7 +213,7 @@ def _slot(model_id: str) -> _Slot:
         return _slots.setdefault(model_id, _Slot())
 
 
-def runtime_for(card: ModelCard) -> Generator:
+def _load(card: ModelCard) -> Generator:
     """The card's runtime, loaded on first use (once per export version); raises ModelUnavailable."""
     if card.error:
         raise ModelUnavailable(card.error)
@@ -230,38 +241,24 @@ def runtime_for(card: ModelCard) -> Generator:
         return slot.runtime
 
 
-def resolve_model(model_id: str | None = None) -> tuple[Generator, ModelCard]:
-    """(runtime, card) for a model id (None = the default model); a configuration suffix (`@depth=12`, parsed and
-    validated by inference/v1/scoring.py) names its base model.
+def resolve(model_id: str | None = None) -> ModelCard:
+    """The one way from a model id to a model: its card, without loading anything; `card.runtime()` loads it.
 
-    The one place that turns an id into something that generates: raises UnknownModel for an id that names no
-    servable model and ModelUnavailable when its files cannot be loaded.
+    None is the default model; a configuration suffix (`eqlm-demo@depth=12`, inference/model_ids.py) names its
+    base model. Raises UnknownModel for an id that names no servable model (for a missing default model, the
+    message says which folder lacks its manifest).
     """
-    model_id = (model_id or DEFAULT_MODEL_ID).partition("@")[0]  # `eqlm-demo@depth=12` is served by eqlm-demo
+    model_id = base_id(model_id or DEFAULT_MODEL_ID)
     cards = model_cards()
     card = cards.get(model_id)
     if card is None:
-        raise UnknownModel(model_id, list(cards))
-    return runtime_for(card), card
+        reason = ""
+        if model_id == DEFAULT_MODEL_ID:
+            from django.conf import settings
 
-
-def get_card(model_id: str | None = None) -> ModelCard:
-    """The card of a servable model without loading it; raises UnknownModel."""
-    model_id = model_id or DEFAULT_MODEL_ID
-    cards = model_cards()
-    if model_id not in cards:
-        raise UnknownModel(model_id, list(cards))
-    return cards[model_id]
-
-
-def get_generator() -> Generator:
-    """The default model's runtime (what callers that know of one model use)."""
-    try:
-        return resolve_model(DEFAULT_MODEL_ID)[0]
-    except UnknownModel as exc:
-        from django.conf import settings
-
-        raise ModelUnavailable(f"no manifest.json in {settings.DEMO_MODEL_ONNX_DIR}") from exc
+            reason = f"no manifest.json in {settings.DEMO_MODEL_ONNX_DIR}"
+        raise UnknownModel(model_id, list(cards), reason)
+    return card
 
 
 def model_state(card: ModelCard) -> dict:
@@ -301,7 +298,7 @@ def warm_up_all() -> dict[str, str]:
     states = {}
     for card in model_cards().values():
         try:
-            runtime_for(card)
+            card.runtime()
             states[card.id] = "loaded"
         except ModelUnavailable as exc:
             log.warning("model %s not loaded at start-up: %s", card.id, exc)

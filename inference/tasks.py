@@ -25,6 +25,11 @@ def evaluate(run_id: int) -> dict:
     return _evaluate(run_id)
 
 
+# Kept on purpose, though nothing sends it any more: `evaluate` was called `evaluate_blimp` before convergence
+# evaluations joined it, and a broker may still hold messages under the old name (Redis keeps a message until a
+# worker acks it, and the lost-job sweeper re-sends rows by the name in portal.celery.JOB_ROWS). Without this
+# alias a worker would reject them as unregistered and their rows would stay `queued` until the sweeper fails
+# them. Remove it (here and in JOB_ROWS) once no queue or row can carry the old name.
 @shared_task(name="inference.tasks.evaluate_blimp", **OPTIONS)
 def evaluate_blimp(run_id: int) -> dict:
     """The same as `evaluate`, under the name messages queued before it carry."""

@@ -52,10 +52,10 @@ def read_json(path: Path) -> dict | None:
 
 def manifest_url(model_id: str | None = None) -> str | None:
     """Where the browser reads a model's manifest; the manifest names each graph by a URL carrying its sha256."""
-    from .serving import DEFAULT_MODEL_ID, UnknownModel, get_card
+    from .serving import UnknownModel, resolve
 
     try:
-        card = get_card(model_id or DEFAULT_MODEL_ID)
+        card = resolve(model_id)
     except UnknownModel:
         return None
     return reverse("inference:model-manifest", args=[card.id])
@@ -74,10 +74,10 @@ def served_manifest(card) -> dict:
 
 
 def _card_or_404(model_id: str):
-    from .serving import UnknownModel, get_card
+    from .serving import UnknownModel, resolve
 
     try:
-        card = get_card(model_id)
+        card = resolve(model_id)
     except UnknownModel:
         raise Http404("No such model.") from None
     if card.error:
@@ -129,11 +129,11 @@ def _depth_series(mapping) -> dict[int, float]:
 def held_out_bits_per_byte(model_id: str | None = None) -> dict[int, float]:
     """Held-out bits/byte by depth, as measured on the ONNX files and stored with the model (manifest, metrics)."""
     from .bundled import bundled_model
-    from .serving import DEFAULT_MODEL_ID, UnknownModel, get_card
+    from .serving import DEFAULT_MODEL_ID, UnknownModel, resolve
 
     model_id = model_id or DEFAULT_MODEL_ID
     try:
-        folder = get_card(model_id).onnx_dir
+        folder = resolve(model_id).onnx_dir
     except UnknownModel:
         folder = bundled_model(model_id).onnx_dir
     sources = [folder / "manifest.json", bundled_model(model_id).metrics_path]
@@ -206,15 +206,17 @@ def dial_models() -> list[dict]:
 def selected_model(request) -> dict:
     """The model the page shows (?model=<id>, default eqlm-demo): id, name, depths, card; 404 for an unknown id."""
     from .bundled import bundled_model
-    from .serving import DEFAULT_MODEL_ID, UnknownModel, get_card
+    from .serving import DEFAULT_MODEL_ID, UnknownModel, resolve
 
     model_id = request.GET.get("model") or DEFAULT_MODEL_ID
     try:
-        card = get_card(model_id)
+        card = resolve(model_id)
     except UnknownModel:
         if model_id != DEFAULT_MODEL_ID:
             raise Http404("No such model.") from None
         card = None
+    if card is not None and card.id != model_id:  # a configuration (`@depth=12`) is an API id, not a page
+        raise Http404("No such model.")
     bundled = bundled_model(model_id)
     story = bundled.card()
     return {

@@ -97,7 +97,7 @@ def validate_job_spec(data) -> tuple[dict, list[dict]]:
 
 def create_job(data, owner=None) -> LabRun:
     """Validate, store a LabRun and queue its task once the row is committed."""
-    from .tasks import run_lab_job
+    from portal.celery import send_by_name
 
     spec, variants = validate_job_spec(data)
     first = solve({k: v for k, v in variants[0].items() if k != "_point"}, JOB_LIMITS, validate_only=True)
@@ -109,7 +109,7 @@ def create_job(data, owner=None) -> LabRun:
             spec=spec,
             owner=owner if owner is not None and owner.is_authenticated else None,
         )
-        transaction.on_commit(lambda: run_lab_job.delay(run.pk))
+        transaction.on_commit(lambda: send_by_name("lab_app.tasks.run_lab_job", run.pk))
     return run
 
 

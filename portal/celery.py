@@ -1,5 +1,6 @@
 """The Celery app: JSON only, late acks, time limits, `default`, `gpu` and `train` queues, a sweeper for lost jobs."""
 
+import json
 import os
 
 from celery import Celery, Task
@@ -23,6 +24,16 @@ CRASHED = (
 )
 TIMED_OUT = "The job exceeded its time limit of {limit:g} s and was stopped."
 
+# The job row each task works on (its first argument is the row's id): PortalTask stores the message's id on it
+# and fails it when the task fails; the sweeper re-sends the rows whose message the broker lost.
+JOB_ROWS = {
+    "benchmarks_app.tasks.ingest_upload": "benchmarks_app.SourceFile",
+    "lab_app.tasks.run_lab_job": "lab_app.LabRun",
+    "inference.tasks.evaluate": "inference.EvaluationRun",  # every kind (BLiMP, convergence)
+    "inference.tasks.evaluate_blimp": "inference.EvaluationRun",  # the old name, for messages queued before
+    "experiments_app.tasks.train_slice": "experiments_app.TrainingRun",  # re-sent with the id alone: its next slice
+}
+
 
 class PortalTask(Task):
     """The base of every task: it owns job-row bookkeeping, so tasks only take an id and call a service.
@@ -35,8 +46,6 @@ class PortalTask(Task):
 
     def job_rows(self, args):
         """The queryset of this task's job row (its id is the first argument), or None for a task without one."""
-        from .jobs import JOB_ROWS
-
         label = JOB_ROWS.get(self.name)
         if not label or not args:
             return None
@@ -111,14 +120,46 @@ def schedule_the_sweeper(sender, **_) -> None:
     }
 
 
-@app.task(name="portal.sweep_lost_jobs", ignore_result=True, soft_time_limit=60, time_limit=90)
-def sweep_lost_jobs() -> dict:
-    """Re-send (or, past the limit, fail) jobs queued for over JOB_STALE_SECONDS whose message Redis lost."""
-    from django.conf import settings
+def send_by_name(task_name: str, *args):
+    """Queue the task registered under `task_name` (its dotted path) with `args`, as a message addressed by name.
 
-    from .jobs import requeue_lost_jobs
+    A service that queues its own job uses this instead of importing the tasks module that imports it, so the two
+    never import each other. With a broker the message goes out; in eager mode the task runs here, as always.
+    """
+    from django.utils.module_loading import import_string
 
-    return requeue_lost_jobs(settings.JOB_STALE_SECONDS).as_dict()
+    return import_string(task_name).apply_async(args=list(args))
+
+
+def task_ids_in_broker() -> set[str] | None:
+    """The id of every message Redis holds: waiting in a queue, or taken by a worker and not yet acknowledged
+    (kombu keeps those in its `unacked` hash until the ack). None when there is no Redis to read.
+
+    Only each message's headers are read (the id is there); its body, the task's arguments, is never decoded.
+    """
+    broker = str(app.conf.broker_url or "")
+    if app.conf.task_always_eager or not broker.startswith(("redis://", "rediss://")):
+        return None
+    import redis
+    from kombu.transport.redis import PRIORITY_STEPS, Channel
+
+    keys = [f"{q.name}{Channel.sep}{step}" if step else q.name for q in app.conf.task_queues for step in PRIORITY_STEPS]
+    try:
+        client = redis.Redis.from_url(broker, socket_timeout=5, socket_connect_timeout=5)
+        with client.pipeline(transaction=True) as pipe:  # one snapshot: a message moves from a queue to unacked
+            for key in keys:
+                pipe.lrange(key, 0, -1)
+            *queued, unacked = pipe.hvals(Channel.unacked_key).execute()
+    except redis.RedisError as exc:
+        raise QueueUnavailable(f"Redis could not be read ({type(exc).__name__}: {exc}).") from exc
+    found = set()
+    for item, taken in [(item, False) for items in queued for item in items] + [(item, True) for item in unacked]:
+        try:
+            message = json.loads(item)
+            found.add((message[0] if taken else message)["headers"]["id"])  # unacked: [message, exchange, key]
+        except (KeyError, IndexError, TypeError, ValueError):
+            continue  # not a Celery task message
+    return found
 
 
 def override_conf(**options) -> dict:

@@ -8,27 +8,16 @@ holds the id of the message last sent for it (`Job.task_id`), which is what the 
 queued before task ids were stored has none and counts as lost (re-sending it is harmless).
 """
 
-import json
 from dataclasses import dataclass, field
 from datetime import timedelta
 
 from django.apps import apps
 from django.db.models import F
 from django.utils import timezone
-from django.utils.module_loading import import_string
 
-from .celery import QueueUnavailable, app
+from .celery import JOB_ROWS, send_by_name, task_ids_in_broker
 from .models import JobStatus
 
-# The job row each task works on (its first argument is the row's id): PortalTask stores the message's id on it
-# and fails it when the task fails; the sweeper re-sends the rows whose message the broker lost.
-JOB_ROWS = {
-    "benchmarks_app.tasks.ingest_upload": "benchmarks_app.SourceFile",
-    "lab_app.tasks.run_lab_job": "lab_app.LabRun",
-    "inference.tasks.evaluate": "inference.EvaluationRun",  # every kind (BLiMP, convergence)
-    "inference.tasks.evaluate_blimp": "inference.EvaluationRun",  # the old name, for messages queued before
-    "experiments_app.tasks.train_slice": "experiments_app.TrainingRun",  # re-sent with the id alone: its next slice
-}
 MAX_REQUEUES = 3
 LOST = (
     "The job queue (Redis) lost this job: it was sent again {count} times and no worker ever started it, "
@@ -75,37 +64,6 @@ def requeue_lost_jobs(older_than_s: float) -> Sweep:
                     sweep.failed.append(f"{label}#{pk}")
             elif unchanged.update(requeue_count=F("requeue_count") + 1, requeued_at=now):
                 # QueueUnavailable here means Redis went away again: the row was marked failed, stop sweeping.
-                import_string(task_name).apply_async(args=[pk])
+                send_by_name(task_name, pk)
                 sweep.resent.append(f"{label}#{pk}")
     return sweep
-
-
-def task_ids_in_broker() -> set[str] | None:
-    """The id of every message Redis holds: waiting in a queue, or taken by a worker and not yet acknowledged
-    (kombu keeps those in its `unacked` hash until the ack). None when there is no Redis to read.
-
-    Only each message's headers are read (the id is there); its body, the task's arguments, is never decoded.
-    """
-    broker = str(app.conf.broker_url or "")
-    if app.conf.task_always_eager or not broker.startswith(("redis://", "rediss://")):
-        return None
-    import redis
-    from kombu.transport.redis import PRIORITY_STEPS, Channel
-
-    keys = [f"{q.name}{Channel.sep}{step}" if step else q.name for q in app.conf.task_queues for step in PRIORITY_STEPS]
-    try:
-        client = redis.Redis.from_url(broker, socket_timeout=5, socket_connect_timeout=5)
-        with client.pipeline(transaction=True) as pipe:  # one snapshot: a message moves from a queue to unacked
-            for key in keys:
-                pipe.lrange(key, 0, -1)
-            *queued, unacked = pipe.hvals(Channel.unacked_key).execute()
-    except redis.RedisError as exc:
-        raise QueueUnavailable(f"Redis could not be read ({type(exc).__name__}: {exc}).") from exc
-    found = set()
-    for item, taken in [(item, False) for items in queued for item in items] + [(item, True) for item in unacked]:
-        try:
-            message = json.loads(item)
-            found.add((message[0] if taken else message)["headers"]["id"])  # unacked: [message, exchange, key]
-        except (KeyError, IndexError, TypeError, ValueError):
-            continue  # not a Celery task message
-    return found

@@ -56,11 +56,6 @@ def api_reference(request):
     return render(request, "api/reference.html", context)
 
 
-def section_pending(request, section: str, title: str):
-    """A plain page for a section whose feature has not landed yet."""
-    return render(request, "pending.html", {"section": section, "title": title})
-
-
 def not_found(request, exception=None):
     if request.path.startswith("/api/"):  # API clients get the API's error shape, not an HTML page
         from .api import error_body

@@ -121,7 +121,7 @@ def input_classes_section(result: dict, out: Path, examples: int | None = None) 
         for failure in data.get("failures", []):
             lines.append(f"\n- {name}: {failure}")
     lines += ["", f"Test run: {result['passed']} passed, {result['failed']} failed in {result['seconds']} s.", ""]
-    lines += ["What this section found (issue 17), each fixed once at the layer where it belongs:", ""]
+    lines += ["What this section found, each fixed once at the layer where it belongs:", ""]
     lines += [f"- {finding}" for finding in INPUT_CLASS_FINDINGS] + [""]
     return lines
 

@@ -9,7 +9,15 @@ from .base import (
     _err,
     load_json,
 )
-from .registry import unknown_format_message
+
+
+class UnknownFormat(IngestError):
+    """No format recognises the content; parse_bytes (registry.py) answers with the formats it understands."""
+
+
+def _unknown() -> UnknownFormat:
+    message = "Unknown result format."
+    return UnknownFormat(message, [{"pointer": "", "message": message}])
 
 
 def detect_format(text: str, name: str = "") -> str:
@@ -32,7 +40,7 @@ def detect_format(text: str, name: str = "") -> str:
             "This looks like a config.yaml: it holds a run's recipe and seed, not results. "
             "Upload it together with its results.json (same folder in the path hints)."
         )
-    raise _err(unknown_format_message())
+    raise _unknown()
 
 
 def _looks_like_jsonl(text: str) -> bool:
@@ -44,9 +52,9 @@ def detect_json_format(obj) -> str:
     if isinstance(obj, list):
         if obj and all(isinstance(r, dict) and "metric" in r for r in obj[:5]):
             return "generic_jsonl"
-        raise _err(unknown_format_message())
+        raise _unknown()
     if not isinstance(obj, dict):
-        raise _err(unknown_format_message())
+        raise _unknown()
     arms = obj.get("arms")
     if isinstance(arms, dict) and ("tolerance_sweep" in obj or "eqlm_checkpoint" in obj or "explicit_fixed" in arms):
         return "exp31_depth"
@@ -69,4 +77,4 @@ def detect_json_format(obj) -> str:
         return "budget_sweep"
     if "metric" in obj and "value" in obj:
         return "generic_jsonl"
-    raise _err(unknown_format_message())
+    raise _unknown()

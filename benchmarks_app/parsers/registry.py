@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from . import budget_sweep, compute_audit, exp31, generic, harness_a, harness_b, ladder, lm_eval
 from .base import COMPRESSED_SUFFIXES, Parsed, _err, decode_text, load_json
+from .detect import UnknownFormat, detect_format
 
 
 @dataclass(frozen=True)
@@ -89,8 +90,6 @@ def parse_bytes(
     arm: str | None = None,
 ) -> Parsed:
     """Decode, detect (unless `fmt` is given) and parse one file into generic records."""
-    from .detect import detect_format
-
     hint = path_hint or name
     lower = hint.lower()
     if lower.endswith(COMPRESSED_SUFFIXES) or name.lower().endswith(COMPRESSED_SUFFIXES):
@@ -98,7 +97,10 @@ def parse_bytes(
     if fmt and fmt not in FORMATS:
         raise _err(f"Unknown format {fmt!r}. " + unknown_format_message())
     text = decode_text(data)
-    fmt = fmt or detect_format(text, hint)
+    try:
+        fmt = fmt or detect_format(text, hint)
+    except UnknownFormat:
+        raise _err(unknown_format_message()) from None
     entry = REGISTRY[fmt]
     if not entry.json_object:
         return entry.parse(Source(text, hint, experiment=experiment, arm=arm))

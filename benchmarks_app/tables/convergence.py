@@ -3,7 +3,8 @@
 Computed from the same stored figures the dial's convergence panel reads (inference.convergence.stored_figures):
 fixed-depth bits/byte, residual median and p95 and the share converged below 0.01 at a ladder of depths, and the
 adaptive rule at each tolerance against fixed depth at the same mean depth, per model and solver; the notes say
-whether issue 14's stable/converged targets hold for each model.
+whether each model is stable (every depth 12-64 within 0.02 bits/byte of the best) and converged (>= 95% of
+positions below 0.01 at depth 32).
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ def _g(value) -> str:
 
 
 def targets(slug: str, series: dict) -> list[str]:
-    """Issue 14's stable (12-64 within 0.02 of the best depth) and converged (>= 95% below 0.01 at 32) verdicts."""
+    """The stable (12-64 within 0.02 of the best depth) and converged (>= 95% below 0.01 at 32) verdicts."""
     depths, bpb = series["depth"], series[METRIC]
     curve = {d: v for d, v in zip(depths, bpb, strict=True) if v is not None}
     notes = []

@@ -67,6 +67,28 @@ def test_every_generated_token_reports_a_distribution_of_weights_and_its_leader(
         assert all(m["iterations"] == 8 for m in entry["members"])  # the request's (default) depth
 
 
+def test_the_councils_top_level_iterations_are_named_game_updates(api):
+    body = complete(api, model="eqlm-council", prompt=PROMPTS[0], depth=6)
+    eqlm, council = body["eqlm"], body["eqlm"]["council"]
+    games = [e["iterations"] for e in council["tokens"]]
+    assert eqlm["iterations_per_token"] == games
+    assert eqlm["mean_game_iterations"] == eqlm["mean_iterations"] == council["mean_iterations"]
+    assert eqlm["mean_game_iterations"] == round(sum(games) / len(games), 4)
+    assert eqlm["depth_requested"] == 6  # the members' depth, which the game iterations are not
+    scored = complete(api, model="eqlm-council", prompt=PROMPTS[0], max_tokens=0, echo=True, logprobs=0)["eqlm"]
+    assert scored["mean_game_iterations"] is None and scored["mean_iterations"] is None
+
+
+def test_a_streamed_councils_closing_and_usage_chunks_name_game_updates_too(api):
+    body = {"model": "eqlm-council", "prompt": PROMPTS[0], "max_tokens": 6, "temperature": 0, "stream": True,
+            "stream_options": {"include_usage": True}}  # fmt: skip
+    payloads = b"".join(post(api, "/v1/completions", body).streaming_content).decode().split("\n\n")
+    chunks = [json.loads(p[len("data: ") :]) for p in payloads if p.startswith("data: {")]
+    closing, usage = [c for c in chunks if c["choices"] and c["choices"][0]["finish_reason"]][0], chunks[-1]
+    assert closing["eqlm"]["mean_game_iterations"] == closing["eqlm"]["council"]["mean_iterations"]
+    assert usage["eqlm"]["mean_game_iterations"] == usage["eqlm"]["mean_iterations"]
+
+
 def test_each_member_runs_with_the_requests_eqlm_controls(api):
     body = complete(api, model="eqlm-council", prompt=PROMPTS[1], tol=0.05, depth=12)
     for entry in body["eqlm"]["council"]["tokens"]:
@@ -216,3 +238,25 @@ def test_beta_zero_tau_zero_is_logit_averaging_of_the_members(api):
             expected = ((demo[k] - demo[0]) + (code[k] - code[0])) / 2
             assert game[k] - game[0] == pytest.approx(expected, abs=1e-4)
         assert game != pytest.approx(demo, abs=1e-3)  # the members differ, so the test can fail
+
+
+def test_the_telemetry_is_an_object_chosen_per_request_and_nothing_is_patched_on(council_models_served, db):
+    from eqlm.council import CouncilStats
+    from eqlm.runtime import GenerationRequest
+    from inference.v1 import council
+    from inference.v1.views import served_runtime
+
+    _, plain = council.serve({"model": "eqlm-demo", "kinetic": None}, served_runtime)
+    assert plain is council.PLAIN and plain.add_to_summary({"a": 1}, []) == {"a": 1}
+    generator, telemetry = council.serve({"model": "eqlm-council@depth=4", "kinetic": None}, served_runtime)
+    assert isinstance(telemetry, council.CouncilTelemetry) and telemetry.members == ["eqlm-demo", "eqlm-code"]
+    assert not {"member_ids", "kinetic_json"} & set(vars(generator))
+    streams = [generator.stream(GenerationRequest(prompt=p, max_tokens=5, temperature=0, depth=4)) for p in PROMPTS[:2]]
+    followed = [telemetry.follow(stream) for stream in streams]
+    for pair in zip(*streams, strict=True):  # two streams of one request, interleaved: each keeps its own entries
+        for stream_telemetry, event in zip(followed, pair, strict=True):
+            stream_telemetry.on_event(event)
+    for stream, stream_telemetry in zip(streams, followed, strict=True):
+        assert [e["index"] for e in stream_telemetry.sent] == list(range(5))
+        assert [e["iterations"] for e in stream_telemetry.sent] == [e.iterations for e in stream.stats.entries]
+        assert set(vars(stream.stats)) == set(vars(CouncilStats()))  # nothing stashed on the stream's stats

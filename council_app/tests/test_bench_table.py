@@ -51,9 +51,17 @@ def test_the_bench_rows_are_the_council_table_on_the_benchmarks_page(db, client,
     table = build_table(Comparison.objects.get(slug="local-council-mixed"), use_cache=False)
     rows = {row["id"]: [cell["text"] for cell in row["cells"]] for row in table["rows"]}
     assert list(rows)[:4] == ["tiny-a alone", "tiny-b alone", "average (beta=0)", "equilibrium (defaults)"]
-    stored = {row["arm"]: row["bits_per_byte"] for row in report["rows"]}
+    bench, _, _ = measured
+    stored = {
+        bench.arm_label(row["arm"], mix): row["bits_per_byte"]
+        for mix, result in report["mixes"].items()
+        for row in result["rows"]
+    }  # every mix's arms: the held-out 128-byte mix's as they always were, the others' ending in the mix
+    assert set(rows) == set(stored)
     for arm, cells in rows.items():
-        assert cells[1:4] == [f"{stored[arm][d]:.4f}" for d in ("mixed", "kjv", "code")]
+        assert cells[1:4] == [f"{stored[arm][d]:.4f}" if d in stored[arm] else "–" for d in ("mixed", "kjv", "code")]
+    assert any(arm.startswith("fixed-share mixture (share=") for arm in rows)
+    assert any(arm.startswith("memory (defaults: beta=") for arm in rows)
     best = min(stored["tiny-a alone"]["mixed"], stored["tiny-b alone"]["mixed"])
     assert rows["equilibrium (defaults)"][4] == f"{stored['equilibrium (defaults)']['mixed'] - best:+.4f}"
     assert any(note.startswith("Goal (the equilibrium beats") for note in table["notes"])

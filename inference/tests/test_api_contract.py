@@ -214,6 +214,25 @@ def test_unknown_standard_fields_are_ignored(api):
     assert completion.usage.completion_tokens == 2
 
 
+@pytest.mark.parametrize("depth", [4, 12])
+def test_an_echo_only_scoring_request_reports_its_prompt_solve_not_zeros(api, depth):
+    completion = api.completions.create(
+        model="eqlm-demo", prompt=PROMPT, max_tokens=0, echo=True, logprobs=0, extra_body={"depth": depth}
+    )
+    eqlm = completion.model_extra["eqlm"]
+    assert completion.usage.completion_tokens == 0 and eqlm["iterations_per_token"] == []
+    assert eqlm["depth_requested"] == depth and eqlm["mean_iterations"] == depth  # every position ran `depth`
+    assert eqlm["final_residual"] is None  # not reported by the runtime for the prompt: unknown, not 0.0
+
+
+def test_an_adaptive_echo_only_request_leaves_the_figures_it_cannot_know_null(api):
+    completion = api.completions.create(
+        model="eqlm-demo", prompt=PROMPT, max_tokens=0, echo=True, extra_body={"tol": 0.05, "depth": 12}
+    )
+    eqlm = completion.model_extra["eqlm"]
+    assert eqlm["mode"] == "adaptive" and eqlm["mean_iterations"] is None and eqlm["final_residual"] is None
+
+
 def test_an_unknown_model_is_not_found(api):
     with pytest.raises(openai.NotFoundError) as caught:
         api.completions.create(model="gpt-4o", prompt=PROMPT, max_tokens=2)

@@ -41,7 +41,7 @@ def test_the_convergence_rows_are_a_table_and_plot_on_the_benchmarks_page(client
 
 
 @pytest.mark.django_db
-def test_the_targets_of_issue_14_are_checked_from_the_rows(tmp_path):
+def test_the_stable_and_converged_targets_are_checked_from_the_rows(tmp_path):
     from benchmarks_app.tables.convergence import targets
 
     series = {

@@ -23,7 +23,7 @@ def test_the_dial_offers_every_model_and_defaults_to_eqlm_demo(client, bundled_m
     assert [value for value, _ in options] == bundled_model_ids
     assert options[0][1] == " selected"
     config = page_config(html)
-    default_depth = serving.get_card("eqlm-demo").manifest["default_depth"]  # whichever model the lead ships
+    default_depth = serving.resolve("eqlm-demo").manifest["default_depth"]  # whichever model the lead ships
     assert config["model"] == {"id": "eqlm-demo", "defaultDepth": default_depth, "maxDepth": 64}
     assert config["manifestUrl"] == "/demo/models/eqlm-demo/manifest.json"
 
@@ -107,7 +107,7 @@ def test_the_admin_lists_each_registered_models_serving_state(staff_client):
 
     seed()
     serving.reset()
-    serving.resolve_model("eqlm-demo-unrolled")
+    serving.resolve("eqlm-demo-unrolled").runtime()
     html = staff_client.get("/admin/inference/registeredmodel/").content.decode()
     rows = {slug: html[html.index(f">{slug}<") :][:400] for slug in ("eqlm-demo", "eqlm-demo-unrolled")}
     assert "loaded" in rows["eqlm-demo-unrolled"] and "not loaded" not in rows["eqlm-demo-unrolled"]

@@ -53,7 +53,8 @@ def test_the_admin_action_exports_a_checkpoint_that_then_generates_under_its_slu
     assert not list(folder.parent.glob("*.partial-*"))
     assert json.loads((folder / "manifest.json").read_text())["model_id"] == "tiny-upload"
 
-    runtime, card = serving.resolve_model("tiny-upload")
+    card = serving.resolve("tiny-upload")
+    runtime = card.runtime()
     assert card.source == "registry" and card.name == "tiny-upload (uploaded)"
     assert runtime.generate(GREEDY).text == Generator(tiny_onnx_export(1)).generate(GREEDY).text
     body = staff_client.post("/v1/completions", {"model": "tiny-upload", "prompt": "In the", "max_tokens": 3},
@@ -99,4 +100,4 @@ def test_a_real_worker_exports_a_registered_checkpoint(live_celery, settings):
             break
         time.sleep(0.5)
     assert row.onnx_dir, "the worker did not export the checkpoint within 90 s"
-    assert serving.resolve_model("tiny-worker-export")[0].generate(GREEDY).completion_tokens == 10
+    assert serving.resolve("tiny-worker-export").runtime().generate(GREEDY).completion_tokens == 10

@@ -29,29 +29,31 @@ def models_dir(tmp_path, serve_models, exports):
 
 def test_every_bundled_folder_is_a_model_addressed_by_its_folder_name(models_dir):
     assert list(serving.model_cards()) == ["eqlm-demo", "tiny-other"]
-    runtime, card = serving.resolve_model("tiny-other")
+    card = serving.resolve("tiny-other")
+    runtime = card.runtime()
     assert card.onnx_dir == models_dir / "tiny-other" and runtime.model_id == "tiny-other"
 
 
 def test_each_model_generates_with_its_own_weights(models_dir):
-    default, _ = serving.resolve_model("eqlm-demo")
-    other, _ = serving.resolve_model("tiny-other")
+    default = serving.resolve("eqlm-demo").runtime()
+    other = serving.resolve("tiny-other").runtime()
     assert default.generate(GREEDY).text != other.generate(GREEDY).text
 
 
-def test_the_default_model_is_what_get_generator_and_an_empty_id_give(models_dir):
-    assert serving.get_generator() is serving.resolve_model(None)[0] is serving.resolve_model("eqlm-demo")[0]
+def test_the_default_model_is_what_an_empty_id_gives_and_a_suffix_names_its_base(models_dir):
+    assert serving.resolve().runtime() is serving.resolve(None).runtime() is serving.resolve("eqlm-demo").runtime()
+    assert serving.resolve("tiny-other@depth=12") == serving.resolve("tiny-other")
 
 
 def test_an_unknown_id_is_refused_naming_the_available_ones(models_dir):
     with pytest.raises(serving.UnknownModel, match="Available: eqlm-demo, tiny-other"):
-        serving.resolve_model("gpt-4")
+        serving.resolve("gpt-4")
 
 
 def test_models_load_lazily_and_report_their_state(models_dir):
     states = {s["id"]: s["state"] for s in serving.model_states()}
     assert states == {"eqlm-demo": "not loaded", "tiny-other": "not loaded"}
-    serving.resolve_model("tiny-other")
+    serving.resolve("tiny-other").runtime()
     states = {s["id"]: s["state"] for s in serving.model_states()}
     assert states == {"eqlm-demo": "not loaded", "tiny-other": "loaded"}
 
@@ -61,7 +63,7 @@ def test_concurrent_first_requests_share_one_runtime(models_dir):
 
     def ask():
         barrier.wait()
-        seen.append(serving.resolve_model("tiny-other")[0])
+        seen.append(serving.resolve("tiny-other").runtime())
 
     threads = [threading.Thread(target=ask) for _ in range(6)]
     for thread in threads:
@@ -72,12 +74,12 @@ def test_concurrent_first_requests_share_one_runtime(models_dir):
 
 
 def test_a_new_export_in_the_same_folder_is_served_instead_of_the_old_one(models_dir, exports):
-    before = serving.resolve_model("tiny-other")[0].generate(GREEDY).text
+    before = serving.resolve("tiny-other").runtime().generate(GREEDY).text
     shutil.rmtree(models_dir / "tiny-other")
     shutil.copytree(exports[0], models_dir / "tiny-other")
-    runtime, _ = serving.resolve_model("tiny-other")
+    runtime = serving.resolve("tiny-other").runtime()
     assert runtime.generate(GREEDY).text != before
-    assert runtime.generate(GREEDY).text == serving.resolve_model("eqlm-demo")[0].generate(GREEDY).text
+    assert runtime.generate(GREEDY).text == serving.resolve("eqlm-demo").runtime().generate(GREEDY).text
 
 
 def test_a_graph_that_does_not_match_its_manifest_fails_with_the_reason(models_dir):
@@ -85,7 +87,7 @@ def test_a_graph_that_does_not_match_its_manifest_fails_with_the_reason(models_d
     manifest["graph_sha256"]["step"] = "0" * 64
     (models_dir / "tiny-other" / "manifest.json").write_text(json.dumps(manifest))
     with pytest.raises(serving.ModelUnavailable, match="step graph does not match"):
-        serving.resolve_model("tiny-other")
+        serving.resolve("tiny-other").runtime()
     state = next(s for s in serving.model_states() if s["id"] == "tiny-other")
     assert state["state"] == "failed" and "does not match" in state["error"]
 
@@ -98,16 +100,16 @@ def test_a_graph_onnxruntime_cannot_read_fails_once_and_the_others_still_serve(m
     assert serving.warm_up_all() == {"eqlm-demo": "loaded", "tiny-other": "failed"}
     state = next(s for s in serving.model_states() if s["id"] == "tiny-other")
     assert state["state"] == "failed" and state["error"]
-    assert serving.resolve_model("eqlm-demo")[0].generate(GREEDY).completion_tokens == 12
+    assert serving.resolve("eqlm-demo").runtime().generate(GREEDY).completion_tokens == 12
 
 
-def test_a_missing_default_model_is_listed_as_failed_and_get_generator_says_why(models_dir, settings, tmp_path):
+def test_a_missing_default_model_is_listed_as_failed_and_resolving_it_says_why(models_dir, settings, tmp_path):
     settings.DEMO_MODEL_ONNX_DIR = tmp_path / "nowhere"
     shutil.rmtree(models_dir / "eqlm-demo")
     state = serving.model_states()[0]
     assert state["id"] == "eqlm-demo" and state["state"] == "failed" and "nowhere" in state["error"]
-    with pytest.raises(serving.ModelUnavailable, match="no manifest.json"):
-        serving.get_generator()
+    with pytest.raises(serving.UnknownModel, match="no manifest.json"):
+        serving.resolve()
 
 
 @pytest.mark.django_db
@@ -116,13 +118,14 @@ def test_a_registry_row_with_an_onnx_folder_is_served_under_its_slug(models_dir,
 
     RegisteredModel.objects.create(slug="uploaded-tiny", name="Uploaded tiny", model_class="EqLM",
                                    sha256="x", onnx_dir=str(exports[1]))  # fmt: skip
-    runtime, card = serving.resolve_model("uploaded-tiny")
+    card = serving.resolve("uploaded-tiny")
+    runtime = card.runtime()
     assert card.source == "registry" and card.name == "Uploaded tiny"
-    assert runtime.generate(GREEDY).text == serving.resolve_model("tiny-other")[0].generate(GREEDY).text
+    assert runtime.generate(GREEDY).text == serving.resolve("tiny-other").runtime().generate(GREEDY).text
 
 
 def test_depth_64_is_accepted_and_65_refused(models_dir):
-    runtime, _ = serving.resolve_model()
+    runtime = serving.resolve().runtime()
     assert runtime.generate(GenerationRequest(prompt="a", max_tokens=2, depth=64)).completion_tokens == 2
     with pytest.raises(ValueError, match="between 1 and 64"):
         runtime.generate(GenerationRequest(prompt="a", max_tokens=2, depth=65))

@@ -32,7 +32,7 @@ def complete(client, **body):
 
 
 def test_the_list_names_every_model_with_its_depths_and_state(client, models):
-    serving.resolve_model("tiny-five")
+    serving.resolve("tiny-five").runtime()
     data = client.get("/v1/models").json()["data"]
     assert [m["id"] for m in data][:2] == ["eqlm-demo", "tiny-five"]  # served models first (then any virtual one)
     five = data[1]
@@ -81,6 +81,15 @@ def test_an_unknown_model_is_a_404_naming_the_available_ones(client, models):
     assert status == 404 and body["error"]["code"] == "model_not_found" and body["error"]["param"] == "model"
     assert "eqlm-demo, tiny-five" in body["error"]["message"]
     assert client.get("/v1/models/gpt-4").status_code == 404
+
+
+def test_the_404_for_an_unknown_model_lists_every_model_a_request_may_name_the_council_too(client, models):
+    _, body = complete(client, model="gpt-4")
+    listed = body["error"]["message"].split("Available: ")[1].rstrip(".").split(", ")
+    assert listed == [m["id"] for m in client.get("/v1/models").json()["data"]]
+    assert listed[-1] == "eqlm-council"
+    detail = client.get("/v1/models/gpt-4").json()
+    assert detail["error"]["message"] == body["error"]["message"]
 
 
 def test_a_model_whose_files_fail_answers_503_and_the_others_still_serve(client, models):

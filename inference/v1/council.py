@@ -1,103 +1,29 @@
-"""The council on /v1/ (`eqlm-council`): the `kinetic` object, its members' runtimes and the `eqlm.council` telemetry.
+"""The council on /v1/ (`eqlm-council`): its members' runtimes and its telemetry, chosen per request.
 
-Each member is a servable model (inference.serving.resolve_model) decoded by its own ONNX runtime with the request's
-depth/tol/warm start/solver; eqlm.council solves the game per token. The views call four small hooks:
-`generator_for` (the council's generator, or None for a plain model), `model_object` (its /v1/models entry),
-`add_to_summary` (a JSON answer's `eqlm.council`) and `on_event`/`close_stream` (each streamed chunk's entries).
+Each member is a servable model (inference.serving.resolve) decoded by its own ONNX runtime with the request's
+depth/tol/warm start/solver; eqlm.council solves the game per token. `serve` picks a request's generator and its
+Telemetry: a plain model's reports nothing beyond the `eqlm` summary, the council's (CouncilTelemetry) adds
+`eqlm.council` to JSON answers, and per stream (CouncilStreamTelemetry) to each chunk. The `kinetic` serializer is
+in serializers.py, the council's id in inference/model_ids.py.
 """
 
 from __future__ import annotations
 
-from drf_spectacular.utils import extend_schema_field
-from rest_framework import serializers
+from dataclasses import dataclass, field
 
+from inference.model_ids import COUNCIL_ID, is_council_id
 from portal.api import ApiError
 
-COUNCIL_ID = "eqlm-council"
-# The KJV equilibrium model and the second-domain (code) model; never the unrolled model.
-DEFAULT_MEMBERS = ("eqlm-demo", "eqlm-code")
-MAX_MEMBERS = 8
-CONTROL_CAP = 1e6  # beta and tau beyond this only overflow; the game is already routing / pinned there
-
-
-@extend_schema_field({"type": "number", "minimum": 0, "exclusiveMinimum": True})
-class _PositiveFloat(serializers.FloatField):
-    def to_internal_value(self, data):
-        value = super().to_internal_value(data)
-        if not value > 0:
-            raise serializers.ValidationError("Must be greater than 0.")
-        return value
-
-
-def _at(index: int, message: str) -> list:
-    """A list-shaped error for item `index` (the shared error shape names it `kinetic.members[index]`)."""
-    return [[] for _ in range(index)] + [[message]]
-
-
-@extend_schema_field({"type": "array", "items": {"type": "string"}, "minItems": 2, "maxItems": MAX_MEMBERS})
-class MembersField(serializers.Field):
-    def to_internal_value(self, data) -> list[str]:
-        if not isinstance(data, list):
-            raise serializers.ValidationError("Expected a list of model ids.")
-        if not 2 <= len(data) <= MAX_MEMBERS:
-            raise serializers.ValidationError(f"A council has 2 to {MAX_MEMBERS} members (repeats allowed).")
-        for index, item in enumerate(data):
-            if not isinstance(item, str) or not item or len(item) > 100:
-                raise serializers.ValidationError(_at(index, "Expected a model id (a string of 1-100 characters)."))
-            if item == COUNCIL_ID:
-                raise serializers.ValidationError(_at(index, "The council cannot be its own member."))
-        return list(data)
-
-    def to_representation(self, value):
-        return value
-
-
-class KineticSerializer(serializers.Serializer):
-    """The council's controls (only with `model: "eqlm-council"`)."""
-
-    members = MembersField(
-        required=False,
-        help_text=f"Ids of servable models, 2–{MAX_MEMBERS}, repeats allowed (default: {', '.join(DEFAULT_MEMBERS)}).",
-    )
-    tau = serializers.FloatField(
-        required=False, default=0.0, min_value=0.0, max_value=CONTROL_CAP, help_text="Pull toward the reference (≥ 0)."
-    )
-    beta = serializers.FloatField(
-        required=False, default=2.0, min_value=0.0, max_value=CONTROL_CAP,
-        help_text="Influence sharpness (≥ 0): 0 is logit averaging, large approaches routing.",
-    )  # fmt: skip
-    eta = _PositiveFloat(required=False, default=0.5, max_value=1.0, help_text="Step size of the update, in (0, 1].")
-    max_iter = serializers.IntegerField(
-        required=False, default=32, min_value=1, max_value=256, help_text="Most game iterations per token (1–256)."
-    )
-    tol = _PositiveFloat(required=False, default=1e-5, help_text="Stop once y moves less than this in L1 (> 0).")
-    reference = serializers.CharField(
-        required=False, default="mean", max_length=100,
-        help_text='"mean" (the mean of the members\' distributions) or a member id.',
-    )  # fmt: skip
-
-    def validate(self, attrs):
-        members = attrs.get("members") or list(DEFAULT_MEMBERS)
-        if attrs["reference"] != "mean" and attrs["reference"] not in members:
-            raise serializers.ValidationError({"reference": ['Must be "mean" or one of the members.']})
-        attrs["members"] = members
-        return attrs
-
-
-def kinetic_field() -> KineticSerializer:
-    return KineticSerializer(
-        required=False, allow_null=True, default=None,
-        help_text=f'The council\'s controls; only with model "{COUNCIL_ID}".',
-    )  # fmt: skip
+from .serializers import DEFAULT_MEMBERS, KineticSerializer
 
 
 def _member_runtimes(members: list[str]) -> list:
-    from inference.serving import ModelUnavailable, UnknownModel, resolve_model
+    from inference.serving import ModelUnavailable, UnknownModel, resolve
 
     runtimes = []
     for index, member in enumerate(members):
         try:
-            runtimes.append(resolve_model(member)[0])
+            runtimes.append(resolve(member).runtime())
         except UnknownModel as exc:
             raise ApiError(str(exc), param=f"kinetic.members[{index}]", code="model_not_found")
         except ModelUnavailable as exc:
@@ -110,13 +36,14 @@ def _member_runtimes(members: list[str]) -> list:
     return runtimes
 
 
-def generator_for(data: dict):
-    """The council generator for a request to eqlm-council, None for any other model (which may not take kinetic)."""
+def serve(data: dict, plain_runtime):
+    """(generator, telemetry) for a validated request: the council's for eqlm-council, else `plain_runtime(id)`'s
+    runtime with the plain telemetry (a plain model may not take `kinetic`)."""
     kinetic = data.get("kinetic")
     if not is_council_id(data["model"]):
         if kinetic is not None:
             raise ApiError(f'kinetic is only for the model "{COUNCIL_ID}".', param="kinetic")
-        return None
+        return plain_runtime(data["model"]), PLAIN
     from eqlm.council import CouncilGenerator, Kinetic
 
     if kinetic is None:
@@ -134,20 +61,7 @@ def generator_for(data: dict):
         reference="mean" if reference == "mean" else members.index(reference),
     )
     generator = CouncilGenerator(_member_runtimes(members), controls, model_id=COUNCIL_ID)
-    generator.member_ids = members
-    generator.kinetic_json = {**kinetic, "members": members}
-    return generator
-
-
-def is_council_id(model_id: str) -> bool:
-    """Whether a model id (a configuration suffix such as `@depth=12` included) names the council."""
-    from .scoring import split_model_id
-
-    return split_model_id(model_id)[0] == COUNCIL_ID
-
-
-def is_council(generator) -> bool:
-    return getattr(generator, "member_ids", None) is not None
+    return generator, CouncilTelemetry(members, {**kinetic, "members": members})
 
 
 def model_object(created: int) -> dict:
@@ -162,67 +76,111 @@ def model_object(created: int) -> dict:
     }
 
 
-def token_entry(members: list[str], index: int, token: int, text: str, entry) -> dict:
-    return {"index": index, "token": int(token), "text": text, **entry.as_json(members)}
+# --- telemetry: what a request reports beyond the `eqlm` summary ----------------------------------------------------
 
 
-def council_object(generator, entries: list[dict]) -> dict:
-    iterations = [e["iterations"] for e in entries]
-    return {
-        "members": generator.member_ids,
-        "kinetic": generator.kinetic_json,
-        "mean_iterations": round(sum(iterations) / len(iterations), 4) if iterations else 0.0,
-        "converged_fraction": round(sum(e["converged"] for e in entries) / len(entries), 4) if entries else None,
-        "tokens": entries,
-    }
+class StreamTelemetry:
+    """One streamed choice's telemetry: what each chunk and the closing chunk add (nothing, for a plain model)."""
 
-
-def result_entries(generator, result, choice: int = 0) -> list[dict]:
-    """The council entries of a finished generation's tokens ([] for a plain model)."""
-    if not is_council(generator):
-        return []
-    pairs = enumerate(zip(result.tokens, result.entries, strict=True))
-    members = generator.member_ids
-    return [{"choice": choice, **token_entry(members, k, ev.token_id, ev.text, e)} for k, (ev, e) in pairs]
-
-
-def add_to_summary(summary: dict, generator, entries: list[dict]) -> dict:
-    """Adds `council` to an `eqlm` object (nothing for a plain model)."""
-    if is_council(generator):
-        summary["council"] = council_object(generator, entries)
-    return summary
-
-
-def on_event(generator, stream, event) -> dict | None:
-    """Track one streamed event; returns the `eqlm` object for its chunk (the entries not yet sent) or None."""
-    if not is_council(generator):
+    def on_event(self, event) -> dict | None:
+        """Track one streamed event; returns the `eqlm` object for its chunk, or None."""
         return None
-    state = stream.stats.__dict__.setdefault("_council_wire", {"emitted": 0, "pending": []})
-    k = state["emitted"]
-    state["emitted"] += 1
-    entry = stream.stats.entries[k]
-    state["pending"].append(token_entry(generator.member_ids, k, event.token_id, event.text, entry))
-    if not event.text:
-        return None
-    pending, state["pending"] = state["pending"], []
-    return {"council": {"members": generator.member_ids, "tokens": pending}}
 
-
-def close_stream(summary: dict, generator, stream) -> dict:
-    """The closing chunk's `eqlm`: its council carries the entries not yet sent (tokens without text of their own)."""
-    if not is_council(generator):
+    def close(self, summary: dict) -> dict:
+        """The closing chunk's `eqlm`, from the choice's summary."""
         return summary
-    state = stream.stats.__dict__.get("_council_wire", {"emitted": 0, "pending": []})
-    emitted = state["emitted"]
-    stats = stream.stats
-    sent_iterations = [e.iterations for e in stats.entries[:emitted]]
-    summary["council"] = {
-        "members": generator.member_ids,
-        "kinetic": generator.kinetic_json,
-        "mean_iterations": round(sum(sent_iterations) / emitted, 4) if emitted else 0.0,
-        "converged_fraction": round(sum(e.converged for e in stats.entries[:emitted]) / emitted, 4)
-        if emitted
-        else None,
-        "tokens": state["pending"],
-    }
-    return summary
+
+
+class Telemetry:
+    """A request's telemetry beyond the `eqlm` summary; this base is a plain model's, which adds nothing."""
+
+    def result_entries(self, result, choice: int = 0) -> list[dict]:
+        """Per-token entries of a finished generation."""
+        return []
+
+    def add_to_summary(self, summary: dict, entries: list[dict]) -> dict:
+        """An `eqlm` object with this telemetry added (entries: those of the tokens it covers)."""
+        return self.label(summary)
+
+    def label(self, summary: dict) -> dict:
+        """An `eqlm` summary with its figures named for what they count (a stream's usage chunk gets only this)."""
+        return summary
+
+    def follow(self, stream) -> StreamTelemetry:
+        """The telemetry of one streamed choice."""
+        return StreamTelemetry()
+
+
+PLAIN = Telemetry()
+
+
+@dataclass
+class CouncilTelemetry(Telemetry):
+    """`eqlm.council`: the members, the controls, the game per generated token, and their summary.
+
+    Per-token fields come from `token_entry` and summary fields from `council_object`: a new figure is added
+    there, and JSON answers and streams both carry it.
+    """
+
+    members: list[str]
+    kinetic: dict
+
+    def token_entry(self, index: int, token: int, text: str, entry) -> dict:
+        """One generated token's entry (entry: its eqlm.council.CouncilEntry)."""
+        return {"index": index, "token": int(token), "text": text, **entry.as_json(self.members)}
+
+    def council_object(self, entries: list[dict], tokens: list[dict] | None = None) -> dict:
+        """The `council` object summing up `entries`; it lists `tokens` (default: the entries themselves)."""
+        iterations = [e["iterations"] for e in entries]
+        return {
+            "members": self.members,
+            "kinetic": self.kinetic,
+            "mean_iterations": round(sum(iterations) / len(iterations), 4) if iterations else 0.0,
+            "converged_fraction": round(sum(e["converged"] for e in entries) / len(entries), 4) if entries else None,
+            "tokens": entries if tokens is None else tokens,
+        }
+
+    def result_entries(self, result, choice: int = 0) -> list[dict]:
+        pairs = enumerate(zip(result.tokens, result.entries, strict=True))
+        return [{"choice": choice, **self.token_entry(k, ev.token_id, ev.text, e)} for k, (ev, e) in pairs]
+
+    def add_to_summary(self, summary: dict, entries: list[dict]) -> dict:
+        return self.label(summary) | {"council": self.council_object(entries)}
+
+    def label(self, summary: dict) -> dict:
+        """The council's `eqlm.mean_iterations` counts game updates per token, not block iterations: say so by name.
+
+        The old key stays (docs/API.md promises `mean_iterations` in every `eqlm` object); each member's own block
+        iterations are in `council.tokens[].members[]`.
+        """
+        if not summary.get("iterations_per_token"):  # the prompt alone was scored: its game's updates are not reported
+            return {**summary, "mean_iterations": None, "mean_game_iterations": None}
+        return {**summary, "mean_game_iterations": summary["mean_iterations"]}
+
+    def follow(self, stream) -> CouncilStreamTelemetry:
+        return CouncilStreamTelemetry(self, stream.stats)
+
+
+@dataclass
+class CouncilStreamTelemetry(StreamTelemetry):
+    """One streamed council choice: each chunk carries the entries of its tokens; a token without text of its own
+    (part of a character) waits for the next chunk with text, or the closing chunk."""
+
+    telemetry: CouncilTelemetry
+    stats: object  # the stream's eqlm.council.CouncilStats: one CouncilEntry per generated token
+    sent: list[dict] = field(default_factory=list)  # the entries of every event seen so far
+    pending: list[dict] = field(default_factory=list)  # those not yet in a chunk
+
+    def on_event(self, event) -> dict | None:
+        k = len(self.sent)
+        entry = self.telemetry.token_entry(k, event.token_id, event.text, self.stats.entries[k])
+        self.sent.append(entry)
+        self.pending.append(entry)
+        if not event.text:
+            return None
+        pending, self.pending = self.pending, []
+        return {"council": {"members": self.telemetry.members, "tokens": pending}}
+
+    def close(self, summary: dict) -> dict:
+        pending, self.pending = self.pending, []
+        return self.telemetry.label(summary) | {"council": self.telemetry.council_object(self.sent, pending)}

@@ -100,7 +100,17 @@ EQLM_SCHEMA = {
         "tol": {"type": "number", "nullable": True},
         "warm_start": {"type": "boolean"},
         "solver": {"type": "string"},
-        "mean_iterations": {"type": "number"},
+        "mean_iterations": {
+            "type": "number",
+            "nullable": True,
+            "description": "iterations per generated token (the council: game updates, as mean_game_iterations); "
+            "with no generated token, the prompt solve's: the depth when fixed, null when adaptive",
+        },
+        "mean_game_iterations": {
+            "type": "number",
+            "nullable": True,
+            "description": "eqlm-council only: game updates per generated token (null when none was generated)",
+        },
         "iterations_per_token": {"type": "array", "items": {"type": "integer"}},
         "final_residual": {"type": "number", "nullable": True},
         "council": COUNCIL_SCHEMA,

@@ -111,7 +111,3 @@ def acquire_generation_slot() -> GenerationSlot:
             raise error
         _slots_in_use += 1
     return GenerationSlot()
-
-
-def slots_in_use() -> int:
-    return _slots_in_use

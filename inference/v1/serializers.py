@@ -5,8 +5,14 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from eqlm.limits import DEFAULT_DEPTH, DEFAULT_MODEL_ID, DEFAULT_SOLVER, DEPTH_MAX, DEPTH_MIN, SOLVERS
+from inference.model_ids import COUNCIL_ID, base_id, suffix_pairs
+from portal.api import ApiError
 
 MAX_TOP_LOGPROBS = 20
+# The council's default members: the KJV equilibrium model and the second-domain (code) model; never the unrolled one.
+DEFAULT_MEMBERS = ("eqlm-demo", "eqlm-code")
+MAX_MEMBERS = 8
+CONTROL_CAP = 1e6  # beta and tau beyond this only overflow; the game is already routing / pinned there
 
 
 @extend_schema_field(
@@ -98,6 +104,79 @@ class StreamOptionsSerializer(serializers.Serializer):
     )
 
 
+@extend_schema_field({"type": "number", "minimum": 0, "exclusiveMinimum": True})
+class PositiveFloatField(serializers.FloatField):
+    def to_internal_value(self, data):
+        value = super().to_internal_value(data)
+        if not value > 0:
+            raise serializers.ValidationError("Must be greater than 0.")
+        return value
+
+
+def _at(index: int, message: str) -> list:
+    """A list-shaped error for item `index` (the shared error shape names it `kinetic.members[index]`)."""
+    return [[] for _ in range(index)] + [[message]]
+
+
+@extend_schema_field({"type": "array", "items": {"type": "string"}, "minItems": 2, "maxItems": MAX_MEMBERS})
+class MembersField(serializers.Field):
+    def to_internal_value(self, data) -> list[str]:
+        if not isinstance(data, list):
+            raise serializers.ValidationError("Expected a list of model ids.")
+        if not 2 <= len(data) <= MAX_MEMBERS:
+            raise serializers.ValidationError(f"A council has 2 to {MAX_MEMBERS} members (repeats allowed).")
+        for index, item in enumerate(data):
+            if not isinstance(item, str) or not item or len(item) > 100:
+                raise serializers.ValidationError(_at(index, "Expected a model id (a string of 1-100 characters)."))
+            if item == COUNCIL_ID:
+                raise serializers.ValidationError(_at(index, "The council cannot be its own member."))
+        return list(data)
+
+    def to_representation(self, value):
+        return value
+
+
+class KineticSerializer(serializers.Serializer):
+    """The council's controls (only with `model: "eqlm-council"`)."""
+
+    members = MembersField(
+        required=False,
+        help_text=f"Ids of servable models, 2–{MAX_MEMBERS}, repeats allowed (default: {', '.join(DEFAULT_MEMBERS)}).",
+    )
+    tau = serializers.FloatField(
+        required=False, default=0.0, min_value=0.0, max_value=CONTROL_CAP, help_text="Pull toward the reference (≥ 0)."
+    )
+    beta = serializers.FloatField(
+        required=False, default=2.0, min_value=0.0, max_value=CONTROL_CAP,
+        help_text="Influence sharpness (≥ 0): 0 is logit averaging, large approaches routing.",
+    )  # fmt: skip
+    eta = PositiveFloatField(
+        required=False, default=0.5, max_value=1.0, help_text="Step size of the update, in (0, 1]."
+    )
+    max_iter = serializers.IntegerField(
+        required=False, default=32, min_value=1, max_value=256, help_text="Most game iterations per token (1–256)."
+    )
+    tol = PositiveFloatField(required=False, default=1e-5, help_text="Stop once y moves less than this in L1 (> 0).")
+    reference = serializers.CharField(
+        required=False, default="mean", max_length=100,
+        help_text='"mean" (the mean of the members\' distributions) or a member id.',
+    )  # fmt: skip
+
+    def validate(self, attrs):
+        members = attrs.get("members") or list(DEFAULT_MEMBERS)
+        if attrs["reference"] != "mean" and attrs["reference"] not in members:
+            raise serializers.ValidationError({"reference": ['Must be "mean" or one of the members.']})
+        attrs["members"] = members
+        return attrs
+
+
+def kinetic_field() -> KineticSerializer:
+    return KineticSerializer(
+        required=False, allow_null=True, default=None,
+        help_text=f'The council\'s controls; only with model "{COUNCIL_ID}".',
+    )  # fmt: skip
+
+
 class GenerationParamsSerializer(serializers.Serializer):
     """Fields shared by /v1/completions and /v1/chat/completions (OpenAI's, then EqLM's)."""
 
@@ -157,8 +236,6 @@ class GenerationParamsSerializer(serializers.Serializer):
             required=False, allow_null=True, default=1, min_value=1, max_value=settings.API_MAX_N,
             help_text="Choices to generate.",
         )  # fmt: skip
-        from .council import kinetic_field  # the council's controls (inference/v1/council.py)
-
         fields["kinetic"] = kinetic_field()
         return fields
 
@@ -178,6 +255,38 @@ class GenerationParamsSerializer(serializers.Serializer):
                 attrs[name] = default
         attrs["stop"] = attrs.get("stop") or ()
         return attrs
+
+
+def parse_suffix(model_id: str) -> dict:
+    """The EqLM controls a model id names (inference/model_ids.py), validated like the body fields; {} without."""
+    raw = suffix_pairs(model_id)
+    if not raw:
+        return {}
+    serializer = GenerationParamsSerializer(data={"model": base_id(model_id), **raw}, partial=True)
+    if not serializer.is_valid():
+        key, messages = next(iter(serializer.errors.items()))
+        message = messages[0] if isinstance(messages, list) else messages
+        raise ApiError(
+            f"The model id suffix's {key}={raw.get(key)!r} is invalid: {message}",
+            param="model",
+            code="invalid_model_suffix",
+        )
+    return {key: serializer.validated_data[key] for key in raw}
+
+
+def apply_suffix(data: dict, body: dict) -> dict:
+    """Fold the model id's controls into validated request data; a body field that disagrees is a 400."""
+    controls = parse_suffix(data["model"])
+    for key, value in controls.items():
+        sent = body.get(key) if isinstance(body, dict) else None
+        if sent is not None and data.get(key) != value:
+            raise ApiError(
+                f"'{key}' is {data.get(key)!r} in the body but {value!r} in the model id suffix; send it once.",
+                param=key,
+                code="conflicting_parameter",
+            )
+        data[key] = value
+    return data
 
 
 class CompletionRequestSerializer(GenerationParamsSerializer):

@@ -13,13 +13,13 @@ from rest_framework import serializers
 from rest_framework.response import Response
 
 from eqlm.tokenizer import BOS_TOKEN, BOS_TOKEN_ID, VOCAB_SIZE, decode, encode, token_string
+from inference.model_ids import base_id
 
 from . import ratelimit
 from .docs import ERROR_RESPONSES
 from .plan import chat_prompt
-from .scoring import split_model_id
 from .serializers import MessageSerializer
-from .views import V1View, check_model
+from .views import V1View, served_runtime
 
 TOKENIZER_TAG = "tokenizer (vLLM-compatible)"
 CHAT_TEMPLATE = "{% for m in messages %}{% if m['content'] %}{{ m['content'] }}\n{% endif %}{% endfor %}"
@@ -58,7 +58,7 @@ def model_context(model_id: str | None) -> tuple[str, int]:
         from inference.serving import DEFAULT_MODEL_ID
 
         model_id = DEFAULT_MODEL_ID
-    generator = check_model(split_model_id(model_id)[0])
+    generator = served_runtime(base_id(model_id))
     return model_id, generator.max_positions
 
 

@@ -21,6 +21,7 @@ from rest_framework.renderers import JSONRenderer
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from inference.model_ids import COUNCIL_ID, base_id, is_council_id
 from portal.api import ApiError, error_body
 
 from . import council, ratelimit, scoring, wire
@@ -34,7 +35,7 @@ from .plan import (
     chat_prompt,
     prompt_token_count,
 )
-from .serializers import ChatCompletionRequestSerializer, CompletionRequestSerializer
+from .serializers import ChatCompletionRequestSerializer, CompletionRequestSerializer, apply_suffix, parse_suffix
 
 log = logging.getLogger(__name__)
 
@@ -70,31 +71,21 @@ class V1View(APIView):
         return self.request.auth
 
 
-def resolve(model_id: str):
-    """(runtime, card) of a servable model, or the API's 404 model_not_found / 503 model_unavailable."""
-    from inference.serving import ModelUnavailable, UnknownModel, resolve_model
+def served_runtime(model_id: str):
+    """The runtime serving a model id (inference.serving.resolve), or the API's 404 model_not_found (listing every
+    model a request may name, the council included) or 503 model_unavailable."""
+    from inference.serving import ModelUnavailable, UnknownModel, resolve
 
     try:
-        return resolve_model(model_id)
+        return resolve(model_id).runtime()
     except UnknownModel as exc:
-        raise ApiError(str(exc), status_code=404, param="model", code="model_not_found") from None
+        listed = exc.with_available([COUNCIL_ID])
+        raise ApiError(str(listed), status_code=404, param="model", code="model_not_found") from None
     except ModelUnavailable as exc:
         log.warning("model %s could not be loaded: %s", model_id, exc)
         raise ApiError(
             f"The model '{model_id}' is unavailable on this server: {exc}", status_code=503, code="model_unavailable"
         ) from None
-
-
-def check_model(name: str):
-    """The runtime serving model id `name` (its `model_id` is that id); raises the API's 404 or 503."""
-    return resolve(name)[0]
-
-
-def get_generator_or_503():
-    """The default model's runtime (kept for callers that know of one model)."""
-    from inference.serving import DEFAULT_MODEL_ID
-
-    return check_model(DEFAULT_MODEL_ID)
 
 
 def model_object(state: dict, created: int) -> dict:
@@ -119,11 +110,11 @@ def model_objects() -> list[dict]:
 
 def model_created() -> int:
     """When the default model's manifest was written (OpenAI's `created`), 0 when it is missing."""
-    from inference.serving import DEFAULT_MODEL_ID, ModelUnavailable, UnknownModel, get_card
+    from inference.serving import UnknownModel, resolve
 
     try:
-        return get_card(DEFAULT_MODEL_ID).created
-    except (UnknownModel, ModelUnavailable):
+        return resolve().created
+    except UnknownModel:
         return 0
 
 
@@ -167,8 +158,8 @@ class GenerationView(V1View):
     def post(self, request):
         serializer = self.serializer_class(data=request.data)
         serializer.is_valid(raise_exception=True)
-        data = scoring.apply_suffix(serializer.validated_data, request.data)
-        generator = council.generator_for(data) or check_model(data["model"])
+        data = apply_suffix(serializer.validated_data, request.data)
+        generator, telemetry = council.serve(data, served_runtime)
         if data.get("depth") is None and data.get("tol") is None:
             data["depth"] = generator.default_depth  # fixed depth by default, at the model's own default
         plan = self.plan(data)
@@ -184,19 +175,19 @@ class GenerationView(V1View):
         created = int(time.time())
         if plan.stream:
             response = StreamingHttpResponse(
-                self.stream_events(generator, plan, slot, ident, created), content_type="text/event-stream"
+                self.stream_events(generator, telemetry, plan, slot, ident, created), content_type="text/event-stream"
             )
             response["Cache-Control"] = "no-cache"
             response["X-Accel-Buffering"] = "no"
             return response
         try:
-            body = self.complete(generator, plan, ident, created)
+            body = self.complete(generator, telemetry, plan, ident, created)
         finally:
             slot.release()
         return Response(body)
 
     # -- one JSON answer
-    def complete(self, generator, plan: Plan, ident: str, created: int) -> dict:
+    def complete(self, generator, telemetry: council.Telemetry, plan: Plan, ident: str, created: int) -> dict:
         choices, all_iterations, prompt_tokens, completion_tokens, residual = [], [], 0, 0, None
         per_choice, all_entries = [], []
         try:
@@ -212,13 +203,13 @@ class GenerationView(V1View):
                 if plan.logprobs is not None:
                     logprobs = self.choice_logprobs(plan, list(req.ids()), result.stats, result.tokens)
                 choices.append(self.choice(index, text, result.finish_reason, logprobs))
-                entries = council.result_entries(generator, result, index)
+                entries = telemetry.result_entries(result, index)
                 all_entries += entries
                 own = wire.eqlm_summary(plan, iterations, result.final_residual)
-                per_choice.append(council.add_to_summary(own, generator, entries))
+                per_choice.append(telemetry.add_to_summary(own, entries))
         finally:
             ratelimit.charge_tokens(self.caller, prompt_tokens + completion_tokens)
-        summary = council.add_to_summary(wire.eqlm_summary(plan, all_iterations, residual), generator, all_entries)
+        summary = telemetry.add_to_summary(wire.eqlm_summary(plan, all_iterations, residual), all_entries)
         if len(per_choice) > 1:
             for choice, own in zip(choices, per_choice, strict=True):
                 choice["eqlm"] = own
@@ -232,12 +223,13 @@ class GenerationView(V1View):
         choice = self.delta(index, text=text, role=role, reason=reason, logprobs=logprobs)
         return wire.sse(wire.chunk_body(ident, self.chunk_object, created, model_id, choice, plan, eqlm))
 
-    def stream_events(self, generator, plan: Plan, slot, ident: str, created: int):
+    def stream_events(self, generator, telemetry: council.Telemetry, plan: Plan, slot, ident: str, created: int):
         prompt_tokens = completion_tokens = 0
         all_iterations: list[int] = []
         try:
             for index, prompt, req in plan.requests():
                 stream = generator.stream(req)
+                followed = telemetry.follow(stream)
                 events, first, echo_logprobs = iter(stream), [], None
                 if plan.echo and plan.logprobs is not None:  # the prompt's scores exist once its solve has run
                     first = list(itertools.islice(events, 1))
@@ -247,7 +239,7 @@ class GenerationView(V1View):
                 offset = len(req.ids()) if plan.echo else 0
                 iterations, residual = [], None
                 for event in itertools.chain(first, events):
-                    extra = council.on_event(generator, stream, event)  # None unless the council answers
+                    extra = followed.on_event(event)  # None unless the council answers
                     if plan.logprobs is not None:  # every token, even a byte that completes no character yet
                         logprobs = self.token_logprobs(plan, event, offset + len(iterations))
                         yield self.chunk(
@@ -260,11 +252,11 @@ class GenerationView(V1View):
                 completion_tokens += len(iterations)
                 all_iterations += iterations
                 reason = stream.finish_reason
-                own = council.close_stream(wire.eqlm_summary(plan, iterations, residual), generator, stream)
+                own = followed.close(wire.eqlm_summary(plan, iterations, residual))
                 yield self.chunk(ident, created, plan.model, plan, index, reason=reason, eqlm=own)
             if plan.include_usage:
                 usage = wire.usage(prompt_tokens, completion_tokens)
-                summary = wire.eqlm_summary(plan, all_iterations, residual)
+                summary = telemetry.label(wire.eqlm_summary(plan, all_iterations, residual))
                 yield wire.sse(wire.usage_chunk(ident, self.chunk_object, created, plan.model, usage, summary))
             yield wire.sse("[DONE]")
         except Exception as exc:
@@ -307,12 +299,12 @@ class ModelDetailView(V1View):
     )
     def get(self, request, model_id: str):
         ratelimit.admit(self.caller, 0)
-        if council.is_council_id(model_id):
-            scoring.parse_suffix(model_id)  # 400 for a bad suffix
+        if is_council_id(model_id):
+            parse_suffix(model_id)  # 400 for a bad suffix
             return Response({**council.model_object(model_created()), "id": model_id})
-        base, _ = scoring.split_model_id(model_id)
-        resolve(base)  # 404 for an unknown id, 503 when its files cannot be loaded
-        scoring.parse_suffix(model_id)  # 400 for a bad suffix
+        base = base_id(model_id)
+        served_runtime(base)  # 404 for an unknown id, 503 when its files cannot be loaded
+        parse_suffix(model_id)  # 400 for a bad suffix
         found = next(m for m in model_objects() if m["id"] == base)
         return Response({**found, "id": model_id})  # a suffixed id is echoed as sent
 

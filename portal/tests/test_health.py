@@ -82,7 +82,7 @@ def test_health_lists_every_servable_model_with_its_state_in_this_process(
     (tmp_path / "broken").mkdir()
     (tmp_path / "broken" / "manifest.json").write_text('{"graphs": {"embed": "embed.onnx"}}')
     serve_models(tmp_path)
-    serving.resolve_model("tiny-other")
+    serving.resolve("tiny-other").runtime()
     models = {m["id"]: m for m in client.get("/api/health").json()["models"]}
     assert list(models) == ["eqlm-demo", "broken", "tiny-other"] and models["eqlm-demo"]["default"] is True
     assert models["eqlm-demo"]["state"] == "not loaded" and models["tiny-other"]["state"] == "loaded"

@@ -98,6 +98,7 @@ def test_the_worker_beat_sweeps_every_job_sweep_seconds(settings):
     entry = app.conf.beat_schedule["sweep-lost-jobs"]
     assert entry["task"] == "portal.sweep_lost_jobs"
     assert entry["schedule"] == settings.JOB_SWEEP_SECONDS
+    app.loader.import_default_modules()  # what a worker does at start: it imports every app's tasks module
     assert "portal.sweep_lost_jobs" in app.tasks
 
 
