@@ -113,7 +113,7 @@ def job(experiment, seed: int, steps: int) -> tuple[tuple[float, float], float, 
     training.Heartbeat.__call__ = timed
     try:
         began = time.perf_counter()
-        did = run_slice(run.pk, 0, send_next=lambda: None)
+        did = run_slice(run.pk, 0, send_next=lambda number: None)
         total = time.perf_counter() - began
     finally:
         logger.removeHandler(handler)

@@ -7,6 +7,7 @@ from portal.models import Job, JobStatus
 
 # What a started experiment may no longer change (the pre-registered text and how it is judged).
 FROZEN_FIELDS = ("hypothesis", "arms", "seeds", "evaluation", "criterion")
+CANCELLED = "Cancelled at step {step} of {planned}: a staff member stopped this run."
 
 
 class ExperimentQuerySet(models.QuerySet):

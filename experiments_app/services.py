@@ -15,7 +15,7 @@ from benchmarks_app.models import ResultRow
 from portal.models import JobStatus
 
 from . import criterion as criteria
-from .models import FROZEN_FIELDS, Experiment, TrainingRun
+from .models import CANCELLED, FROZEN_FIELDS, Experiment, TrainingRun
 from .spec import (
     SpecError,
     normalize_arms,
@@ -25,7 +25,6 @@ from .spec import (
 )
 
 EDITABLE = ("title", "notes", *FROZEN_FIELDS)
-CANCELLED = "Cancelled at step {step} of {planned}: a staff member stopped this run."
 
 
 class Frozen(Exception):

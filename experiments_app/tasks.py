@@ -15,4 +15,5 @@ def train_slice(run_id: int, slice_number: int | None = None) -> dict:
     """One slice of an experiment's training run (or its evaluation); sends the next slice itself."""
     from .training import run_slice
 
-    return {"run": run_id, "slice": slice_number, "did": run_slice(run_id, slice_number)}
+    did = run_slice(run_id, slice_number, send_next=lambda number: train_slice.delay(run_id, number))
+    return {"run": run_id, "slice": slice_number, "did": did}

@@ -30,8 +30,7 @@ from django.utils import timezone
 
 from portal.models import JobStatus
 
-from .models import TrainingRun
-from .services import CANCELLED
+from .models import CANCELLED, TrainingRun
 
 log = logging.getLogger(__name__)
 Phase = TrainingRun.Phase
@@ -158,8 +157,9 @@ class Heartbeat:
 # --- a slice -----------------------------------------------------------------------------------------------------
 
 
-def run_slice(run_id: int, slice_number: int | None = None, *, send_next=None) -> str:
-    """Run one slice of a training run; returns what it did ('trained', 'evaluated', 'stale', 'held', ...)."""
+def run_slice(run_id: int, slice_number: int | None, send_next) -> str:
+    """Run one slice of a training run; returns what it did ('trained', 'evaluated', 'stale', 'held', ...).
+    `send_next(number)` sends the message of the slice that follows (the task passes its own `delay`)."""
     run = TrainingRun.objects.select_related("experiment").filter(pk=run_id).first()
     if run is None or run.is_finished:
         return "finished"
@@ -205,15 +205,12 @@ def _chain(run: TrainingRun, token: str, slice_number: int, fields: dict, send_n
     runs at once, in this process)."""
     from portal.celery import app
 
-    from .tasks import train_slice
-
-    send = send_next or (lambda: train_slice.delay(run.pk, slice_number + 1))
     moved = dict(slice_number=slice_number + 1, slices_run=F("slices_run") + 1, **fields)
-    if app.conf.task_always_eager and send_next is None:
+    if app.conf.task_always_eager:
         release(run.pk, token, **moved)
-        send()
+        send_next(slice_number + 1)
         return
-    send()
+    send_next(slice_number + 1)
     release(run.pk, token, **moved)
 
 

@@ -132,7 +132,7 @@ def test_cancelling_a_queued_run_ends_it_and_flags_it(staff_client, django_captu
     from experiments_app.training import run_slice
 
     run = TrainingRun.objects.first()
-    assert run_slice(run.pk, 0) == "finished"  # a message that arrives afterwards does nothing
+    assert run_slice(run.pk, 0, None) == "finished"  # a message that arrives afterwards does nothing
     with django_capture_on_commit_callbacks(execute=False) as callbacks:
         response = staff_client.post(
             "/admin/experiments_app/trainingrun/", {"action": "retry_runs", "_selected_action": [run.pk]}

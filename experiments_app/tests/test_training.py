@@ -24,7 +24,7 @@ def test_a_run_trains_in_slices_then_writes_its_rows_once(settings, django_captu
     run = TrainingRun.objects.get(arm_label="base")
     slice_number, outcomes = 0, []
     while len(outcomes) < 50:
-        outcomes.append(run_slice(run.pk, slice_number, send_next=lambda: sent.append(1)))
+        outcomes.append(run_slice(run.pk, slice_number, send_next=lambda number: sent.append(number)))
         run.refresh_from_db()
         if run.is_finished:
             break
@@ -39,8 +39,8 @@ def test_a_run_trains_in_slices_then_writes_its_rows_once(settings, django_captu
     assert rows.count() == run.rows_written == len(DEPTHS) * 2
     row = rows.get(condition_key='{"depth":4,"seed":1,"start":"zero"}')
     assert row.arm.run.config_hash == run.recipe_hash and row.arm.recipe["corpus_sha256"]
-    assert run_slice(run.pk, slice_number) == "finished"  # a redelivered last slice changes nothing
-    assert run_slice(run.pk, 0) == "finished"
+    assert run_slice(run.pk, slice_number, None) == "finished"  # a redelivered last slice changes nothing
+    assert run_slice(run.pk, 0, None) == "finished"
     assert rows.count() == len(DEPTHS) * 2
 
 
@@ -48,11 +48,11 @@ def test_a_stale_or_leased_slice_does_nothing(settings):
     settings.EXPERIMENT_LEASE_SECONDS = 1
     experiment = tiny_experiment(seeds=[1])
     run = TrainingRun.objects.create(experiment=experiment, arm_label="base", seed=1, arm_hash="x", slice_number=3)
-    assert run_slice(run.pk, 2) == "stale"
+    assert run_slice(run.pk, 2, None) == "stale"
     assert acquire(run.pk, 3, uuid.uuid4().hex)  # a live worker holds it and keeps renewing it
     assert not acquire(run.pk, 3, uuid.uuid4().hex)
     TrainingRun.objects.filter(pk=run.pk).update(slice_number=4)  # the holder moved on while a copy waited
-    assert run_slice(run.pk, 3) == "stale"
+    assert run_slice(run.pk, 3, None) == "stale"
 
 
 def test_an_explicit_arm_is_measured_at_its_layer_count_only(django_capture_on_commit_callbacks):
@@ -66,7 +66,7 @@ def test_an_explicit_arm_is_measured_at_its_layer_count_only(django_capture_on_c
         services.launch(experiment)
     run = TrainingRun.objects.get(arm_label="base")
     for number in range(5):
-        if run_slice(run.pk, number, send_next=lambda: None) == "evaluated":
+        if run_slice(run.pk, number, send_next=lambda number: None) == "evaluated":
             break
     run.refresh_from_db()
     assert run.status == "done", run.error
@@ -88,7 +88,7 @@ def test_the_evaluation_is_path_independences_with_the_warm_start_and_the_aa_sco
         services.launch(experiment)
     run = TrainingRun.objects.get(arm_label="base")
     for number in range(5):
-        if run_slice(run.pk, number, send_next=lambda: None) == "evaluated":
+        if run_slice(run.pk, number, send_next=lambda number: None) == "evaluated":
             break
     rows = ResultRow.objects.filter(experiment="tiny", arm_label="base", seed=1)
     assert rows.filter(metric="heldout_bits_per_byte").count() == 3 * len(DEPTHS)

@@ -4,7 +4,7 @@ import re
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-FEATURES = ["findings", "uploads", "tables", "lab jobs", "demo model", "`/v1`", "council"]
+FEATURES = ["findings", "uploads", "tables", "lab jobs", "demo model", "`/v1`", "council", "experiments"]
 
 
 def feature_rows() -> dict[str, list[str]]:
