@@ -220,7 +220,7 @@ def test_beta_zero_tau_zero_is_logit_averaging_of_the_members(api):
     Each context is scored with several last bytes (echo, max_tokens 0): the last token's log-probabilities are
     then several tokens' log-probabilities at one position, for each member and for the council.
     """
-    kinetic = {"beta": 0, "tau": 0, "tol": 1e-12, "max_iter": 256}
+    kinetic = {"beta": 0, "tau": 0, "tol": 1e-12, "max_iter": 256, "memory": "none"}  # the memoryless game
     endings = "aeghinst"
 
     def last_logprobs(model: str, context: str) -> list[float]:

@@ -59,9 +59,18 @@ def serve(data: dict, plain_runtime):
         max_iter=kinetic["max_iter"],
         tol=kinetic["tol"],
         reference="mean" if reference == "mean" else members.index(reference),
+        memory=kinetic["memory"],
+        share=kinetic["share"],
     )
     generator = CouncilGenerator(_member_runtimes(members), controls, model_id=COUNCIL_ID)
     return generator, CouncilTelemetry(members, {**kinetic, "members": members})
+
+
+def council_defaults() -> dict:
+    """The controls a request that names none gets (the serializer's defaults, read from it)."""
+    defaults = KineticSerializer(data={})
+    defaults.is_valid(raise_exception=True)
+    return {k: v for k, v in defaults.validated_data.items() if k != "members"}
 
 
 def model_object(created: int) -> dict:
@@ -72,7 +81,11 @@ def model_object(created: int) -> dict:
         "created": created,
         "owned_by": "eqlm-portal",
         "members": list(DEFAULT_MEMBERS),
-        "eqlm": {"name": "Live council (equilibrium of an influence game)", "default": False},
+        "eqlm": {
+            "name": "Live council (equilibrium of an influence game)",
+            "default": False,
+            "kinetic_defaults": council_defaults(),
+        },
     }
 
 

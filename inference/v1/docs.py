@@ -71,6 +71,12 @@ COUNCIL_SCHEMA = {
                     "token": {"type": "integer", "minimum": 0, "maximum": 255},
                     "text": {"type": "string"},
                     "weights": {"type": "array", "items": {"type": "number"}, "description": "in member order"},
+                    "reputations": {
+                        "type": "array",
+                        "items": {"type": "number"},
+                        "nullable": True,
+                        "description": "with memory: each member's reputation over the context before this token",
+                    },
                     "leader": {"type": "string"},
                     "iterations": {"type": "integer"},
                     "residual": {"type": "number", "nullable": True},

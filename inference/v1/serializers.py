@@ -4,6 +4,9 @@ from django.conf import settings
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from eqlm.council import DEFAULT_BETA as COUNCIL_BETA
+from eqlm.council import MEMORIES as COUNCIL_MEMORIES
+from eqlm.council import MEMORY_DEFAULTS as COUNCIL_MEMORY_DEFAULTS
 from eqlm.limits import DEFAULT_DEPTH, DEFAULT_MODEL_ID, DEFAULT_SOLVER, DEPTH_MAX, DEPTH_MIN, SOLVERS
 from inference.model_ids import COUNCIL_ID, base_id, suffix_pairs
 from portal.api import ApiError
@@ -147,8 +150,11 @@ class KineticSerializer(serializers.Serializer):
         required=False, default=0.0, min_value=0.0, max_value=CONTROL_CAP, help_text="Pull toward the reference (≥ 0)."
     )
     beta = serializers.FloatField(
-        required=False, default=2.0, min_value=0.0, max_value=CONTROL_CAP,
-        help_text="Influence sharpness (≥ 0): 0 is logit averaging, large approaches routing.",
+        required=False, default=None, min_value=0.0, max_value=CONTROL_CAP,
+        help_text=(
+            "Influence sharpness (≥ 0): 0 is logit averaging, large approaches routing (default: "
+            f"{COUNCIL_MEMORY_DEFAULTS['beta']} with memory, {COUNCIL_BETA} without)."
+        ),
     )  # fmt: skip
     eta = PositiveFloatField(
         required=False, default=0.5, max_value=1.0, help_text="Step size of the update, in (0, 1]."
@@ -161,8 +167,34 @@ class KineticSerializer(serializers.Serializer):
         required=False, default="mean", max_length=100,
         help_text='"mean" (the mean of the members\' distributions) or a member id.',
     )  # fmt: skip
+    memory = serializers.ChoiceField(
+        choices=list(COUNCIL_MEMORIES), required=False, default=COUNCIL_MEMORY_DEFAULTS["memory"],
+        help_text=(
+            '"fixed_share": each member\'s reputation, its fixed-share posterior from its log-probabilities of the '
+            'text so far, weighs its influence; "none": the game on the current position alone.'
+        ),
+    )  # fmt: skip
+    share = serializers.FloatField(
+        required=False, default=COUNCIL_MEMORY_DEFAULTS["share"], min_value=0.0,
+        help_text="The memory's switching rate, in [0, 1): the share of reputation passed on after each byte.",
+    )  # fmt: skip
+
+    def to_internal_value(self, data):
+        if isinstance(data, dict):
+            unknown = sorted(set(data) - set(self.fields))
+            if unknown:
+                known = ", ".join(self.fields)
+                raise serializers.ValidationError({unknown[0]: [f"Not a control; the controls: {known}."]})
+        return super().to_internal_value(data)
+
+    def validate_share(self, value):
+        if not value < 1:
+            raise serializers.ValidationError("Must be in [0, 1).")
+        return value
 
     def validate(self, attrs):
+        if attrs["beta"] is None:
+            attrs["beta"] = COUNCIL_MEMORY_DEFAULTS["beta"] if attrs["memory"] != "none" else COUNCIL_BETA
         members = attrs.get("members") or list(DEFAULT_MEMBERS)
         if attrs["reference"] != "mean" and attrs["reference"] not in members:
             raise serializers.ValidationError({"reference": ['Must be "mean" or one of the members.']})
