@@ -69,7 +69,7 @@ PLANTS = [
     ("acyclic", "eqlm/tokenizer.py", lazy("from eqlm import runtime"), []),
     # inference.v1 imports inference.serving, so this one closes a circle too
     ("serving-below-v1", "inference/serving.py", lazy("from inference.v1 import wire"), ["acyclic"]),
-    ("web-no-torch", "portal/urls.py", lazy("from eqlm import training"), []),
+    ("web-no-torch", "portal/urls.py", lazy("from eqlm import trainer"), []),
 ]
 
 
