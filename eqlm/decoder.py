@@ -1,8 +1,9 @@
 """The onnxruntime decoder (never torch): the exported embed/step/head graphs and the per-iteration K/V cache.
 
 `process` runs new positions after the cached ones as export.py's manifest "semantics" describe: fixed depth,
-adaptive per-position halting by tolerance, warm start (settled context), Picard or Anderson (the iteration itself
-is fixed_point.py's). Generation (generation.py) and scoring (scoring.py) both solve through it.
+adaptive per-position halting by tolerance (on the residual or on the KL of successive next-byte distributions), any
+start state, warm start (settled context), Picard or Anderson (the iteration itself is fixed_point.py's).
+Generation (generation.py) and scoring (scoring.py) both solve through it.
 """
 
 from __future__ import annotations
@@ -13,7 +14,8 @@ from pathlib import Path
 import numpy as np
 import onnxruntime as ort
 
-from .fixed_point import FixedPoint, NumpyOps
+from .fixed_point import FixedPoint, NumpyOps, halting_rule
+from .limits import DEFAULT_HALT
 
 
 class ContextLengthExceeded(ValueError):
@@ -110,8 +112,12 @@ def process(
     z0: np.ndarray | None = None,
     history: list[np.ndarray] | None = None,
     settle: bool = False,
+    halt: str = DEFAULT_HALT,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Run T new positions after the cached ones; fills the cache. Returns (final z [1,T,D], iterations, residual).
+
+    With `tol`, `halt` names the rule (limits.HALTS): the relative residual, or the KL between the head's next-byte
+    distributions before and after an iteration (fixed_point.kl_below; one head call per iteration).
 
     `history`, when given, receives each iteration's residuals [T] (position i's curve is the first iterations[i]).
     `settle` (warm start) stores the K/V of the new positions' final states in every iteration slot, so positions
@@ -130,7 +136,8 @@ def process(
             cache.put(slot, k, v)
         return fz, r
 
-    solve = FixedPoint(step, z, depth, ops=NumpyOps(), solver=solver, tol=tol)
+    ops = NumpyOps()
+    solve = FixedPoint(step, z, depth, ops=ops, solver=solver, halt=halting_rule(halt, tol, model.head, ops))
     for _ in solve:
         if history is not None:
             history.append(solve.step_residual[0].astype(np.float64))

@@ -16,8 +16,9 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from .limits import DEFAULT_MODEL_ID, DEPTH_MAX, DEPTH_MIN, SOLVERS
+from .limits import DEFAULT_MODEL_ID, DEPTH_MAX, DEPTH_MIN, HALTS, SOLVERS, STARTS, model_depths
 from .model import RESIDUAL_EPS, EqLM, relative_residual
+from .noise import NOISE_RNG
 
 OPSET = 17
 MANIFEST_FORMAT = "eqlm-onnx-v1"
@@ -75,8 +76,14 @@ def export_onnx(
     model_id: str = DEFAULT_MODEL_ID,
     extra: dict | None = None,
     int8: bool = False,
+    max_depth: int = DEPTH_MAX,
 ) -> dict:
-    """Write embed.onnx, step.onnx, head.onnx (+ step.int8.onnx) and manifest.json; returns the manifest."""
+    """Write embed.onnx, step.onnx, head.onnx (+ step.int8.onnx) and manifest.json; returns the manifest.
+
+    `max_depth` is the model's cap on iterations per token (a fixed depth or the cap on halting), which the runtimes
+    enforce: at most limits.DEPTH_CAP_MAX, and not below the model's default depth.
+    """
+    model_depths({"default_depth": model.config.default_depth, "max_depth": max_depth})
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     model = model.eval()
@@ -123,10 +130,14 @@ def export_onnx(
         "head_dim": dh,
         "max_positions": cfg.max_positions,
         "default_depth": cfg.default_depth,
-        # the request limits (eqlm/limits.py), so that a client reads them instead of repeating them
+        # the request limits (eqlm/limits.py) and this model's depth cap, so that a client reads them instead of
+        # repeating them
         "min_depth": DEPTH_MIN,
-        "max_depth": DEPTH_MAX,
+        "max_depth": max_depth,
         "solvers": list(SOLVERS),
+        "starts": list(STARTS),
+        "halts": list(HALTS),
+        "noise_rng": NOISE_RNG,
         "train_depths": cfg.train_depths,
         "residual_eps": RESIDUAL_EPS,
         "empty_prompt": EMPTY_PROMPT,
@@ -151,10 +162,15 @@ def export_onnx(
             "that positions before it produced at iteration i (past_k/past_v, P may be 0) and, causally, to the "
             "new positions' own K/V, which step returns for caching (computed from its input z).",
             "start": "z = 0 for every prompt position (cold); the prompt is processed as one batch.",
+            "noise_start": "start 'noise': every position, the prompt's included, starts at z = N(0, 1) instead of "
+            "0: position p takes normals p*D .. p*D+D-1 of the stream named by noise_rng, seeded by the request's "
+            "seed (0 when none); the positions iterate against the cache as from zero (nothing is settled).",
             "fixed_depth": "every position runs exactly `depth` iterations; the cache holds `depth` slots.",
             "halting": "with tol, a position stops after the iteration whose residual < tol (or at the cap); its "
             "state stays frozen and its K/V for every later iteration slot are computed from that frozen state "
             "(one step call with empty past gives them).",
+            "kl_halting": "halt 'kl': as halting, but a position stops after the iteration i at which "
+            "KL(p_i || p_(i-1)) < tol, in nats, p_i = softmax(head(z_i)) in float64 and p_0 from the start state.",
             "warm_start": "a generated token's z starts at the previous position's final z instead of 0, and "
             "every position's K/V in every iteration slot are those of its final state (the prompt's included), so "
             "a new position iterates against its context's solved states from its first iteration on.",

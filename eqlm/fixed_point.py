@@ -4,12 +4,13 @@
 (`convergence.iterate`, either) all run `FixedPoint`. Each iteration calls the caller's step, which returns f(z)
 and each position's relative residual ||f(z) - z|| / ||z||; the next state is f(z) (Picard) or Anderson's mix of
 the recent steps. A position halts after the iteration at which the halting rule holds for it (by default its
-residual is below `tol`); its state stays frozen from then on, though the step still sees it (its keys and values
-feed the positions after it). Without a rule every position runs `max_iter` iterations.
+residual is below `tol`; `kl_below` instead asks that its next-byte distribution has stopped moving); its state stays
+frozen from then on, though the step still sees it (its keys and values feed the positions after it). Without a rule
+every position runs `max_iter` iterations.
 
-Only array creation, `where` and Anderson's algebra depend on the backend: `NumpyOps` and `TorchOps` are the
-twins, held equal on random maps by eqlm/tests/test_fixed_point.py. Torch is imported only when `TorchOps` is
-built, so the web process can import this module.
+Only array creation, `where`, the KL rule's log-softmax and Anderson's algebra depend on the backend: `NumpyOps`
+and `TorchOps` are the twins, held equal on random maps by eqlm/tests/test_fixed_point.py. Torch is imported only
+when `TorchOps` is built, so the web process can import this module.
 """
 
 from __future__ import annotations
@@ -19,13 +20,13 @@ from typing import Any
 
 import numpy as np
 
-from .limits import DEFAULT_SOLVER, SOLVERS
+from .limits import DEFAULT_SOLVER, HALTS, SOLVERS
 
 # (z [..., D], iteration index from 0) -> (f(z) [..., D], relative residual [...]); it may also fill a cache
 Step = Callable[[Any, int], tuple[Any, Any]]
 # (residual [...], z before the iteration, z after it) -> mask [...] of the positions that converged at it.
-# The residual rule below is the one in use; a rule on the change of the output distribution (KL between the
-# heads of successive iterates) plugs in here.
+# Two rules: the relative residual (residual_below) and the KL between the next-byte distributions of successive
+# iterates (kl_below); `halting_rule` picks one by its name in limits.HALTS.
 HaltRule = Callable[[Any, Any, Any], Any]
 
 
@@ -36,6 +37,33 @@ def residual_below(tol: float) -> HaltRule:
         return residual < tol
 
     return rule
+
+
+def kl_below(tol: float, head: Callable[[Any], Any], ops: NumpyOps | TorchOps) -> HaltRule:
+    """Halt a position once KL(p_i || p_(i-1)) < tol (nats): p_i = softmax(head(z_i)), its next-byte distribution.
+
+    The KL is computed in float64 from the head's logits, as Geiping et al. 2025's exit rule does (the
+    distribution after the iteration against the one before it). The first iteration compares with the head of the
+    start state. Each iteration's distributions are kept for the next, so the head runs once per iteration.
+    """
+    kept: dict = {}
+
+    def rule(residual, before, after):
+        previous = kept["log_probs"] if kept.get("z") is before else ops.log_probs(head, before)
+        current = ops.log_probs(head, after)
+        kept.update(z=after, log_probs=current)
+        return ops.kl(current, previous) < tol
+
+    return rule
+
+
+def halting_rule(halt: str, tol: float | None, head: Callable[[Any], Any], ops: NumpyOps | TorchOps) -> HaltRule | None:
+    """The rule named `halt` (limits.HALTS) at tol; None (every position runs every iteration) without a tol."""
+    if halt not in HALTS:
+        raise ValueError(f"halt must be {' or '.join(map(repr, HALTS))}")
+    if tol is None:
+        return None
+    return kl_below(tol, head, ops) if halt == "kl" else residual_below(tol)
 
 
 class NumpyAnderson:
@@ -115,6 +143,16 @@ class NumpyOps:
     def anderson(self, m: int):
         return NumpyAnderson(m)
 
+    def log_probs(self, head, z) -> np.ndarray:
+        """log-softmax of head(z) over the last axis, in float64."""
+        x = np.asarray(head(z), dtype=np.float64)
+        x = x - x.max(axis=-1, keepdims=True)
+        return x - np.log(np.exp(x).sum(axis=-1, keepdims=True))
+
+    def kl(self, log_p, log_q) -> np.ndarray:
+        """KL(p || q) over the last axis from log-probabilities."""
+        return (np.exp(log_p) * (log_p - log_q)).sum(axis=-1)
+
 
 class TorchOps:
     """The torch side, on z's device. `anderson_dtype` runs Anderson's update in that dtype (None: z's)."""
@@ -139,6 +177,16 @@ class TorchOps:
 
     def anderson(self, m: int):
         return TorchAnderson(m, dtype=self.anderson_dtype)
+
+    def log_probs(self, head, z):
+        """NumpyOps.log_probs's twin; outside autograd (a halting decision carries no gradient)."""
+        with self.torch.no_grad():
+            x = head(z).double()
+            x = x - x.amax(dim=-1, keepdim=True)
+            return x - x.exp().sum(dim=-1, keepdim=True).log()
+
+    def kl(self, log_p, log_q):
+        return (log_p.exp() * (log_p - log_q)).sum(dim=-1)
 
 
 class FixedPoint:

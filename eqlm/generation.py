@@ -1,8 +1,9 @@
 """Text generation on the onnxruntime decoder + numpy (never torch): what the web process and the /v1/ API use.
 
 Greedy, temperature and top-p sampling with a seeded numpy Generator, stop strings, per-token log-probability
-rows and the echoed prompt's, over `decoder.process` (fixed depth, halting by tolerance, warm start, Picard or
-Anderson).
+rows and the echoed prompt's, over `decoder.process` (fixed depth, halting by tolerance on the residual or on the
+KL of successive next-byte distributions, a zero, warm or noise start, Picard or Anderson), within the model's own
+depth cap (its manifest's `max_depth`).
 """
 
 from __future__ import annotations
@@ -14,38 +15,81 @@ from pathlib import Path
 import numpy as np
 
 from .decoder import ContextLengthExceeded, DecodeCache, OnnxEqLM, process
-from .limits import DEFAULT_DEPTH, DEFAULT_MODEL_ID, DEFAULT_SOLVER, DEPTH_MAX, DEPTH_MIN, SOLVERS
+from .limits import (
+    DEFAULT_HALT,
+    DEFAULT_MODEL_ID,
+    DEFAULT_SOLVER,
+    DEFAULT_START,
+    DEPTH_MAX,
+    DEPTH_MIN,
+    HALTS,
+    SOLVERS,
+    STARTS,
+    model_depths,
+)
 from .logprobs import log_softmax
+from .noise import start_states
 from .tokenizer import IncrementalDecoder, encode
 
 
 @dataclass
 class GenerationRequest:
+    """What to generate and how to solve it. `start` and `warm_start` are one setting, read together:
+
+    - `start` (limits.STARTS): "zero" (the default), "warm" (a new position starts from the previous position's
+      final state; the context is settled) or "noise" (every position starts from N(0, 1): eqlm/noise.py's normals
+      for its position, seeded by `seed`, 0 when it is None);
+    - `warm_start` is the older spelling: True means start "warm". Either alone sets both; given together they must
+      agree (warm_start=True with another start, or warm_start=False with start "warm", is refused by validate).
+    """
+
     prompt: str
     max_tokens: int = 64
-    # DEPTH_MIN..DEPTH_MAX; None -> the model's default_depth unless tol is given (then the cap is DEPTH_MAX)
+    # DEPTH_MIN..the model's max_depth; None -> the model's default_depth unless tol is given (then its max_depth)
     depth: int | None = None
     tol: float | None = None
-    warm_start: bool = False
+    warm_start: bool | None = None
     solver: str = DEFAULT_SOLVER  # one of limits.SOLVERS
     temperature: float = 0.0
     top_p: float = 1.0
-    seed: int | None = None
+    seed: int | None = None  # the sampler's seed, and the noise start's (0 when None)
     stop: tuple[str, ...] = ()
     prompt_ids: tuple[int, ...] | None = None  # raw byte tokens; when given, `prompt` is ignored (never re-encoded)
     logprobs: bool = False  # attach each generated token's log-probability row (TokenEvent.logprobs)
     echo_logprobs: bool = False  # score the prompt too (StreamStats.prompt_logprobs), in the same solve
+    start: str | None = None  # one of limits.STARTS; None -> "warm" with warm_start=True, else "zero"
+    halt: str = DEFAULT_HALT  # with tol: the halting rule, one of limits.HALTS ("kl": tol is in nats)
+
+    def __post_init__(self) -> None:
+        if self.start is None:
+            self.start = "warm" if self.warm_start else DEFAULT_START
+        if self.warm_start is None:
+            self.warm_start = self.start == "warm"
+
+    @property
+    def noise_seed(self) -> int:
+        return 0 if self.seed is None else int(self.seed)
 
     def ids(self) -> list[int]:
         return list(self.prompt_ids) if self.prompt_ids is not None else encode(self.prompt)
 
-    def validate(self) -> None:
-        if self.depth is not None and not DEPTH_MIN <= int(self.depth) <= DEPTH_MAX:
-            raise ValueError(f"depth must be between {DEPTH_MIN} and {DEPTH_MAX}")
+    def validate(self, max_depth: int = DEPTH_MAX) -> None:
+        """Refuse what no model may be asked; `max_depth` is the model's cap (limits.model_depths)."""
+        if self.depth is not None and not DEPTH_MIN <= int(self.depth) <= max_depth:
+            raise ValueError(f"depth must be between {DEPTH_MIN} and {max_depth}")
         if self.tol is not None and not self.tol > 0:
             raise ValueError("tol must be positive")
         if self.solver not in SOLVERS:
             raise ValueError(f"solver must be {' or '.join(map(repr, SOLVERS))}")
+        if self.start not in STARTS:
+            raise ValueError(f"start must be {', '.join(map(repr, STARTS[:-1]))} or {STARTS[-1]!r}")
+        if bool(self.warm_start) != (self.start == "warm"):
+            raise ValueError(
+                f"warm_start={bool(self.warm_start)} conflicts with start={self.start!r}: "
+                "give start alone (warm_start=true is start='warm')"
+            )
+        if self.halt not in HALTS:
+            raise ValueError(f"halt must be {' or '.join(map(repr, HALTS))}")
         if self.max_tokens < 0:
             raise ValueError("max_tokens must be >= 0")
         if self.temperature < 0:
@@ -99,6 +143,10 @@ class StreamStats:
 
     finish_reason: str = "length"
     completion_tokens: int = 0
+    depth: int = 0  # the fixed depth, or the cap on halting, that the solve ran with
+    start: str = DEFAULT_START  # the start used (limits.STARTS)
+    noise_seed: int | None = None  # the seed of the noise start's normals (start "noise" only)
+    halt: str | None = None  # the halting rule used (limits.HALTS); None at a fixed depth
     iterations: list[int] = field(default_factory=list)
     residuals: list[float] = field(default_factory=list)
     prompt_ids: list[int] = field(default_factory=list)  # the prompt's tokens as solved
@@ -160,15 +208,20 @@ class Generator:
         self.manifest = self.model.manifest
         self.model_id: str = self.manifest.get("model_id", DEFAULT_MODEL_ID)
         self.max_positions = self.model.max_positions
-        self.default_depth = int(self.manifest.get("default_depth", DEFAULT_DEPTH))
+        # the model's own default depth and cap (manifest `default_depth`, `max_depth`; DEPTH_MAX when it has none)
+        self.default_depth, self.max_depth = model_depths(self.manifest)
 
     def _tokens(self, request: GenerationRequest, stats: StreamStats) -> Iterator[TokenEvent]:
         """Every generated token (before stop-string handling)."""
-        request.validate()
+        request.validate(self.max_depth)
         if request.tol is not None:
-            depth = int(request.depth or DEPTH_MAX)
+            depth = int(request.depth or self.max_depth)
         else:
             depth = int(request.depth or self.default_depth)
+        stats.depth, stats.start = depth, request.start
+        stats.halt = request.halt if request.tol is not None else None
+        noise = request.start == "noise"
+        stats.noise_seed = request.noise_seed if noise else None
         given = request.ids()
         ids = given or encode(self.manifest.get("empty_prompt", "\n"))
         scoring = request.logprobs or request.echo_logprobs
@@ -179,8 +232,15 @@ class Generator:
         stats.prompt_ids = list(given)
         rng = np.random.default_rng(request.seed)
         cache = DecodeCache(self.model, depth)
-        warm = request.warm_start
-        z, iterations, residual = process(self.model, cache, ids, depth, request.tol, request.solver, settle=warm)
+        warm = request.start == "warm"
+        d = self.model.d_model
+
+        def start(count: int) -> np.ndarray | None:  # the noise start of the next `count` positions
+            return start_states(request.noise_seed, cache.length, count, d) if noise else None
+
+        z, iterations, residual = process(
+            self.model, cache, ids, depth, request.tol, request.solver, start(len(ids)), settle=warm, halt=request.halt
+        )
         last_z, last_iter, last_res = z[:, -1:], int(iterations[-1]), float(residual[-1])
         next_logits = None
         if request.echo_logprobs:  # the whole prompt was one batched solve: one head call scores every position
@@ -202,9 +262,9 @@ class Generator:
             if cache.length >= self.max_positions:
                 stats.finish_reason = "length"
                 return
-            z0 = last_z if warm else None
+            z0 = last_z if warm else start(1)
             z, iterations, residual = process(
-                self.model, cache, [token], depth, request.tol, request.solver, z0, settle=warm
+                self.model, cache, [token], depth, request.tol, request.solver, z0, settle=warm, halt=request.halt
             )
             last_z, last_iter, last_res = z, int(iterations[0]), float(residual[0])
         stats.finish_reason = "length"

@@ -257,14 +257,18 @@ class EqLM(nn.Module):
         depths: list[int] | None = None,
         z0: torch.Tensor | None = None,
         anderson_m: int = 5,
+        halt: str = "residual",
     ) -> SolveResult:
         """Iterate the map for a whole sequence with per-position halting.
 
-        With `tol`, a position halts when its relative residual falls below it; its state stays frozen from
-        then on (its frozen state still supplies keys/values to later positions). Without `tol` every position
-        runs exactly `max_iter` iterations. `depths` asks for logits at intermediate iteration counts. The loop is
+        With `tol`, a position halts when its relative residual falls below it (`halt="kl"`: when the KL between
+        its next-byte distributions before and after an iteration does); its state stays frozen from then on (its
+        frozen state still supplies keys/values to later positions). Without `tol` every position runs exactly
+        `max_iter` iterations. `depths` asks for logits at intermediate iteration counts. The loop is
         eqlm.fixed_point.FixedPoint, the one the onnxruntime decoder and the convergence measurements run.
         """
+        from .fixed_point import halting_rule
+
         inj = self.embed(input_ids)
         z = torch.zeros_like(inj) if z0 is None else z0.clone()
         empty = z.new_zeros(z.shape[0], self.config.n_heads, 0, self.config.head_dim)
@@ -274,7 +278,9 @@ class EqLM(nn.Module):
             return fz, relative_residual(fz, z)
 
         depths = sorted(set(depths or [max_iter]))
-        solve = FixedPoint(step, z, max_iter, ops=TorchOps(), solver=solver, tol=tol, anderson_m=anderson_m)
+        ops = TorchOps()
+        rule = halting_rule(halt, tol, self.head, ops)
+        solve = FixedPoint(step, z, max_iter, ops=ops, solver=solver, halt=rule, anderson_m=anderson_m)
         history = []
         logits = {}
         for i in solve:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .limits import DEFAULT_MODEL_ID
+from .limits import DEFAULT_MODEL_ID, DEPTH_MAX
 
 
 def tiny_config(**overrides):
@@ -25,11 +25,11 @@ def tiny_model(seed: int = 0, **overrides):
     return EqLM(tiny_config(**overrides)).eval()
 
 
-def export_tiny_model(out_dir: Path, seed: int = 0, **overrides) -> Path:
-    """Export tiny_model(seed) with its manifest into out_dir; returns out_dir (a Generator can open it)."""
+def export_tiny_model(out_dir: Path, seed: int = 0, max_depth: int = DEPTH_MAX, **overrides) -> Path:
+    """Export tiny_model(seed) with its manifest (its depth cap `max_depth`) into out_dir; returns out_dir (a
+    Generator can open it)."""
     from .export import export_onnx
 
-    export_onnx(
-        tiny_model(seed, **overrides), Path(out_dir), model_id=DEFAULT_MODEL_ID, extra={"tiny_test_model": True}
-    )
+    model = tiny_model(seed, **overrides)
+    export_onnx(model, Path(out_dir), model_id=DEFAULT_MODEL_ID, extra={"tiny_test_model": True}, max_depth=max_depth)
     return Path(out_dir)

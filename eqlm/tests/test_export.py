@@ -10,6 +10,7 @@ import torch
 from eqlm import limits
 from eqlm.decoder import OnnxEqLM
 from eqlm.export import export_onnx
+from eqlm.noise import NOISE_RNG
 from eqlm.testing import tiny_model
 
 
@@ -52,6 +53,18 @@ def test_manifest_carries_the_request_limits(exported):
     manifest = json.loads((out / "manifest.json").read_text())
     assert (manifest["min_depth"], manifest["max_depth"]) == (limits.DEPTH_MIN, limits.DEPTH_MAX)
     assert manifest["solvers"] == list(limits.SOLVERS)
+    assert manifest["starts"] == list(limits.STARTS) and manifest["halts"] == list(limits.HALTS)
+    assert manifest["noise_rng"] == NOISE_RNG
+    assert {"noise_start", "kl_halting"} <= set(manifest["semantics"])
+
+
+def test_an_export_declares_its_depth_cap_up_to_the_largest_a_manifest_may(tmp_path):
+    model = tiny_model(seed=5)
+    assert export_onnx(model, tmp_path / "deep", max_depth=limits.DEPTH_CAP_MAX)["max_depth"] == 128
+    for cap in (limits.DEPTH_CAP_MAX + 1, model.config.default_depth - 1):
+        with pytest.raises(ValueError, match="must be between"):
+            export_onnx(model, tmp_path / f"cap{cap}", max_depth=cap)
+        assert not (tmp_path / f"cap{cap}").exists()  # refused before anything is written
 
 
 def test_int8_step_stays_close_to_fp32(exported):

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import torch
 
-from eqlm.fixed_point import FixedPoint, NumpyAnderson, NumpyOps, TorchAnderson, TorchOps
+from eqlm.fixed_point import FixedPoint, NumpyAnderson, NumpyOps, TorchAnderson, TorchOps, halting_rule, kl_below
 from eqlm.limits import SOLVERS
 
 B, T, D = 2, 5, 16
@@ -114,3 +114,72 @@ def test_an_unknown_solver_and_two_halting_rules_are_refused():
         FixedPoint(numpy_step, z0, 4, ops=NumpyOps(), solver="newton")
     with pytest.raises(ValueError, match="not both"):
         FixedPoint(numpy_step, z0, 4, ops=NumpyOps(), tol=1e-3, halt=lambda r, before, after: r < 1e-3)
+
+
+V = 11  # a random head's vocabulary for the KL rule
+
+
+def random_head(seed: int):
+    """A linear head z -> logits [..., V], numpy and torch."""
+    h = np.random.default_rng(100 + seed).normal(size=(D, V)) * 2.0
+    ht = torch.from_numpy(h)
+    return (lambda z: z @ h.astype(z.dtype)), (lambda z: z @ ht.to(z.dtype))
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+@pytest.mark.parametrize("solver", SOLVERS)
+def test_the_kl_rule_halts_the_same_positions_at_the_same_iterations_in_both_twins(solver, seed):
+    z0, numpy_step, torch_step = random_map(seed)
+    numpy_head, torch_head = random_head(seed)
+    runs = []
+    for step, head, ops, z in (
+        (numpy_step, numpy_head, NumpyOps(), z0),
+        (torch_step, torch_head, TorchOps(), torch.from_numpy(z0)),
+    ):
+        rule = halting_rule("kl", 1e-6, head, ops)
+        runs.append(FixedPoint(step, z, 40, ops=ops, solver=solver, halt=rule).run())
+    np_solve, t_solve = runs
+    assert np_solve.count == t_solve.count < 40
+    np.testing.assert_array_equal(np_solve.iterations, t_solve.iterations.numpy())
+    assert len(set(np_solve.iterations.ravel())) > 1  # positions halted at different iterations
+    np.testing.assert_allclose(np_solve.z, t_solve.z.numpy(), rtol=0, atol=1e-12)
+
+
+def test_a_position_halts_at_the_first_iteration_whose_kl_to_the_previous_distribution_is_below_tol():
+    z0, numpy_step, _ = random_map(4)
+    head, _ = random_head(4)
+    calls = []
+
+    def counted_head(z):
+        calls.append(1)
+        return head(z)
+
+    tol = 1e-5
+    solve = FixedPoint(numpy_step, z0, 60, ops=NumpyOps(), halt=kl_below(tol, counted_head, NumpyOps()))
+    states = [z0] + [solve.z.copy() for _ in solve]
+    assert len(calls) == solve.count + 1  # the head runs once per iteration (and once on the start)
+
+    def log_softmax(x):
+        x = x - x.max(axis=-1, keepdims=True)
+        return x - np.log(np.exp(x).sum(axis=-1, keepdims=True))
+
+    # the free run of the same map: a halted position's state is frozen in `states`, so recompute it unfrozen
+    free = [z0]
+    for _ in range(solve.count):
+        free.append(numpy_step(free[-1], 0)[0])
+    lp = [log_softmax(head(z)) for z in free]
+    kl = np.stack([(np.exp(lp[i]) * (lp[i] - lp[i - 1])).sum(-1) for i in range(1, len(lp))])  # [iterations, B, T]
+    below = kl < tol
+    first = below.argmax(axis=0) + 1
+    np.testing.assert_array_equal(solve.iterations, first)
+    assert below.any(axis=0).all()
+    for b, t in np.ndindex(B, T):
+        np.testing.assert_array_equal(states[-1][b, t], free[first[b, t]][b, t])
+
+
+def test_a_halting_rule_is_named_and_none_without_a_tol():
+    _, head = random_head(0)
+    assert halting_rule("kl", None, head, TorchOps()) is None
+    assert halting_rule("residual", None, head, TorchOps()) is None
+    with pytest.raises(ValueError, match="halt must be 'residual' or 'kl'"):
+        halting_rule("entropy", 1e-3, head, TorchOps())

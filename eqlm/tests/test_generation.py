@@ -9,6 +9,7 @@ import pytest
 
 from eqlm.decoder import DecodeCache, OnnxEqLM, process
 from eqlm.generation import GenerationRequest, Generator
+from eqlm.noise import start_states
 from eqlm.testing import tiny_model
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -145,7 +146,112 @@ def test_context_limit_ends_with_length(generator):
     assert result.completion_tokens <= 40
 
 
-@pytest.mark.parametrize("bad", [{"depth": 0}, {"depth": 65}, {"solver": "newton"}, {"top_p": 0}, {"tol": -1}])
+def test_a_noise_start_generates_what_a_full_recomputation_from_the_same_normals_does(generator):
+    """Each position, the prompt's and every generated one's, starts at its own normals of the seed's stream."""
+    import torch
+
+    model = tiny_model()
+    prompt, depth, seed = "In the beginning", 5, 11
+    result = generator.generate(GenerationRequest(prompt=prompt, max_tokens=10, depth=depth, start="noise", seed=seed))
+    ids = list(prompt.encode())
+    with torch.no_grad():
+        for _ in range(10):
+            z0 = torch.from_numpy(start_states(seed, 0, len(ids), model.config.d_model))
+            logits = model.solve(torch.tensor([ids]), max_iter=depth, z0=z0).logits[depth]
+            ids.append(int(logits[0, -1].argmax()))
+    assert [e.token_id for e in result.tokens] == ids[len(prompt.encode()) :]
+    assert result.stats.start == "noise" and result.stats.noise_seed == seed
+
+
+def test_a_noise_start_repeats_for_its_seed_and_defaults_to_seed_0(generator):
+    def run(**kw):
+        request = GenerationRequest(prompt="Lord", max_tokens=12, depth=3, logprobs=True, start="noise", **kw)
+        return np.stack([e.logprobs for e in generator.generate(request).tokens])
+
+    assert np.array_equal(run(seed=0), run())
+    assert np.array_equal(run(seed=4), run(seed=4))
+    assert not np.array_equal(run(seed=4), run(seed=5))
+    zero = generator.generate(GenerationRequest(prompt="Lord", max_tokens=12, depth=3, logprobs=True))
+    assert not np.array_equal(run(), np.stack([e.logprobs for e in zero.tokens]))
+
+
+def test_start_warm_is_warm_start_and_a_conflicting_pair_is_refused(generator):
+    def tokens(**kw):
+        result = generator.generate(GenerationRequest(prompt="Jesus wept", max_tokens=8, tol=0.05, **kw))
+        return [(e.token_id, e.iterations, e.residual) for e in result.tokens], result.stats.start
+
+    assert tokens(start="warm") == tokens(warm_start=True) == tokens(start="warm", warm_start=True)
+    assert tokens(start="warm")[1] == "warm"
+    assert tokens(start="zero", warm_start=False) == tokens() and tokens()[1] == "zero"
+    for start, warm in (("zero", True), ("noise", True), ("warm", False)):
+        with pytest.raises(ValueError, match=f"warm_start={warm} conflicts with start='{start}'"):
+            generator.generate(GenerationRequest(prompt="a", start=start, warm_start=warm))
+
+
+def test_kl_halting_in_onnx_matches_the_torch_solver(tiny_onnx_dir):
+    import torch
+
+    model = OnnxEqLM(tiny_onnx_dir)
+    ids = list(b"grace and peace")
+    tol = 3e-7  # the random model's next-byte distributions are near uniform: small KLs
+    z, iterations, _ = process(model, DecodeCache(model, 32), ids, 32, tol, "picard", halt="kl")
+    ref = tiny_model().solve(torch.tensor([ids]), max_iter=32, tol=tol, halt="kl")
+    assert iterations.tolist() == ref.iterations[0].tolist()
+    assert len(set(iterations.tolist())) > 1 and iterations.max() < 32
+    assert np.abs(ref.z.numpy() - z).max() < 1e-4
+    residual_rule = process(model, DecodeCache(model, 32), ids, 32, tol, "picard")[1]
+    assert iterations.tolist() != residual_rule.tolist()  # another rule, not the residual's under a new name
+
+
+@pytest.mark.parametrize("tol", [1e-2, 1e-3])
+def test_kl_halting_on_the_served_model_matches_its_torch_checkpoint(tol):
+    import torch
+
+    from eqlm.checkpoint import load_checkpoint
+
+    torch_model, _ = load_checkpoint(ROOT / "inference" / "demo" / "eqlm-demo.pt")
+    model = OnnxEqLM(ROOT / "static" / "models" / "eqlm-demo")
+    ids = list(b"In the beginning God created the heaven")
+    z, iterations, _ = process(model, DecodeCache(model, 64), ids, 64, tol, "picard", halt="kl")
+    with torch.no_grad():
+        ref = torch_model.eval().solve(torch.tensor([ids]), max_iter=64, tol=tol, halt="kl")
+    assert iterations.tolist() == ref.iterations[0].tolist()
+    assert len(set(iterations.tolist())) > 3 and iterations.max() < 64
+    assert np.abs(ref.z.numpy() - z).max() < 1e-3
+
+
+def test_kl_halting_generates_with_its_iterations_and_reports_the_rule(generator):
+    result = generator.generate(GenerationRequest(prompt="The grace of our Lord", max_tokens=10, tol=1e-3, halt="kl"))
+    assert result.stats.halt == "kl" and result.stats.depth == 64  # with tol and no depth, the model's cap
+    assert any(e.iterations < 64 for e in result.tokens)
+    fixed = generator.generate(GenerationRequest(prompt="a", max_tokens=2, depth=6, halt="kl"))
+    assert fixed.stats.halt is None and fixed.mean_iterations == 6  # without tol the depth is fixed
+
+
+def test_a_models_manifest_sets_its_default_depth_and_its_cap(tiny_onnx_export):
+    deep = Generator(tiny_onnx_export(0, max_depth=128, default_depth=5))
+    assert (deep.default_depth, deep.max_depth) == (5, 128)
+    assert deep.generate(GenerationRequest(prompt="a", max_tokens=2)).mean_iterations == 5
+    result = deep.generate(GenerationRequest(prompt="a", max_tokens=2, depth=128))
+    assert result.mean_iterations == 128 and result.stats.depth == 128
+    assert deep.generate(GenerationRequest(prompt="a", max_tokens=2, tol=1e-9)).stats.depth == 128
+    with pytest.raises(ValueError, match="depth must be between 1 and 128"):
+        deep.generate(GenerationRequest(prompt="a", max_tokens=2, depth=129))
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        {"depth": 0},
+        {"depth": 65},
+        {"solver": "newton"},
+        {"top_p": 0},
+        {"tol": -1},
+        {"start": "random"},
+        {"halt": "entropy"},
+        {"start": "zero", "warm_start": True},
+    ],
+)
 def test_bad_requests_are_refused(generator, bad):
     with pytest.raises(ValueError):
         generator.generate(GenerationRequest(prompt="a", **bad))

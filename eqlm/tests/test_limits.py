@@ -8,6 +8,7 @@ import pytest
 
 from eqlm import limits
 from eqlm.generation import GenerationRequest
+from eqlm.noise import NOISE_RNG
 
 MODELS = Path(__file__).resolve().parents[2] / "static" / "models"
 
@@ -17,7 +18,10 @@ def test_every_committed_manifest_records_the_limits_and_its_graphs_are_unchange
     data = json.loads(manifest.read_text())
     assert (data["min_depth"], data["max_depth"]) == (limits.DEPTH_MIN, limits.DEPTH_MAX)
     assert data["solvers"] == list(limits.SOLVERS)
+    assert data["starts"] == list(limits.STARTS) and data["halts"] == list(limits.HALTS)
+    assert data["noise_rng"] == NOISE_RNG
     assert limits.DEPTH_MIN <= data["default_depth"] <= limits.DEPTH_MAX
+    assert limits.model_depths(data) == (data["default_depth"], limits.DEPTH_MAX)
     for role, name in data["graphs"].items():  # the limits were added to the manifests, the graphs not re-exported
         assert hashlib.sha256((manifest.parent / name).read_bytes()).hexdigest() == data["graph_sha256"][role]
 
@@ -31,3 +35,39 @@ def test_a_request_is_held_to_the_limits():
     assert GenerationRequest("a").solver == limits.DEFAULT_SOLVER == limits.SOLVERS[0]
     with pytest.raises(ValueError, match="solver must be 'picard' or 'anderson'"):
         GenerationRequest("a", solver="newton").validate()
+
+
+def test_a_request_is_held_to_the_models_cap_when_it_has_one():
+    GenerationRequest("a", depth=limits.DEPTH_CAP_MAX).validate(max_depth=limits.DEPTH_CAP_MAX)
+    with pytest.raises(ValueError, match=f"between {limits.DEPTH_MIN} and 12"):
+        GenerationRequest("a", depth=13).validate(max_depth=12)
+
+
+@pytest.mark.parametrize(
+    "manifest, depths",
+    [({}, (limits.DEFAULT_DEPTH, limits.DEPTH_MAX)), ({"default_depth": 16, "max_depth": 128}, (16, 128))],
+)
+def test_a_models_depths_come_from_its_manifest(manifest, depths):
+    assert limits.model_depths(manifest) == depths
+
+
+@pytest.mark.parametrize(
+    "manifest, message",
+    [
+        ({"max_depth": limits.DEPTH_CAP_MAX + 1}, "max_depth must be between 1 and 128, not 129"),
+        ({"max_depth": 0}, "max_depth must be between 1 and 128, not 0"),
+        ({"default_depth": 12, "max_depth": 8}, "default_depth must be between 1 and its max_depth 8, not 12"),
+    ],
+)
+def test_a_manifest_cannot_declare_a_cap_above_the_largest_or_below_its_default(manifest, message):
+    with pytest.raises(ValueError, match=message):
+        limits.model_depths(manifest)
+
+
+def test_starts_and_halting_rules_are_named_once():
+    assert limits.STARTS[0] == limits.DEFAULT_START == GenerationRequest("a").start == "zero"
+    assert limits.HALTS[0] == limits.DEFAULT_HALT == GenerationRequest("a").halt == "residual"
+    with pytest.raises(ValueError, match="start must be 'zero', 'warm' or 'noise'"):
+        GenerationRequest("a", start="random").validate()
+    with pytest.raises(ValueError, match="halt must be 'residual' or 'kl'"):
+        GenerationRequest("a", halt="entropy").validate()
