@@ -28,7 +28,7 @@ def test_sampling_is_the_default_with_its_temperature_and_top_p_stated_and_greed
 
 def test_a_note_by_the_output_says_what_to_expect_of_a_model_this_small(client):
     html = client.get("/demo/").content.decode()
-    params = serving.get_card("eqlm-demo").manifest["num_params"]
+    params = serving.resolve("eqlm-demo").manifest["num_params"]
     note = re.search(r'<p id="output-expect" class="muted">(.*?)</p>', html, re.S)[1]
     assert f"{params:,} parameters" in note and "greedy text loops" in note
     assert html.index('id="output"') < html.index('id="output-expect"') < html.index('id="quality-heading"')
