@@ -85,9 +85,14 @@ def quick_convergence(model, data: bytes, depths: list[int], seq_len: int, max_b
     The figures of `eqlm.convergence.profile_by_depth` (the evaluation's own measurement) on the first max_bytes. An
     explicit transformer has one depth, its layer count, and no residual.
     """
+    from .convergence import windows_of
+
     if model.model_class == "ExplicitLM":
-        return {len(model.layers): {"bpb": explicit_bits_per_byte(model, data[:max_bytes], seq_len), "converged": 0.0}}
-    from .convergence import TorchBackend, profile_by_depth, tolerance_key, windows_of
+        from .explicit_bpb import explicit_bits_per_byte
+
+        bpb, _ = explicit_bits_per_byte(model, windows_of(data[:max_bytes], seq_len + 1), batch=32)
+        return {len(model.layers): {"bpb": bpb, "converged": 0.0}}
+    from .convergence import TorchBackend, profile_by_depth, tolerance_key
 
     windows = windows_of(data[:max_bytes], seq_len)
     profile = profile_by_depth(TorchBackend(model), windows, max_depth=max(depths), tolerances=(tol,), batch=32)
@@ -95,21 +100,6 @@ def quick_convergence(model, data: bytes, depths: list[int], seq_len: int, max_b
     figures = {d: profile.by_depth[d] for d in depths}
     # plain floats: the figures go into the checkpoint's provenance, which weights_only loading reads back
     return {d: {"bpb": float(f.bits_per_byte), "converged": float(f.converged[key])} for d, f in figures.items()}
-
-
-@torch.no_grad()
-def explicit_bits_per_byte(model, data: bytes, seq_len: int) -> float:
-    """Bits/byte of an explicit transformer on windows of seq_len + 1 bytes (each window's first byte is context)."""
-    arr = torch.frombuffer(bytearray(data), dtype=torch.uint8).long()
-    n = (len(arr) - 1) // seq_len
-    total, count = 0.0, 0
-    for i in range(0, n, 32):
-        idx = torch.arange(i, min(n, i + 32))[:, None] * seq_len + torch.arange(seq_len + 1)[None, :]
-        batch = arr[idx]
-        logits = model(batch[:, :-1])
-        total += torch.nn.functional.cross_entropy(logits.flatten(0, 1), batch[:, 1:].flatten(), reduction="sum").item()
-        count += batch[:, 1:].numel()
-    return total / max(count, 1) / LN2
 
 
 def train_stage(

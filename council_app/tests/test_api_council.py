@@ -242,7 +242,7 @@ def test_beta_zero_tau_zero_is_logit_averaging_of_the_members(api):
 
 def test_the_telemetry_is_an_object_chosen_per_request_and_nothing_is_patched_on(council_models_served, db):
     from eqlm.council import CouncilStats
-    from eqlm.runtime import GenerationRequest
+    from eqlm.generation import GenerationRequest
     from inference.v1 import council
     from inference.v1.views import served_runtime
 

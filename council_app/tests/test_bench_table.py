@@ -23,7 +23,7 @@ def load_bench():
 @pytest.fixture(scope="module")
 def measured(tiny_onnx_export):
     """A real (small) bench run over two tiny random EqLMs: 4 passages per domain."""
-    from eqlm.runtime import Generator
+    from eqlm.generation import Generator
 
     bench = load_bench()
     members = [Generator(tiny_onnx_export(seed)) for seed in (1, 2)]

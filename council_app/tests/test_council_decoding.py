@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from eqlm.council import CouncilGenerator, CouncilStats, Kinetic, log_softmax
-from eqlm.runtime import GenerationRequest, Generator
+from eqlm.generation import GenerationRequest, Generator
 
 
 @pytest.fixture(scope="module")

@@ -17,7 +17,7 @@ from eqlm.council import (
     fixed_share_update,
     log_softmax,
 )
-from eqlm.runtime import GenerationRequest, Generator
+from eqlm.generation import GenerationRequest, Generator
 
 # Today's council (commit 680e7cc, before the memory term) on the tiny members of seeds 1 and 2: the token ids, and
 # SHA-256 digests of the float64 bytes of the logprobs rows, the influence weights and the echoed prompt's rows.
