@@ -8,7 +8,8 @@ import pytest
 from benchmarks_app.models import ResultRow
 from experiments_app import services
 from experiments_app.models import TrainingRun
-from experiments_app.training import acquire, run_folder, run_slice
+from experiments_app.runs import acquire, run_folder
+from experiments_app.training import run_slice
 
 from .factories import DEPTHS, tiny_experiment
 
@@ -102,7 +103,7 @@ def test_the_evaluation_is_path_independences_with_the_warm_start_and_the_aa_sco
     from eqlm.checkpoint import load_checkpoint
     from eqlm.convergence import windows_of
     from eqlm.path_independence import path_independence
-    from experiments_app.training import SLICE
+    from experiments_app.evaluation import SLICE
 
     run.refresh_from_db()
     model, _ = load_checkpoint(run.checkpoint)
