@@ -38,9 +38,16 @@ def evaluation_bytes(evaluation: dict, stage) -> tuple[bytes, str]:
     return split(data, HELDOUT_FRACTION)[1], f"held-out slice of the {name}"
 
 
-def evaluation_records(run: TrainingRun, evaluation: dict, figures, halting: list, provenance: dict, model) -> list:
+def evaluation_records(
+    run: TrainingRun, evaluation: dict, figures, halting: list, provenance: dict, model, blimp: dict | None = None
+) -> list:
     """Long-format records of what the evaluation measured (eqlm.path_independence's PathIndependence, or an
-    explicit model's one depth in the same shape)."""
+    explicit model's one depth in the same shape); `blimp` holds BLiMP's overall summaries by depth and, under
+    ("budget", cap), under halting."""
+    from eqlm.flops import flops_per_token
+
+    blimp = blimp or {}
+    config = model.config.to_dict()
     slug, seed = run.experiment.slug, run.seed
     base = {
         "run": f"experiment:{slug}:{run.arm_label}:seed{seed}",
@@ -62,6 +69,20 @@ def evaluation_records(run: TrainingRun, evaluation: dict, figures, halting: lis
     }
     metrics, deepest = evaluation["metrics"], figures.depths[-1]
     records = []
+
+    def blimp_record(summary: dict, condition: dict) -> dict:
+        row = {**base, "metric": "blimp_accuracy", "value": summary["accuracy"], "unit": "accuracy"}
+        return row | {"n": summary["n"], "condition": condition}  # n: the pairs scored
+
+    def flops_record(flops: float, condition: dict) -> dict:
+        return {**base, "metric": "flops_per_token", "value": flops, "unit": "FLOPs"} | {"condition": condition}
+
+    for depth in figures.depths:
+        condition = {"depth": depth, "start": "zero", "seed": seed}
+        if "flops_per_token" in metrics:
+            records.append(flops_record(flops_per_token(model.model_class, config, depth), condition))
+        if "blimp_accuracy" in metrics and depth in blimp:
+            records.append(blimp_record(blimp[depth], condition))
     for start, found in figures.starts.items():
         if "heldout_bits_per_byte" in metrics:
             for depth, value in found.bits_per_byte.items():
@@ -79,6 +100,12 @@ def evaluation_records(run: TrainingRun, evaluation: dict, figures, halting: lis
                 records.append({**base, "metric": metric, "value": value, "unit": unit, "condition": condition})
     for point in halting:
         condition = {"budget": point.cap, "tol": point.tol, "start": "zero", "seed": seed}
+        if "halting_mean" in evaluation:
+            condition["halting_mean"] = evaluation["halting_mean"]
+        if "flops_per_token" in metrics:
+            records.append(flops_record(flops_per_token(model.model_class, config, point.mean_iterations), condition))
+        if "blimp_accuracy" in metrics and ("budget", point.cap) in blimp:
+            records.append(blimp_record(blimp["budget", point.cap], condition))
         records.append(
             {**base, "metric": "heldout_bits_per_byte", "value": point.bits_per_byte, "unit": "bits/byte"}
             | {"condition": condition, "n": point.positions}
@@ -114,6 +141,8 @@ def evaluate_run(run: TrainingRun, token: str) -> None:
         )
 
     heartbeat({"step": run.step, "planned_steps": run.planned_steps, "eta_seconds": None})
+    stage = stage_chain(arm_of(run), run.seed)[-1]
+    tol = evaluation["tol"]
     if model.model_class == "ExplicitLM":  # one depth, its layer count; no start, no halting
         value, positions = explicit_bits_per_byte(model, windows)
         depth = len(model.layers)
@@ -123,12 +152,17 @@ def evaluate_run(run: TrainingRun, token: str) -> None:
         figures = path_independence(
             model.cpu(), windows, evaluation["depths"], evaluation["starts"], seed=evaluation["noise_seed"]
         )
-        progress(0.8)
-        halting = [
-            adaptive_point(TorchBackend(model, "cpu"), windows, evaluation["tol"], cap=budget)
-            for budget in evaluation["budgets"]
-        ]
-    records = evaluation_records(run, evaluation, figures, halting, provenance, model)
+        progress(0.6)
+        backend = TorchBackend(model, "cpu")
+        if "halting_mean" in evaluation and evaluation["budgets"]:
+            tuning = tuning_windows(evaluation, stage, windows)
+            tol = tuned_tol(backend, tuning, evaluation["halting_mean"], evaluation["budgets"][0])
+        halting = [adaptive_point(backend, windows, tol, cap=budget) for budget in evaluation["budgets"]]
+    blimp = {}
+    if "blimp_accuracy" in evaluation["metrics"]:
+        progress(0.7)
+        blimp = blimp_summaries(model, figures.depths, [p.cap for p in halting], tol, evaluation["blimp_pairs"])
+    records = evaluation_records(run, evaluation, figures, halting, provenance, model, blimp)
     if records:
         ingest_records(records, source_name=f"experiment:{run.experiment.slug}:{run.arm_label}:seed{run.seed}")
     written = ResultRow.objects.filter(experiment=run.experiment.slug, arm_label=run.arm_label, seed=run.seed).count()
@@ -157,3 +191,58 @@ def evaluate_run(run: TrainingRun, token: str) -> None:
         eta_seconds=0,
         provenance={**kept, "recipe_hash": run.recipe_hash, "evaluated_on": source},
     )
+
+
+# --- the head-to-head's measures: a halting rule tuned to a mean depth, BLiMP ----------------------------------------
+
+TUNING_WINDOWS = 16
+
+
+def tuning_windows(evaluation: dict, stage, windows):
+    """Windows to tune a halting rule on: the first of the training side of the corpus (never the held-out text the
+    rows report), or the evaluation's own windows when the evaluation reads the committed slice."""
+    from eqlm.convergence import windows_of
+
+    if evaluation["text"] == "slice":
+        return windows[:TUNING_WINDOWS]
+    from eqlm.corpus import split
+    from eqlm.trainer import HELDOUT_FRACTION, load_training_corpus
+
+    data, _, _ = load_training_corpus(stage)
+    return windows_of(split(data, HELDOUT_FRACTION)[0], evaluation["window"], TUNING_WINDOWS)
+
+
+def tuned_tol(backend, windows, target: float, cap: int, steps: int = 16) -> float:
+    """The residual rule's tol whose mean iterations (cap `cap`) come within 0.25 of `target`: bisection on log tol
+    over [1e-5, 0.5] (the mean falls as tol grows). Returns the closest tol met, rounded to 3 significant digits."""
+    import math
+
+    from eqlm.convergence import adaptive_point
+
+    low, high = math.log(1e-5), math.log(0.5)
+    best = (math.inf, 0.01)
+    for _ in range(steps):
+        tol = float(f"{math.exp((low + high) / 2):.3g}")
+        mean = adaptive_point(backend, windows, tol, cap=cap).mean_iterations
+        best = min(best, (abs(mean - target), tol))
+        if abs(mean - target) <= 0.25:
+            break
+        if mean > target:
+            low = math.log(tol)
+        else:
+            high = math.log(tol)
+    return best[1]
+
+
+def blimp_summaries(model, depths: list[int], budgets: list[int], tol: float, pairs_per_paradigm: int) -> dict:
+    """BLiMP's overall summary (eqlm.blimp) at each depth (an explicit model: its layer count) and, keyed
+    ("budget", cap), under the residual halting rule at tol."""
+    from eqlm.blimp import evaluate, load_pairs, sentence_logprobs, summarize
+
+    pairs = load_pairs(Path(settings.BLIMP_DIR), None, pairs_per_paradigm)
+    out = {d: s["overall"] for d, s in evaluate(model, pairs, depths).items()}
+    sentences = [p.good for p in pairs] + [p.bad for p in pairs]
+    for cap in budgets:
+        scores = sentence_logprobs(model, sentences, [cap], tol=tol)[cap]
+        out["budget", cap] = summarize(pairs, scores[: len(pairs)], scores[len(pairs) :])["overall"]
+    return out

@@ -30,7 +30,23 @@ TEXTS = ("heldout", "slice")  # the recipe corpus's held-out slice, or the commi
 # Metrics the evaluation writes: bits/byte by depth and start; against the zero start at the deepest depth, the
 # asymptotic-alignment score (mean cosine of the final states) and the greedy agreement; under halting, bits/byte
 # and the mean iterations.
-METRICS = ("heldout_bits_per_byte", "aa_cosine", "greedy_agreement", "mean_iterations")
+# BLiMP accuracy (the 67 paradigms of BLIMP_DIR, the first `blimp_pairs` pairs of each, eqlm.blimp's evaluator) and
+# forward FLOPs per token (eqlm.flops) at each depth, and under halting.
+METRICS = (
+    "heldout_bits_per_byte",
+    "aa_cosine",
+    "greedy_agreement",
+    "mean_iterations",
+    "blimp_accuracy",
+    "flops_per_token",
+)
+# Keys an evaluation may add to the defaults (left out of a registration that does not name them, so its hash and
+# the experiments registered before them stay as they were):
+# - blimp_pairs: pairs per BLiMP paradigm (with blimp_accuracy; 50 when not named);
+# - halting_mean: the halting rule's tol is tuned (bisection on windows of the training side) until the mean
+#   iterations at the first budget are within 0.5 of this, then measured there, as exp31 matched a mean depth.
+OPTIONAL_EVALUATION = ("blimp_pairs", "halting_mean")
+DEFAULT_BLIMP_PAIRS = 50
 MAX_DEPTH = 256
 MAX_SEEDS = 20
 MAX_ARMS = 20
@@ -139,9 +155,10 @@ def normalize_evaluation(evaluation) -> dict:
         evaluation = {}
     if not isinstance(evaluation, dict):
         raise SpecError("evaluation", "an object")
-    unknown = sorted(set(evaluation) - set(EVALUATION_DEFAULTS))
+    known = (*EVALUATION_DEFAULTS, *OPTIONAL_EVALUATION)
+    unknown = sorted(set(evaluation) - set(known))
     if unknown:
-        raise SpecError(f"evaluation.{unknown[0]}", f"unknown key; known: {', '.join(EVALUATION_DEFAULTS)}")
+        raise SpecError(f"evaluation.{unknown[0]}", f"unknown key; known: {', '.join(known)}")
     out = {**EVALUATION_DEFAULTS, **evaluation}
     metrics = out["metrics"]
     if not isinstance(metrics, list) or not metrics or any(m not in METRICS for m in metrics):
@@ -162,6 +179,18 @@ def normalize_evaluation(evaluation) -> dict:
         raise SpecError("evaluation.metrics", f"{', '.join(sorted(compared))} compare a start with zero: evaluate both")
     if "mean_iterations" in out["metrics"] and not out["budgets"]:
         raise SpecError("evaluation.budgets", "mean_iterations is measured under halting: name at least one budget")
+    if "blimp_pairs" in out or "blimp_accuracy" in out["metrics"]:
+        pairs = out.setdefault("blimp_pairs", DEFAULT_BLIMP_PAIRS)
+        if type(pairs) is not int or not 1 <= pairs <= 1000:
+            raise SpecError("evaluation.blimp_pairs", "an integer from 1 to 1000 (pairs per paradigm)")
+    if "halting_mean" in out:
+        mean = out["halting_mean"]
+        if isinstance(mean, bool) or not isinstance(mean, int | float) or not out["budgets"]:
+            raise SpecError("evaluation.halting_mean", "a mean depth, with at least one budget to halt under")
+        if not 1 <= mean <= out["budgets"][0] - 1:
+            limit = out["budgets"][0] - 1
+            raise SpecError("evaluation.halting_mean", f"between 1 and the first budget less one ({limit})")
+        out["halting_mean"] = float(mean)
     tol = out["tol"]
     if isinstance(tol, bool) or not isinstance(tol, int | float) or not 0 < tol < 1:
         raise SpecError("evaluation.tol", "a number between 0 and 1")

@@ -161,3 +161,22 @@ def test_the_evaluation_names_the_starts_that_path_independence_solves():
         normalize_evaluation({"starts": ["warm"]})
     with pytest.raises(SpecError, match="compare"):
         normalize_evaluation({"starts": ["noise"], "metrics": ["aa_cosine"]})
+
+
+def test_blimp_and_a_tuned_halting_mean_are_opt_in_and_checked():
+    from experiments_app.spec import EVALUATION_DEFAULTS, SpecError, normalize_evaluation
+
+    plain = normalize_evaluation({})
+    assert "blimp_pairs" not in plain and "halting_mean" not in plain  # earlier registrations hash as before
+    assert plain == EVALUATION_DEFAULTS
+    assert normalize_evaluation({"metrics": ["blimp_accuracy"]})["blimp_pairs"] == 50
+    assert normalize_evaluation({"budgets": [64], "halting_mean": 12})["halting_mean"] == 12.0
+    with pytest.raises(SpecError) as caught:
+        normalize_evaluation({"halting_mean": 12})
+    assert caught.value.field == "evaluation.halting_mean"
+    with pytest.raises(SpecError) as caught:
+        normalize_evaluation({"budgets": [8], "halting_mean": 12})
+    assert caught.value.field == "evaluation.halting_mean"
+    with pytest.raises(SpecError) as caught:
+        normalize_evaluation({"metrics": ["blimp_accuracy"], "blimp_pairs": 0})
+    assert caught.value.field == "evaluation.blimp_pairs"

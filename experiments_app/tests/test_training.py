@@ -111,3 +111,44 @@ def test_the_evaluation_is_path_independences_with_the_warm_start_and_the_aa_sco
     figures = path_independence(model, windows, DEPTHS, ("zero", "noise", "warm"), seed=0)
     warm = rows.get(metric="aa_cosine", condition_key__contains='"warm"')
     assert warm.value == pytest.approx(figures.starts["warm"].aa_cosine, abs=1e-12)
+
+
+def test_the_head_to_head_measures_blimp_flops_and_a_halting_rule_tuned_to_a_mean_depth(
+    settings, django_capture_on_commit_callbacks
+):
+    from eqlm.flops import flops_per_token
+
+    from .factories import tiny_spec
+
+    evaluation = tiny_spec()["evaluation"] | {
+        "metrics": ["heldout_bits_per_byte", "mean_iterations", "blimp_accuracy", "flops_per_token"],
+        "budgets": [6],
+        "halting_mean": 3,
+        "blimp_pairs": 2,
+    }
+    experiment = tiny_experiment(seeds=[1], evaluation=evaluation)
+    with django_capture_on_commit_callbacks(execute=False):
+        services.launch(experiment)
+    run = TrainingRun.objects.get(arm_label="base")
+    for number in range(5):
+        if run_slice(run.pk, number, send_next=lambda number: None) == "evaluated":
+            break
+    run.refresh_from_db()
+    assert run.status == "done", run.error
+    rows = ResultRow.objects.filter(experiment="tiny", arm_label="base", seed=1)
+    paradigms = len(list(Path(settings.BLIMP_DIR).glob("*.jsonl")))
+    blimp = rows.filter(metric="blimp_accuracy")
+    assert blimp.count() == len(DEPTHS) + 1  # every depth, and under halting
+    assert all(r.n == 2 * paradigms and 0 <= r.value <= 1 for r in blimp)
+    halted = rows.get(metric="mean_iterations")
+    assert halted.condition["halting_mean"] == 3.0 and halted.condition["budget"] == 6
+    assert 0 < halted.condition["tol"] < 0.5  # the tuned tol, recorded beside the mean it reached
+    from eqlm.checkpoint import load_checkpoint
+
+    model, _ = load_checkpoint(run.checkpoint)
+    config = model.config.to_dict()
+    for depth in DEPTHS:
+        row = rows.get(metric="flops_per_token", condition__depth=depth)
+        assert row.value == flops_per_token("EqLM", config, depth)
+    at_mean = rows.get(metric="flops_per_token", condition__budget=6)
+    assert at_mean.value == pytest.approx(flops_per_token("EqLM", config, halted.value))
