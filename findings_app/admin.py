@@ -3,6 +3,7 @@
 from django.contrib import admin
 from django.core.exceptions import PermissionDenied
 from django.db.models import Count
+from django.forms import Script
 from django.http import JsonResponse
 from django.urls import path
 from django.utils.html import format_html
@@ -40,7 +41,7 @@ class MarkdownPreviewMixin:
 
     class Media:
         css = {"all": ["css/findings.css"]}
-        js = ["js/findings-admin.js"]
+        js = [Script("js/findings-admin.js", type="module")]
 
     def get_urls(self):
         info = self.model._meta.app_label, self.model._meta.model_name

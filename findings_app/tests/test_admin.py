@@ -41,7 +41,7 @@ def test_the_change_page_has_figure_link_and_provenance_inlines_and_the_preview_
     html = staff_client.get(f"{CHANGELIST}{f45.pk}/change/").content.decode()
     assert 'id="figures-group"' in html and 'id="links-group"' in html and 'id="references-group"' in html
     assert "0.9582" in html
-    assert "/static/js/findings-admin.js" in html
+    assert '<script src="/static/js/findings-admin.js" type="module">' in html
 
 
 def test_staff_can_edit_a_finding_and_the_permalink_shows_the_edit(staff_client, client, f45):
