@@ -13,9 +13,12 @@ from rest_framework.authentication import CSRFCheck
 from rest_framework.exceptions import PermissionDenied
 
 from inference.model_ids import COUNCIL_ID
+from inference.v1.council import council_defaults
 from inference.v1.keys import Caller, client_address
 from inference.v1.serializers import DEFAULT_MEMBERS
 from inference.v1.views import ChatCompletionView
+
+CHAT_SAMPLING = {"temperature": 0.8, "top_p": 0.9, "seed": 0}  # as the dial samples
 
 
 def live_context() -> dict:
@@ -36,7 +39,9 @@ def live_context() -> dict:
         "endpoint": reverse("council:live-chat"),
         "council_id": COUNCIL_ID,
         "members": [{"id": m, "default": m in defaults} for m in ordered],
-        "defaults": {"tau": 0, "beta": 2, "eta": 0.5},
+        # The API's own kinetic defaults (the bench's best), and sampling: greedy decoding of these byte models
+        # falls into loops and runs of spaces, so the chat samples unless the reader sets temperature 0.
+        "defaults": {**council_defaults(), **CHAT_SAMPLING},
         "max_tokens": min(128, settings.API_MAX_TOKENS),
     }
 

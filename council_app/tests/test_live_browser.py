@@ -15,12 +15,12 @@ def served(settings, council_models_served):
     settings.API_REQUIRE_KEY = True  # the page works without a key: it is the page's own endpoint
 
 
-def chat(page, message: str) -> None:
+def chat(page, message: str, tokens: int = TOKENS) -> None:
     page.fill("#live-message", message)
-    page.fill("#live-tokens", str(TOKENS))
+    page.fill("#live-tokens", str(tokens))
     page.focus("#live-send")
     page.keyboard.press("Enter")
-    expect(page.locator("#live-weights tbody tr")).to_have_count(TOKENS, timeout=60_000)
+    expect(page.locator("#live-weights tbody tr")).to_have_count(tokens, timeout=60_000)
 
 
 def test_chat_with_the_council_and_see_each_token_coloured_by_its_leader(page, served, council):
@@ -47,7 +47,7 @@ def test_chat_with_the_council_and_see_each_token_coloured_by_its_leader(page, s
     assert tip.is_visible() and "eqlm-demo" in tip.inner_text() and "eqlm-code" in tip.inner_text()
 
     header = page.locator("#live-weights thead th").all_inner_texts()
-    assert header[:5] == ["#", "Token", "Leader", "w eqlm-demo", "w eqlm-code"]
+    assert header[:7] == ["#", "Token", "Leader", "w eqlm-demo", "w eqlm-code", "π eqlm-demo", "π eqlm-code"]
     row = page.locator("#live-weights tbody tr").first.locator("td").all_inner_texts()
     weights = [float(row[3]), float(row[4])]
     assert sum(weights) == pytest.approx(1, abs=2e-3)
@@ -58,7 +58,7 @@ def test_chat_with_the_council_and_see_each_token_coloured_by_its_leader(page, s
     for answer in page.locator("#live-alone .live-alone-text").all():
         expect(answer).not_to_have_text("…", timeout=60_000)
     labels = page.locator("#live-alone h4").all_inner_texts()
-    assert labels == ["eqlm-demo alone", "eqlm-code alone", "Averaging (β = 0, τ = 0)"]
+    assert labels == ["eqlm-demo alone", "eqlm-code alone", "Averaging (β = 0, τ = 0, no memory)"]
     assert serious_violations(page) == []
     page.watch.assert_clean()
 
@@ -73,4 +73,40 @@ def test_the_live_chat_works_in_dark_mode_and_at_375_px(page, served):
     assert horizontal_overflow(page) == 0
     assert serious_violations(page) == []
     assert page.locator("#live-alone li").count() == 0
+    page.watch.assert_clean()
+
+
+def leaders_and_text(page) -> tuple[list[str], str]:
+    rows = page.locator("#live-weights tbody tr")
+    led = [row.locator("td").nth(2).inner_text() for row in rows.all()]
+    return led, page.locator("#live-chat .chat-council").last.locator("p").inner_text()
+
+
+@pytest.mark.parametrize(
+    ("prompt", "member"), [("And God said", "eqlm-demo"), ("def get_queryset(self):\n        return", "eqlm-code")]
+)
+def test_at_the_default_controls_the_prompts_own_member_leads_and_the_answer_is_text(page, prompt, member):
+    """With the bundled members (the tiny test members have no domain to lead)."""
+    page.goto("/council/")
+    assert page.locator("#live-memory").input_value() == "fixed_share"
+    assert page.locator("#live-share-field").is_visible()
+    page.locator("#live-compare").uncheck()
+    chat(page, prompt, tokens=30)  # as the API test: code often opens with a line's indentation
+    led, text = leaders_and_text(page)
+    assert led.count(member) > 0.8 * len(led), led
+    assert text.strip() and sum(c.isalpha() for c in text) >= 3, repr(text)
+    # the reputation trace sits beside the influence: a distribution over the members before each token
+    row = page.locator("#live-weights tbody tr").last.locator("td").all_inner_texts()
+    assert sum(float(v) for v in row[5:7]) == pytest.approx(1, abs=2e-3)
+    page.watch.assert_clean()
+
+
+def test_without_memory_the_share_control_hides_and_the_table_has_no_reputations(page, served):
+    page.goto("/council/")
+    page.select_option("#live-memory", "none")
+    assert not page.locator("#live-share-field").is_visible()
+    page.locator("#live-compare").uncheck()
+    chat(page, "In the beginning")
+    header = page.locator("#live-weights thead th").all_inner_texts()
+    assert header == ["#", "Token", "Leader", "w eqlm-demo", "w eqlm-code", "Iterations", "Converged"]
     page.watch.assert_clean()
