@@ -167,6 +167,10 @@ train-code: setup ## Train or resume eqlm-code from eqlm/recipes/eqlm-code.toml 
 export-onnx: setup ## Export inference/demo/eqlm-demo.pt to static/models/eqlm-demo/ and re-measure metrics.json
 	$(BIN)/python manage.py export_onnx
 
+.PHONY: card-facts
+card-facts: setup ## Regenerate inference/demo/<id>.facts.json (the cards' training facts) from the checkpoints' provenance
+	$(BIN)/python manage.py write_card_facts
+
 evaluate-blimp: migrate ## BLiMP of the demo model at depths 1,2,4,8,12 (first 50 pairs per paradigm) into result rows
 	$(BIN)/python manage.py evaluate_blimp --depths 1,2,4,8,12 --limit $${LIMIT:-50}
 

@@ -1,9 +1,10 @@
 """The bundled models: the ones committed with the portal (ONNX under MODELS_DIR, checkpoints in inference/demo/).
 
 Each id has an ONNX folder `MODELS_DIR/<id>/`, a checkpoint `inference/demo/<id>.pt`, its measured metrics
-`inference/demo/<id>.metrics.json` and optionally a hand-written card `inference/demo/<id>.card.json` that says what
-the model shows. The default model (`eqlm-demo`) keeps the settings' paths: DEMO_MODEL_ONNX_DIR,
-DEMO_MODEL_CHECKPOINT and the metrics.json beside it.
+`inference/demo/<id>.metrics.json`, its training facts `inference/demo/<id>.facts.json` (generated from the
+checkpoints' provenance by `manage.py write_card_facts`, never edited by hand) and optionally a hand-written card
+`inference/demo/<id>.card.json` that says qualitatively what the model shows. The default model (`eqlm-demo`)
+keeps the settings' paths: DEMO_MODEL_ONNX_DIR, DEMO_MODEL_CHECKPOINT and the metrics.json beside it.
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ class BundledModel:
     checkpoint: Path
     metrics_path: Path
     card_path: Path
+    facts_path: Path
 
     @property
     def is_default(self) -> bool:
@@ -50,6 +52,10 @@ class BundledModel:
 
     def metrics(self) -> dict:
         return _read_json(self.metrics_path)
+
+    def facts(self) -> dict:
+        """The generated training facts ({} when there are none): recipe, stages, totals, held-out check."""
+        return _read_json(self.facts_path)
 
     def card(self) -> dict:
         """The hand-written card ({} when there is none), with each measured row's cells formatted for a table."""
@@ -75,6 +81,7 @@ def bundled_model(model_id: str) -> BundledModel:
             checkpoint=Path(settings.DEMO_MODEL_CHECKPOINT),
             metrics_path=demo_dir / "metrics.json",
             card_path=demo_dir / f"{model_id}.card.json",
+            facts_path=demo_dir / f"{model_id}.facts.json",
         )
     return BundledModel(
         id=model_id,
@@ -82,6 +89,7 @@ def bundled_model(model_id: str) -> BundledModel:
         checkpoint=demo_dir / f"{model_id}.pt",
         metrics_path=demo_dir / f"{model_id}.metrics.json",
         card_path=demo_dir / f"{model_id}.card.json",
+        facts_path=demo_dir / f"{model_id}.facts.json",
     )
 
 
@@ -102,7 +110,10 @@ def register_bundled(model: BundledModel) -> tuple[RegisteredModel | None, bool]
     metrics = model.metrics()
     if not model.checkpoint.exists() or not metrics:
         return None, False
-    card = model.card()
+    card, facts = model.card(), model.facts()
+    stored = {k: metrics[k] for k in ("held_out_bits_per_byte", "training", "held_out") if k in metrics}
+    if facts.get("totals"):  # every stage of the recipe, not only the last one's checkpoint
+        stored["training"] = {"recipe": (facts.get("recipe") or {}).get("name"), **facts["totals"]}
     values = {
         "name": model.name(),
         "kind": RegisteredModel.Kind.DEMO,
@@ -114,7 +125,7 @@ def register_bundled(model: BundledModel) -> tuple[RegisteredModel | None, bool]
         "num_params": metrics.get("num_params"),
         "config": metrics.get("config") or {},
         "provenance": metrics.get("provenance") or {},
-        "metrics": {k: metrics[k] for k in ("held_out_bits_per_byte", "training", "held_out") if k in metrics},
+        "metrics": stored,
         "notes": card.get("summary", ""),
     }
     row = RegisteredModel.objects.filter(slug=model.id).first()

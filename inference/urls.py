@@ -17,10 +17,11 @@ urlpatterns = [
     re_path(r"^demo/quality\.(?P<fmt>csv|json)$", views.quality_download, name="demo-quality"),
     path("models/", views.models_page, name="models"),
     re_path(
-        r"^models/(?P<slug>[a-z0-9-]+)/(?P<table>bpb|blimp|warm|samples)\.(?P<fmt>csv|json)$",
+        r"^models/(?P<slug>[a-z0-9-]+)/(?P<table>bpb|blimp|warm|samples|stages|check)\.(?P<fmt>csv|json)$",
         views.table_download,
         name="model-table",
     ),
+    re_path(r"^models/recipes/(?P<name>[a-z0-9-]+)\.toml$", views.recipe_file, name="recipe"),
     # The OpenAI-compatible API (inference/v1/).
     path("v1/", include("inference.v1.urls")),
 ]

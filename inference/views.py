@@ -166,17 +166,32 @@ def quality_table(model_id: str | None = None) -> list[dict]:
     ]
 
 
-def training_facts(manifest: dict | None, model_id: str | None = None) -> dict:
-    """Bytes seen and training time, from the manifest's metrics or the model's metrics file."""
+def training_summary(facts: dict) -> dict:
+    """The totals of a model's generated training facts, with what a sentence needs ({} when nothing is recorded):
+    minutes, whether only some stages are recorded, the corpus's short name and a thread count shared by every
+    recorded stage."""
+    totals = facts.get("totals") or {}
+    if not totals.get("recorded_stages"):
+        return {}
+    recorded = [s["recorded"] for s in facts.get("stages") or [] if s.get("recorded")]
+    threads = {r.get("threads") for r in recorded}
+    seconds = totals.get("seconds")
+    return {
+        **totals,
+        "minutes": round(seconds / 60) if seconds else None,
+        "partial": totals["recorded_stages"] < totals["stages"],
+        "corpus": ((facts.get("served") or {}).get("corpus") or "").split(" (")[0],
+        "threads": threads.pop() if len(threads) == 1 else None,
+        "stage_names": [s["name"] for s in facts.get("stages") or []],
+    }
+
+
+def training_facts(model_id: str | None = None) -> dict:
+    """The training summary of a bundled model from its generated facts (inference/demo/<id>.facts.json)."""
     from .bundled import bundled_model
     from .serving import DEFAULT_MODEL_ID
 
-    metrics = (manifest or {}).get("metrics") or {}
-    stored = bundled_model(model_id or DEFAULT_MODEL_ID).metrics()
-    training = stored.get("training") or {}
-    tokens = metrics.get("tokens_seen") or training.get("tokens_seen")
-    seconds = metrics.get("train_seconds") or training.get("train_seconds")
-    return {"tokens_seen": tokens, "train_minutes": round(seconds / 60) if seconds else None}
+    return training_summary(bundled_model(model_id or DEFAULT_MODEL_ID).facts())
 
 
 DEPTH_MARKS = (4, 8, 12, 16, 32, 64)
@@ -221,6 +236,7 @@ def selected_model(request) -> dict:
     story = bundled.card()
     return {
         "id": model_id,
+        "anchor": "local-demo" if bundled.is_default else f"local-{model_id}",
         "name": bundled.name(),
         "default_depth": card.default_depth if card else DEFAULT_DEPTH,
         "max_depth": card.max_depth if card else DEPTH_MAX,
@@ -244,7 +260,7 @@ def demo(request):
         "manifest": manifest or {},
         "quality": quality,
         "has_blimp": any(row["blimp_accuracy"] is not None for row in quality),
-        "training": training_facts(manifest, model["id"]),
+        "training": training_facts(model["id"]),
         "examples": EXAMPLE_PROMPTS,
         "page_config": {
             "manifestUrl": manifest_url(model["id"]),
@@ -372,7 +388,7 @@ def bundled_metrics(slug: str) -> dict | None:
 
 def bundled_entry(model) -> dict:
     """What /models/ shows for one bundled model: its card, facts, tables and latest BLiMP evaluation."""
-    metrics = model.metrics()
+    metrics, facts = model.metrics(), model.facts()
     run = latest_evaluation(RegisteredModel.objects.filter(slug=model.id).first())
     samples = (metrics.get("greedy_samples") or {}).get("by_depth") or {}
     return {
@@ -383,6 +399,11 @@ def bundled_entry(model) -> dict:
         "card": model.card(),
         "metrics": metrics,
         "metrics_path": model.metrics_path.name,
+        "facts": facts,
+        "training": training_summary(facts),
+        "check_has_converged": any(
+            row.get("converged") is not None for row in (facts.get("evaluation") or {}).get("heldout_check") or []
+        ),
         "bpb": bpb_rows(metrics),
         "blimp": blimp_rows(run),
         "eval": run,
@@ -407,8 +428,45 @@ def models_page(request):
     return render(request, "inference/models.html", context)
 
 
+STAGE_COLUMNS = [
+    "stage",
+    "from",
+    "planned_steps",
+    "planned_bytes",
+    "steps",
+    "bytes_seen",
+    "seconds",
+    "objective",
+    "checkpoint",
+    "sha256",
+    "git_commit",
+    "run_hash",
+    "corpus_sha256",
+    "created",
+]
+
+
+def stage_rows(facts: dict) -> list[dict]:
+    """The training stages as flat rows (a stage no bundled checkpoint records has empty recorded cells)."""
+    rows = []
+    for stage in facts.get("stages") or []:
+        recorded = stage.get("recorded") or {}
+        row = {"stage": stage["name"], "from": stage["from"], "objective": stage["objective"]}
+        row.update({k: stage.get(k) for k in ("planned_steps", "planned_bytes")})
+        row.update({k: recorded.get(k) for k in STAGE_COLUMNS if k not in row})
+        rows.append(row)
+    return rows
+
+
 def _table(slug: str, table: str) -> tuple[list[dict], list[str]]:
     metrics = bundled_metrics(slug)
+    if table in ("stages", "check") and metrics is not None:
+        from .bundled import bundled_model
+
+        facts = bundled_model(slug).facts()
+        if table == "stages":
+            return stage_rows(facts), STAGE_COLUMNS
+        return (facts.get("evaluation") or {}).get("heldout_check") or [], ["depth", "bits_per_byte", "converged"]
     if table == "bpb" and metrics is not None:
         rows = bpb_rows(metrics)
         return rows, ["depth", "held_out_bits_per_byte", "ci_slice_bits_per_byte"]
@@ -441,6 +499,14 @@ def _table(slug: str, table: str) -> tuple[list[dict], list[str]]:
         if model is not None:
             return blimp_rows(latest_evaluation(model)), ["depth", "accuracy", "se", "ties", "pairs", "paradigms"]
     raise Http404("no such table")
+
+
+def recipe_file(request, name: str):
+    """A training recipe as plain text (eqlm/recipes/<name>.toml), so that a card can link the file it was made from."""
+    path = Path(settings.BASE_DIR) / "eqlm" / "recipes" / f"{name}.toml"
+    if not path.is_file():
+        raise Http404("No such recipe.")
+    return HttpResponse(path.read_text(), content_type="text/plain; charset=utf-8")
 
 
 def table_download(request, slug: str, table: str, fmt: str):

@@ -189,6 +189,24 @@ def test_a_stage_chain_trains_each_stage_from_the_one_before(tmp_path):
     assert again.checkpoint == outcome.checkpoint and digest(again.checkpoint) == digest(outcome.checkpoint)
 
 
+@pytest.mark.slow
+def test_a_chains_checkpoints_give_the_card_facts_of_each_stage_as_recorded(tmp_path):
+    from eqlm.card_facts import build_facts, read_record
+    from eqlm.trainer import train_chain
+
+    recipe = tiny_recipe(tmp_path)
+    outcome = train_chain(recipe, tmp_path / "chain", log=lambda _: None, eval_bytes=512)
+    first = read_record(tmp_path / "chain" / "first" / "latest.pt", tmp_path)
+    facts = build_facts("tiny", read_record(outcome.checkpoint, tmp_path), recipe, [first])
+    stages = {s["name"]: s["recorded"] for s in facts["stages"]}
+    assert facts["served"]["stage"] == "second" and stages["first"]["checkpoint"] == "chain/first/latest.pt"
+    assert stages["second"]["continues"] == "first" and stages["second"]["provenance_shape"] == "recipe"
+    assert (stages["first"]["steps"], stages["first"]["bytes_seen"]) == (6, 6 * 2 * 32)
+    assert stages["second"]["recipe_changed"] is False and len(stages["second"]["run_hash"]) == 16
+    assert facts["totals"]["recorded_steps"] == 10 and facts["totals"]["unrecorded"] == []
+    assert "progressive (max_iters 6) (weight 0.5)" in facts["stages"][1]["objective"]
+
+
 # Digests of the model after a few steps, recorded with the loop as it was before the terms were objects (commit
 # 72835c1, eqlm/training.py's TrainSettings and equilibrium_loss), on one thread of this project's machine. The term
 # objects must reproduce it bit for bit, RNG draws included.

@@ -23,6 +23,8 @@ class Command(BaseCommand):
     def handle(self, *args, **opts):
         from eqlm.checkpoint import CheckpointError
         from eqlm.export import export_demo
+        from inference.bundled import bundled_model
+        from inference.card_facts import write_facts
 
         if not Path(opts["checkpoint"]).exists():
             raise CommandError(f"no checkpoint at {opts['checkpoint']}")
@@ -39,5 +41,8 @@ class Command(BaseCommand):
         except CheckpointError as exc:
             raise CommandError(str(exc))
         self.stdout.write(self.style.SUCCESS(f"wrote {opts['out']} and {opts['metrics']}"))
+        bundled = bundled_model(opts["model_id"])
+        if Path(opts["checkpoint"]).resolve() == bundled.checkpoint.resolve():  # the card's facts follow the export
+            self.stdout.write(f"wrote {write_facts(bundled)}")
         bpb = metrics.get("held_out_bits_per_byte") or metrics["ci_slice"]["bits_per_byte"]
         self.stdout.write(" ".join(f"d{d}={v}" for d, v in bpb.items()))
