@@ -22,6 +22,16 @@ FLAT_SCHEDULE_KEYS = ("lr", "min_lr_ratio", "warmup_steps", "weight_decay", "pen
 BPB_DIGITS = 4
 
 
+# The optional loss terms of the old flat training settings: term name -> (its weight setting, {key: setting}).
+LEGACY_TERMS = {
+    "jacobian": ("jacobian_weight", {"target": "jacobian_target", "eps": "jacobian_eps"}),
+    "early_gain": ("early_gain_weight", {"iters": "early_gain_iters", "target": "early_gain_target"}),
+    "distill": ("distill_weight", {"depth": "distill_depth", "teacher": "teacher_checkpoint"}),
+    "settled_warm": ("settled_weight", {"iters_min": "settled_iters_min", "iters_max": "settled_iters_max"}),
+    "slow_mode": ("slow_mode_weight", {"target": "slow_mode_target"}),
+}
+
+
 def read_record(path: Path, root: Path) -> dict:
     """A checkpoint's file (relative to root when inside it), sha256, config and provenance, for `build_facts`."""
     from .checkpoint import read_checkpoint
@@ -64,32 +74,9 @@ def recorded_stage(provenance: dict, config: dict) -> dict:
         }
         terms["final_ce"] = {}
         terms["anytime_ce"] = {"depths": s.get("anytime_depths")}
-        if s.get("jacobian_weight"):
-            terms["jacobian"] = {
-                "weight": s["jacobian_weight"],
-                "target": s.get("jacobian_target"),
-                "eps": s.get("jacobian_eps"),
-            }
-        if s.get("early_gain_weight"):
-            terms["early_gain"] = {
-                "weight": s["early_gain_weight"],
-                "iters": s.get("early_gain_iters"),
-                "target": s.get("early_gain_target"),
-            }
-        if s.get("distill_weight"):
-            terms["distill"] = {
-                "weight": s["distill_weight"],
-                "depth": s.get("distill_depth"),
-                "teacher": s.get("teacher_checkpoint"),
-            }
-        if s.get("settled_weight"):
-            terms["settled_warm"] = {
-                "weight": s["settled_weight"],
-                "iters_min": s.get("settled_iters_min"),
-                "iters_max": s.get("settled_iters_max"),
-            }
-        if s.get("slow_mode_weight"):
-            terms["slow_mode"] = {"weight": s["slow_mode_weight"], "target": s.get("slow_mode_target")}
+        for term, (weight, fields) in LEGACY_TERMS.items():
+            if s.get(weight):
+                terms[term] = {"weight": s[weight]} | {key: s.get(flat) for key, flat in fields.items()}
     if s.get("residual_weight"):
         terms["residual"] = {"weight": s["residual_weight"]}
     stage["terms"] = terms
