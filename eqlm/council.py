@@ -32,7 +32,6 @@ from .generation import (
     TokenStream,
     choose_token,
 )
-from .limits import DEPTH_MAX
 from .logprobs import log_softmax, logsumexp
 from .tokenizer import IncrementalDecoder, encode
 
@@ -284,7 +283,7 @@ class _MemberState:
         self.model = generator.model
         self.request = request
         if request.tol is not None:
-            self.depth = int(request.depth or DEPTH_MAX)
+            self.depth = int(request.depth or generator.max_depth)
         else:
             self.depth = int(request.depth or generator.default_depth)
         self.cache = DecodeCache(self.model, self.depth)
@@ -340,6 +339,7 @@ class CouncilGenerator(Generator):
         self.manifest = members[0].manifest
         self.model = members[0].model
         self.default_depth = members[0].default_depth
+        self.max_depth = min(m.max_depth for m in members)  # every member must take the depth
 
     def stream(self, request: GenerationRequest) -> TokenStream:
         stats = CouncilStats()
@@ -361,7 +361,7 @@ class CouncilGenerator(Generator):
         )
 
     def _tokens(self, request: GenerationRequest, stats: StreamStats) -> Iterator[TokenEvent]:
-        request.validate()
+        request.validate(self.max_depth)
         given = request.ids()
         ids = given or encode(self.manifest.get("empty_prompt", "\n"))
         scoring = request.logprobs or request.echo_logprobs

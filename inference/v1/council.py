@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from eqlm.limits import DEPTH_MAX
 from inference.model_ids import COUNCIL_ID, is_council_id
 from portal.api import ApiError
 
@@ -34,6 +35,19 @@ def _member_runtimes(members: list[str]) -> list:
                 code="model_unavailable",
             )
     return runtimes
+
+
+def default_max_depth() -> int:
+    """The deepest depth every default member takes: the cap of a council that names no members."""
+    from inference.serving import UnknownModel, resolve
+
+    caps = []
+    for member in DEFAULT_MEMBERS:
+        try:
+            caps.append(resolve(member).max_depth)
+        except UnknownModel:
+            continue
+    return min(caps, default=DEPTH_MAX)
 
 
 def serve(data: dict, plain_runtime):

@@ -5,7 +5,7 @@ from functools import lru_cache
 
 from drf_spectacular.utils import OpenApiResponse
 
-from eqlm.limits import DEPTH_MAX
+from eqlm.limits import DEPTH_CAP_MAX, DEPTH_MAX
 
 V1_TAG = "v1 (OpenAI-compatible)"
 EQLM_FIELDS = ("depth", "tol", "warm_start", "solver")
@@ -40,7 +40,8 @@ MODEL_SCHEMA = {
                 "default_depth": {"type": "integer", "description": "the depth without `depth` or `tol`"},
                 "max_depth": {
                     "type": "integer",
-                    "description": f"the most iterations `depth` may ask for ({DEPTH_MAX})",
+                    "description": f"the most iterations `depth` may ask for: the manifest's max_depth ({DEPTH_MAX} "
+                    f"unless it declares another, at most {DEPTH_CAP_MAX})",
                 },
                 "state": {"type": "string", "enum": ["loaded", "not loaded", "failed"]},
                 "error": {"type": "string", "description": "why the model failed to load (state `failed`)"},

@@ -7,7 +7,7 @@ from rest_framework import serializers
 from eqlm.council import DEFAULT_BETA as COUNCIL_BETA
 from eqlm.council import MEMORIES as COUNCIL_MEMORIES
 from eqlm.council import MEMORY_DEFAULTS as COUNCIL_MEMORY_DEFAULTS
-from eqlm.limits import DEFAULT_DEPTH, DEFAULT_MODEL_ID, DEFAULT_SOLVER, DEPTH_MAX, DEPTH_MIN, SOLVERS
+from eqlm.limits import DEFAULT_DEPTH, DEFAULT_MODEL_ID, DEFAULT_SOLVER, DEPTH_CAP_MAX, DEPTH_MAX, DEPTH_MIN, SOLVERS
 from inference.model_ids import COUNCIL_ID, base_id, suffix_pairs
 from portal.api import ApiError
 
@@ -231,15 +231,17 @@ class GenerationParamsSerializer(serializers.Serializer):
     )
     stream_options = StreamOptionsSerializer(required=False, allow_null=True, default=None)
     depth = serializers.IntegerField(
-        required=False, allow_null=True, default=None, min_value=DEPTH_MIN, max_value=DEPTH_MAX,
-        help_text=f"EqLM: iterations of the weight-tied block per token, {DEPTH_MIN}–{DEPTH_MAX} (default: the "
-        f"model's default_depth, {DEFAULT_DEPTH} for {DEFAULT_MODEL_ID}; with `tol`, the cap on iterations, "
-        f"{DEPTH_MAX} when unset).",
+        required=False, allow_null=True, default=None, min_value=DEPTH_MIN, max_value=DEPTH_CAP_MAX,
+        help_text=f"EqLM: iterations of the weight-tied block per token, {DEPTH_MIN} to the model's max_depth "
+        f"({DEPTH_MAX} unless its manifest declares another, at most {DEPTH_CAP_MAX}; /v1/models lists each "
+        f"model's). Default: the model's default_depth ({DEFAULT_DEPTH} for {DEFAULT_MODEL_ID}); with `tol`, the cap "
+        "on iterations, the model's max_depth when unset.",
     )  # fmt: skip
     tol = PositiveFractionField(
         required=False, allow_null=True, default=None, max_value=1.0,
         help_text="EqLM: adaptive halting. Each position stops iterating once its relative residual "
-        f"‖f(z)−z‖/‖z‖ falls below tol (> 0), or at `depth` (default {DEPTH_MAX}). Without tol, depth is fixed.",
+        "‖f(z)−z‖/‖z‖ falls below tol (> 0), or at `depth` (default: the model's max_depth). Without tol, depth is "
+        "fixed.",
     )  # fmt: skip
     warm_start = serializers.BooleanField(
         required=False, allow_null=True, default=False,
