@@ -28,7 +28,9 @@ def test_the_schema_documents_every_v1_route_with_eqlm_controls(schema):
     assert {"/v1/models", "/v1/models/{model_id}", "/v1/completions", "/v1/chat/completions"} <= set(schema["paths"])
     body = schema["components"]["schemas"]["CompletionRequest"]["properties"]
     assert body["depth"]["minimum"] == 1 and body["depth"]["maximum"] == 128  # a model's own cap is at most 128
-    assert {"tol", "warm_start", "solver", "prompt", "max_tokens", "stream", "stream_options"} <= set(body)
+    assert {"tol", "start", "halt", "warm_start", "solver", "prompt", "max_tokens", "stream"} <= set(body)
+    enums = {name: schema["components"]["schemas"][f"Eqlm{name.title()}Enum"]["enum"] for name in ("start", "halt")}
+    assert enums == {"start": ["zero", "warm", "noise"], "halt": ["residual", "kl"]}
     chat = schema["components"]["schemas"]["ChatCompletionRequest"]["properties"]
     assert {"messages", "max_completion_tokens", "depth"} <= set(chat)
     assert schema["components"]["securitySchemes"]["ApiKeyBearer"]["scheme"] == "bearer"

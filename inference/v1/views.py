@@ -1,9 +1,9 @@
 """The OpenAI-compatible API (/v1/): models, completions and chat completions, with EqLM's own controls.
 
-Requests follow OpenAI's wire format; `depth`, `tol`, `warm_start` and `solver` are extra top-level fields (the
-official client sends them through `extra_body`) and every response carries an `eqlm` object. Generation runs on
-the ONNX generation service (eqlm.generation: onnxruntime + numpy, never torch). Validation is in serializers.py,
-the request plan in plan.py, the response shapes in wire.py and the schema pieces in docs.py.
+Requests follow OpenAI's wire format; `depth`, `tol`, `start`, `halt`, `warm_start` and `solver` are extra top-level
+fields (the official client sends them through `extra_body`) and every response carries an `eqlm` object. Generation
+runs on the ONNX generation service (eqlm.generation: onnxruntime + numpy, never torch). Validation is in
+serializers.py, the request plan in plan.py, the response shapes in wire.py and the schema pieces in docs.py.
 """
 
 import itertools
@@ -227,7 +227,7 @@ class GenerationView(V1View):
                 choices.append(self.choice(index, text, result.finish_reason, logprobs))
                 entries = telemetry.result_entries(result, index)
                 all_entries += entries
-                own = wire.eqlm_summary(plan, iterations, result.final_residual)
+                own = wire.eqlm_summary(plan, iterations, result.final_residual, req)
                 per_choice.append(telemetry.add_to_summary(own, entries))
         finally:
             ratelimit.charge_tokens(self.caller, prompt_tokens + completion_tokens)
@@ -274,7 +274,7 @@ class GenerationView(V1View):
                 completion_tokens += len(iterations)
                 all_iterations += iterations
                 reason = stream.finish_reason
-                own = followed.close(wire.eqlm_summary(plan, iterations, residual))
+                own = followed.close(wire.eqlm_summary(plan, iterations, residual, req))
                 yield self.chunk(ident, created, plan.model, plan, index, reason=reason, eqlm=own)
             if plan.include_usage:
                 usage = wire.usage(prompt_tokens, completion_tokens)
