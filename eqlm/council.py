@@ -32,6 +32,7 @@ from .generation import (
     TokenStream,
     choose_token,
 )
+from .limits import DEFAULT_HALT
 from .logprobs import log_softmax, logsumexp
 from .tokenizer import IncrementalDecoder, encode
 
@@ -319,6 +320,25 @@ class _MemberState:
         self._keep(z, iterations[0], residual[0])
 
 
+def council_refuses(start: str, halt: str) -> str:
+    """Why the council cannot take this start or halting rule ("" when it can).
+
+    Its members are decoded by _MemberState, one shared schedule of zero or warm starts halted on the residual:
+    the noise start and the KL rule are not part of it.
+    """
+    if start == "noise":
+        return (
+            'the council does not take start "noise": its members share one solve schedule (a zero or warm start, '
+            "halted on the residual), which has no noise start"
+        )
+    if halt != DEFAULT_HALT:
+        return (
+            f'the council does not take halt "{halt}": its members share one solve schedule (a zero or warm start, '
+            "halted on the residual), which has no other halting rule"
+        )
+    return ""
+
+
 class CouncilGenerator(Generator):
     """Generation from the equilibrium of several member generators (repeats allowed; each distinct one runs once).
 
@@ -362,6 +382,9 @@ class CouncilGenerator(Generator):
 
     def _tokens(self, request: GenerationRequest, stats: StreamStats) -> Iterator[TokenEvent]:
         request.validate(self.max_depth)
+        unsupported = council_refuses(request.start, request.halt if request.tol is not None else DEFAULT_HALT)
+        if unsupported:
+            raise ValueError(unsupported)
         given = request.ids()
         ids = given or encode(self.manifest.get("empty_prompt", "\n"))
         scoring = request.logprobs or request.echo_logprobs

@@ -323,6 +323,7 @@ class ModelDetailView(V1View):
         ratelimit.admit(self.caller, 0)
         if is_council_id(model_id):
             controls = parse_suffix(model_id)  # 400 for a bad suffix
+            council.check_controls(controls)
             check_depth(model_id, controls.get("depth"), council.default_max_depth())
             return Response({**council.model_object(model_created()), "id": model_id})
         base = base_id(model_id)
