@@ -19,7 +19,9 @@
   // The server renders the card's range on the slider; once loaded, the runtime's manifest is the word on it.
   let maxDepth = Number(model.maxDepth) || Number(els.depth.max);
   let defaultDepth = Number(model.defaultDepth) || Number(els.depth.value);
-  const state = { runtime: null, running: false, abort: null, lastRun: null, modelId: model.id || null };
+  // comparison: the convergence view's runs of the same request from the other starts ({abort, done}), which share
+  // the runtime: a new run stops them first (static/js/demo-convergence.js)
+  const state = { runtime: null, running: false, abort: null, lastRun: null, modelId: model.id || null, comparison: null };
   window.eqlmDemo = state; // read by the browser tests and the browser benchmark
 
   function tolerance() { return Math.pow(10, Number(els.tol.value)); }
@@ -151,11 +153,19 @@
     els.output.dispatchEvent(new CustomEvent("eqlm:token", { detail: { span, event } }));
   }
 
+  async function stopComparison() {
+    const running = state.comparison;
+    if (!running) return;
+    running.abort.abort();
+    await running.done;
+  }
+
   async function generate(evt) {
     evt.preventDefault();
     if (!state.runtime || state.running) return;
     state.running = true;
     els.generate.disabled = true;
+    await stopComparison();
     const depth = Math.max(1, Math.min(maxDepth, Math.round(Number(els.depth.value)) || defaultDepth));
     const adaptive = mode() === "adaptive";
     const request = {
