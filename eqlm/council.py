@@ -32,7 +32,7 @@ from .generation import (
     TokenStream,
     choose_token,
 )
-from .limits import DEPTH_MAX
+from .limits import DEFAULT_HALT
 from .logprobs import log_softmax, logsumexp
 from .tokenizer import IncrementalDecoder, encode
 
@@ -284,7 +284,7 @@ class _MemberState:
         self.model = generator.model
         self.request = request
         if request.tol is not None:
-            self.depth = int(request.depth or DEPTH_MAX)
+            self.depth = int(request.depth or generator.max_depth)
         else:
             self.depth = int(request.depth or generator.default_depth)
         self.cache = DecodeCache(self.model, self.depth)
@@ -320,6 +320,25 @@ class _MemberState:
         self._keep(z, iterations[0], residual[0])
 
 
+def council_refuses(start: str, halt: str) -> str:
+    """Why the council cannot take this start or halting rule ("" when it can).
+
+    Its members are decoded by _MemberState, one shared schedule of zero or warm starts halted on the residual:
+    the noise start and the KL rule are not part of it.
+    """
+    if start == "noise":
+        return (
+            'the council does not take start "noise": its members share one solve schedule (a zero or warm start, '
+            "halted on the residual), which has no noise start"
+        )
+    if halt != DEFAULT_HALT:
+        return (
+            f'the council does not take halt "{halt}": its members share one solve schedule (a zero or warm start, '
+            "halted on the residual), which has no other halting rule"
+        )
+    return ""
+
+
 class CouncilGenerator(Generator):
     """Generation from the equilibrium of several member generators (repeats allowed; each distinct one runs once).
 
@@ -340,6 +359,7 @@ class CouncilGenerator(Generator):
         self.manifest = members[0].manifest
         self.model = members[0].model
         self.default_depth = members[0].default_depth
+        self.max_depth = min(m.max_depth for m in members)  # every member must take the depth
 
     def stream(self, request: GenerationRequest) -> TokenStream:
         stats = CouncilStats()
@@ -361,7 +381,10 @@ class CouncilGenerator(Generator):
         )
 
     def _tokens(self, request: GenerationRequest, stats: StreamStats) -> Iterator[TokenEvent]:
-        request.validate()
+        request.validate(self.max_depth)
+        unsupported = council_refuses(request.start, request.halt if request.tol is not None else DEFAULT_HALT)
+        if unsupported:
+            raise ValueError(unsupported)
         given = request.ids()
         ids = given or encode(self.manifest.get("empty_prompt", "\n"))
         scoring = request.logprobs or request.echo_logprobs

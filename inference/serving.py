@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from eqlm.generation import Generator
-from eqlm.limits import DEFAULT_DEPTH, DEFAULT_MODEL_ID, DEPTH_MAX
+from eqlm.limits import DEFAULT_DEPTH, DEFAULT_MODEL_ID, DEPTH_MAX, model_depths
 
 from .model_ids import base_id
 
@@ -51,7 +51,7 @@ class ModelCard:
     name: str
     onnx_dir: Path
     source: str  # "bundled" or "registry"
-    default_depth: int
+    default_depth: int  # limits.model_depths of the manifest: its own default and cap
     max_depth: int
     created: int  # the manifest's modification time (seconds), OpenAI's `created`
     graphs: dict[str, str] = field(compare=False)  # role -> file name in onnx_dir
@@ -120,10 +120,10 @@ def read_card(model_id: str, onnx_dir: Path, source: str, name: str = "") -> Mod
         if declared.get(role) and declared[role] != digests[role]:
             error = error or f"the {role} graph does not match the sha256 its manifest declares"
     try:
-        default_depth = int(manifest.get("default_depth") or DEFAULT_DEPTH)
-        max_depth = min(int(manifest.get("max_depth") or DEPTH_MAX), DEPTH_MAX)
-    except (TypeError, ValueError):
+        default_depth, max_depth = model_depths(manifest)
+    except (TypeError, ValueError) as exc:  # the runtime would refuse it too: say why instead of serving it
         default_depth, max_depth = DEFAULT_DEPTH, DEPTH_MAX
+        error = error or f"the manifest's depths are refused: {exc}"
     return ModelCard(
         id=model_id,
         name=name or str(manifest.get("name") or model_id),

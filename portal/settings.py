@@ -280,6 +280,8 @@ SPECTACULAR_SETTINGS = {
         "FindingStatusEnum": "findings_app.models.Status",
         "LabSolverEnum": "lab_app.solvers.SOLVERS",
         "EqlmSolverEnum": "eqlm.convergence.SOLVERS",
+        "EqlmStartEnum": "eqlm.limits.STARTS",
+        "EqlmHaltEnum": "eqlm.limits.HALTS",
         "EvaluationKindEnum": "inference.models.EvaluationRun.Kind",
     },
 }

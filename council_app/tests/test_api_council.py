@@ -96,6 +96,30 @@ def test_each_member_runs_with_the_requests_eqlm_controls(api):
     assert body["eqlm"]["mode"] == "adaptive"
 
 
+@pytest.mark.parametrize(
+    ("body", "param"),
+    [
+        ({"model": "eqlm-council", "start": "noise"}, "start"),
+        ({"model": "eqlm-council", "halt": "kl", "tol": 0.01}, "halt"),
+        ({"model": "eqlm-council@start=noise"}, "start"),
+    ],
+)
+def test_the_council_refuses_the_noise_start_and_kl_halting_saying_why(api, body, param):
+    response = post(api, "/v1/completions", {"prompt": PROMPTS[0], "max_tokens": 2, **body})
+    assert response.status_code == 400, response.content
+    error = response.json()["error"]
+    assert error["param"] == param and error["code"] == "unsupported_by_council"
+    assert "share one solve schedule" in error["message"]
+    assert api.get("/v1/models/eqlm-council@halt=kl").status_code == 400
+
+
+def test_the_council_takes_the_warm_start_by_either_name_and_reports_it(api):
+    by_start = complete(api, model="eqlm-council", prompt=PROMPTS[1], start="warm", depth=6)
+    by_alias = complete(api, model="eqlm-council", prompt=PROMPTS[1], warm_start=True, depth=6)
+    assert by_start["choices"][0]["text"] == by_alias["choices"][0]["text"]
+    assert by_start["eqlm"]["start"] == "warm" and by_start["eqlm"]["warm_start"] is True
+
+
 def test_a_very_large_tau_toward_a_member_gives_that_members_greedy_text(api):
     for member in ("eqlm-demo", "eqlm-code"):
         alone = complete(api, model=member, prompt=PROMPTS[2])

@@ -84,3 +84,13 @@ def test_a_model_listed_twice_scores_as_that_model_alone(two_models):
         np.testing.assert_allclose(game.logprobs, own.logprobs, atol=1e-9)
     np.testing.assert_allclose(council.stats.prompt_logprobs, alone.stats.prompt_logprobs, atol=1e-9)
     assert council.stats.prompt_weights.shape == (len("Let there be") - 1, 2)
+
+
+@pytest.mark.parametrize(
+    ("params", "why"), [({"start": "noise"}, 'start "noise"'), ({"halt": "kl", "tol": 0.01}, 'halt "kl"')]
+)
+def test_the_council_refuses_a_noise_start_and_kl_halting_rather_than_ignoring_them(two_models, params, why):
+    council = CouncilGenerator(list(two_models), Kinetic())
+    with pytest.raises(ValueError, match=why):
+        run(council, temperature=0, **params)
+    assert council.max_depth == min(m.max_depth for m in two_models)

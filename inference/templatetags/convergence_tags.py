@@ -40,6 +40,10 @@ def adaptive_rows(figures: dict) -> list[dict]:
     return rows
 
 
+# The start comparison remakes the run just made three times in the reader's tab: at most this many tokens each.
+STARTS_COMPARED = 48
+
+
 @register.inclusion_tag("inference/_convergence.html")
 def convergence_panel(slug: str) -> dict:
     from inference.convergence import stored_figures
@@ -55,4 +59,5 @@ def convergence_panel(slug: str) -> dict:
         "solvers": list((figures.get("solvers") or {}).keys()),
         "rows": depth_rows(figures) if figures else [],
         "adaptive": adaptive_rows(figures),
+        "starts_compared": STARTS_COMPARED,
     }

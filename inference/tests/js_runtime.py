@@ -1,12 +1,14 @@
 """Run the browser runtime (static/js/eqlm-runtime.js) under node on onnxruntime-web's wasm backend.
 
 The same package the page uses decodes a model folder for several requests; each token event comes back as
-[token id, iterations, text, residuals] so a test can hold it against eqlm.generation.
+[token id, iterations, text, residuals] so a test can hold it against eqlm.generation. The noise start's module
+(static/js/eqlm-noise.js, an ES module) is imported from a .mjs copy, as the page imports it.
 """
 
 import json
 import shutil
 import subprocess
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -16,7 +18,7 @@ ORT_WEB = ROOT / "node_modules" / "onnxruntime-web"
 NODE_SCRIPT = r"""
 globalThis.self = globalThis;
 const fs = require("fs");
-const [ortPath, tokenizerPath, runtimePath, dir, prompt, casesJson, maxTokens] = process.argv.slice(1);
+const [ortPath, tokenizerPath, runtimePath, noiseUrl, dir, prompt, casesJson, maxTokens] = process.argv.slice(1);
 const ort = require(ortPath);
 globalThis.EqlmTokenizer = require(tokenizerPath);
 const { EqlmRuntime } = require(runtimePath);
@@ -27,12 +29,13 @@ const { EqlmRuntime } = require(runtimePath);
   const open = (name) => ort.InferenceSession.create(new Uint8Array(fs.readFileSync(dir + "/" + name)));
   const sessions = { embed: await open(manifest.graphs.embed), step: await open(manifest.graphs.step),
                      head: await open(manifest.graphs.head) };
-  const runtime = new EqlmRuntime(ort, manifest, sessions, 1);
+  const runtime = new EqlmRuntime(ort, manifest, sessions, 1, await import(noiseUrl));
   const out = {};
   for (const [name, c] of Object.entries(JSON.parse(casesJson))) {
     const events = [];
     const request = { prompt, maxTokens: Number(maxTokens), depth: c.depth, tol: c.tol ?? null,
-                      warmStart: !!c.warm_start, solver: c.solver || "picard" };
+                      warmStart: !!c.warm_start, start: c.start || null, halt: c.halt || "residual",
+                      seed: c.seed ?? 0, solver: c.solver || "picard" };
     for await (const e of runtime.generate(request)) {
       events.push([e.tokenId, e.iterations, e.text, Array.from(e.residuals || [])]);
     }
@@ -48,11 +51,10 @@ def js_runtime_events(onnx_dir: Path, prompt: str, cases: dict, max_tokens: int)
     if not shutil.which("node") or not ORT_WEB.exists():
         pytest.skip("node or node_modules/onnxruntime-web is missing (make vendor installs it)")
     scripts = [str(ROOT / "static/js/tokenizer.js"), str(ROOT / "static/js/eqlm-runtime.js")]
-    result = subprocess.run(
-        ["node", "-e", NODE_SCRIPT, str(ORT_WEB), *scripts, str(onnx_dir), prompt, json.dumps(cases), str(max_tokens)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    with tempfile.TemporaryDirectory() as folder:
+        noise = Path(folder) / "eqlm-noise.mjs"  # the .mjs name tells node it is an ES module
+        shutil.copy(ROOT / "static/js/eqlm-noise.js", noise)
+        arguments = [str(ORT_WEB), *scripts, noise.as_uri(), str(onnx_dir), prompt, json.dumps(cases), str(max_tokens)]
+        result = subprocess.run(["node", "-e", NODE_SCRIPT, *arguments], capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
     return json.loads(result.stdout)

@@ -27,8 +27,10 @@ def schema(client):
 def test_the_schema_documents_every_v1_route_with_eqlm_controls(schema):
     assert {"/v1/models", "/v1/models/{model_id}", "/v1/completions", "/v1/chat/completions"} <= set(schema["paths"])
     body = schema["components"]["schemas"]["CompletionRequest"]["properties"]
-    assert body["depth"]["minimum"] == 1 and body["depth"]["maximum"] == 64
-    assert {"tol", "warm_start", "solver", "prompt", "max_tokens", "stream", "stream_options"} <= set(body)
+    assert body["depth"]["minimum"] == 1 and body["depth"]["maximum"] == 128  # a model's own cap is at most 128
+    assert {"tol", "start", "halt", "warm_start", "solver", "prompt", "max_tokens", "stream"} <= set(body)
+    enums = {name: schema["components"]["schemas"][f"Eqlm{name.title()}Enum"]["enum"] for name in ("start", "halt")}
+    assert enums == {"start": ["zero", "warm", "noise"], "halt": ["residual", "kl"]}
     chat = schema["components"]["schemas"]["ChatCompletionRequest"]["properties"]
     assert {"messages", "max_completion_tokens", "depth"} <= set(chat)
     assert schema["components"]["securitySchemes"]["ApiKeyBearer"]["scheme"] == "bearer"
@@ -46,7 +48,7 @@ def test_the_reference_page_lists_every_v1_endpoint_and_parameter_of_the_schema(
                 name = ref["$ref"].rsplit("/", 1)[1]
                 for field in schema["components"]["schemas"][name]["properties"]:
                     assert f'data-param="{field}"' in page, f"{path}: {field} missing from /api/"
-    assert "1 – 64" in page  # depth's range, as the schema states it
+    assert "1 – 128" in page  # depth's range, as the schema states it (each model's own cap is in /v1/models)
     assert "curl -s http://testserver/v1/completions" in page and "from openai import OpenAI" in page
 
 

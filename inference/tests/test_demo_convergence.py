@@ -34,6 +34,7 @@ def test_the_panel_shows_the_models_stored_figures_with_a_table_under_every_char
 def test_a_model_without_figures_says_how_to_get_them(client):
     html = client.get("/demo/").content.decode()
     assert 'id="cv-missing"' in html and "/api/models/eqlm-demo/evaluations/" in html
+    assert 'id="cv-starts-table"' in html  # the run just made from three starts needs no stored figures
 
 
 @pytest.mark.browser

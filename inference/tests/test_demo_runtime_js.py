@@ -2,7 +2,8 @@
 
 Runs the JS runtime under node with onnxruntime-web's wasm backend (the same package the page uses) on a tiny
 random model exported by the project's own code, and compares tokens and iterations per token with
-eqlm.generation for fixed depth, adaptive halting, warm start and Anderson acceleration.
+eqlm.generation for fixed depth, adaptive halting (on the residual and on the KL), the zero, warm and noise starts,
+and Anderson acceleration.
 """
 
 import pytest
@@ -19,6 +20,14 @@ CASES = {
     "warm start": {"depth": 6, "warm_start": True},
     "adaptive + warm": {"depth": 10, "tol": 0.03, "warm_start": True},
     "anderson": {"depth": 6, "solver": "anderson"},
+    "noise": {"depth": 8, "start": "noise", "seed": 0},
+    "noise, seed 7": {"depth": 8, "start": "noise", "seed": 7},
+    "start warm": {"depth": 6, "start": "warm"},
+    # The tiny random model's next-byte distributions barely move: these tols halt between 3 and the cap. Anderson
+    # is left out of the KL cases: its JS algebra is not LAPACK's bit for bit, so under a tight tol (KL 1e-7, or a
+    # residual of 1e-3) a position may halt a few iterations apart, whatever the rule.
+    "kl halting": {"depth": 24, "tol": 1e-7, "halt": "kl"},
+    "kl halting + noise": {"depth": 16, "tol": 3e-6, "halt": "kl", "start": "noise", "seed": 3},
 }
 
 

@@ -1,4 +1,5 @@
-"""/v1 addresses every servable model by id: its state, its own default depth, depth 1-64 and tol's cap of 64."""
+"""/v1 addresses every servable model by id: its state, its own default depth and its own depth cap (the manifest's
+max_depth: 64 unless it declares up to 128), which also caps tol."""
 
 import json
 import shutil
@@ -14,14 +15,20 @@ PROMPT = "In the beginning"
 
 @pytest.fixture(scope="module")
 def exports(tiny_onnx_export):
-    return {"default": tiny_onnx_export(0), "five": tiny_onnx_export(1, default_depth=5)}
+    return {
+        "default": tiny_onnx_export(0),
+        "five": tiny_onnx_export(1, default_depth=5),
+        "deep": tiny_onnx_export(2, default_depth=12, max_depth=128),
+    }
 
 
 @pytest.fixture
 def models(serve_models, tmp_path, exports):
-    """eqlm-demo (default depth 8) and tiny-five (default depth 5, other weights) under a fresh MODELS_DIR."""
+    """eqlm-demo (default depth 8), tiny-five (default depth 5) and tiny-deep (default depth 12, max_depth 128),
+    each with its own weights, under a fresh MODELS_DIR."""
     shutil.copytree(exports["default"], tmp_path / "eqlm-demo")
     shutil.copytree(exports["five"], tmp_path / "tiny-five")
+    shutil.copytree(exports["deep"], tmp_path / "tiny-deep")
     return serve_models(tmp_path)
 
 
@@ -34,8 +41,8 @@ def complete(client, **body):
 def test_the_list_names_every_model_with_its_depths_and_state(client, models):
     serving.resolve("tiny-five").runtime()
     data = client.get("/v1/models").json()["data"]
-    assert [m["id"] for m in data][:2] == ["eqlm-demo", "tiny-five"]  # served models first (then any virtual one)
-    five = data[1]
+    assert [m["id"] for m in data][:3] == ["eqlm-demo", "tiny-deep", "tiny-five"]  # served models, then the council
+    five = data[2]
     assert five["object"] == "model" and five["created"] > 0
     eqlm = {k: five["eqlm"][k] for k in ("name", "default", "default_depth", "max_depth", "state")}
     assert eqlm == {"name": "tiny-five", "default": False, "default_depth": 5, "max_depth": 64, "state": "loaded"}
@@ -76,10 +83,44 @@ def test_depth_is_1_to_64(client, models, depth, status):
         assert body["eqlm"]["iterations_per_token"] == [depth]
 
 
+def test_a_model_whose_manifest_allows_128_runs_depth_128_and_lists_its_depths(client, models):
+    code, body = complete(client, model="tiny-deep", temperature=0, depth=128, max_tokens=1)
+    assert code == 200 and body["eqlm"]["iterations_per_token"] == [128]
+    code, body = complete(client, model="tiny-deep", temperature=0, depth=129, max_tokens=1)
+    assert code == 400 and body["error"]["param"] == "depth"
+    deep = next(m for m in client.get("/v1/models").json()["data"] if m["id"] == "tiny-deep")
+    assert (deep["eqlm"]["default_depth"], deep["eqlm"]["max_depth"]) == (12, 128)
+
+
+def test_the_default_depth_and_tols_cap_are_the_models_own(client, models):
+    _, fixed = complete(client, model="tiny-deep", temperature=0, max_tokens=2)
+    assert fixed["eqlm"]["depth_requested"] == 12 and fixed["eqlm"]["iterations_per_token"] == [12, 12]
+    _, adaptive = complete(client, model="tiny-deep", temperature=0, tol=1e-9, max_tokens=2)  # never met
+    assert adaptive["eqlm"]["iterations_per_token"] == [128, 128]
+
+
+def test_a_depth_past_a_models_own_cap_is_a_bad_request_stating_its_range(client, models):
+    code, body = complete(client, model="tiny-five", temperature=0, depth=100)
+    assert code == 400 and body["error"]["param"] == "depth" and body["error"]["code"] == "depth_out_of_range"
+    assert "'tiny-five' takes depth 1–64" in body["error"]["message"]
+    code, body = complete(client, model="tiny-five@depth=100")
+    assert code == 400 and body["error"]["param"] == "model" and "1–64" in body["error"]["message"]
+    assert client.get("/v1/models/tiny-five@depth=100").status_code == 400
+    assert client.get("/v1/models/tiny-deep@depth=100").status_code == 200
+    assert complete(client, model="tiny-deep@depth=100", temperature=0, max_tokens=1)[0] == 200
+
+
+def test_a_manifest_declaring_a_cap_past_128_is_not_served_and_says_why(client, models):
+    manifest = json.loads((models / "tiny-five" / "manifest.json").read_text())
+    (models / "tiny-five" / "manifest.json").write_text(json.dumps({**manifest, "max_depth": 256}))
+    status, body = complete(client, model="tiny-five")
+    assert status == 503 and "max_depth" in body["error"]["message"]
+
+
 def test_an_unknown_model_is_a_404_naming_the_available_ones(client, models):
     status, body = complete(client, model="gpt-4")
     assert status == 404 and body["error"]["code"] == "model_not_found" and body["error"]["param"] == "model"
-    assert "eqlm-demo, tiny-five" in body["error"]["message"]
+    assert "eqlm-demo, tiny-deep, tiny-five" in body["error"]["message"]
     assert client.get("/v1/models/gpt-4").status_code == 404
 
 

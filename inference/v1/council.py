@@ -1,7 +1,8 @@
 """The council on /v1/ (`eqlm-council`): its members' runtimes and its telemetry, chosen per request.
 
 Each member is a servable model (inference.serving.resolve) decoded by its own ONNX runtime with the request's
-depth/tol/warm start/solver; eqlm.council solves the game per token. `serve` picks a request's generator and its
+depth/tol/warm start/solver (not the noise start or the KL rule: `check_controls` refuses them); eqlm.council solves
+the game per token. `serve` picks a request's generator and its
 Telemetry: a plain model's reports nothing beyond the `eqlm` summary, the council's (CouncilTelemetry) adds
 `eqlm.council` to JSON answers, and per stream (CouncilStreamTelemetry) to each chunk. The `kinetic` serializer is
 in serializers.py, the council's id in inference/model_ids.py.
@@ -11,6 +12,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from eqlm.council import council_refuses
+from eqlm.limits import DEFAULT_HALT, DEFAULT_START, DEPTH_MAX
 from inference.model_ids import COUNCIL_ID, is_council_id
 from portal.api import ApiError
 
@@ -36,6 +39,29 @@ def _member_runtimes(members: list[str]) -> list:
     return runtimes
 
 
+def check_controls(data: dict) -> None:
+    """A 400 naming `start` or `halt` when the council cannot take it (eqlm.council.council_refuses says why)."""
+    for param, why in (
+        ("start", council_refuses(data.get("start") or DEFAULT_START, DEFAULT_HALT)),
+        ("halt", council_refuses(DEFAULT_START, data.get("halt") or DEFAULT_HALT)),
+    ):
+        if why:
+            raise ApiError(f"{why[0].upper()}{why[1:]}.", param=param, code="unsupported_by_council")
+
+
+def default_max_depth() -> int:
+    """The deepest depth every default member takes: the cap of a council that names no members."""
+    from inference.serving import UnknownModel, resolve
+
+    caps = []
+    for member in DEFAULT_MEMBERS:
+        try:
+            caps.append(resolve(member).max_depth)
+        except UnknownModel:
+            continue
+    return min(caps, default=DEPTH_MAX)
+
+
 def serve(data: dict, plain_runtime):
     """(generator, telemetry) for a validated request: the council's for eqlm-council, else `plain_runtime(id)`'s
     runtime with the plain telemetry (a plain model may not take `kinetic`)."""
@@ -44,6 +70,7 @@ def serve(data: dict, plain_runtime):
         if kinetic is not None:
             raise ApiError(f'kinetic is only for the model "{COUNCIL_ID}".', param="kinetic")
         return plain_runtime(data["model"]), PLAIN
+    check_controls(data)
     from eqlm.council import CouncilGenerator, Kinetic
 
     if kinetic is None:

@@ -5,10 +5,10 @@ from functools import lru_cache
 
 from drf_spectacular.utils import OpenApiResponse
 
-from eqlm.limits import DEPTH_MAX
+from eqlm.limits import DEPTH_CAP_MAX, DEPTH_MAX, HALTS, STARTS
 
 V1_TAG = "v1 (OpenAI-compatible)"
-EQLM_FIELDS = ("depth", "tol", "warm_start", "solver")
+EQLM_FIELDS = ("depth", "tol", "start", "halt", "warm_start", "solver")
 
 # --- what the /v1/ views declare in the schema -----------------------------------------------------------------------
 
@@ -40,7 +40,8 @@ MODEL_SCHEMA = {
                 "default_depth": {"type": "integer", "description": "the depth without `depth` or `tol`"},
                 "max_depth": {
                     "type": "integer",
-                    "description": f"the most iterations `depth` may ask for ({DEPTH_MAX})",
+                    "description": f"the most iterations `depth` may ask for: the manifest's max_depth ({DEPTH_MAX} "
+                    f"unless it declares another, at most {DEPTH_CAP_MAX})",
                 },
                 "state": {"type": "string", "enum": ["loaded", "not loaded", "failed"]},
                 "error": {"type": "string", "description": "why the model failed to load (state `failed`)"},
@@ -104,7 +105,19 @@ EQLM_SCHEMA = {
         "depth_requested": {"type": "integer", "nullable": True},
         "mode": {"type": "string", "enum": ["fixed", "adaptive"]},
         "tol": {"type": "number", "nullable": True},
-        "warm_start": {"type": "boolean"},
+        "start": {"type": "string", "enum": list(STARTS), "description": "where each position's solve started"},
+        "noise_seed": {
+            "type": "integer",
+            "nullable": True,
+            "description": 'start "noise" only: the seed of its normals (this choice\'s, seed + its index)',
+        },
+        "warm_start": {"type": "boolean", "description": 'start == "warm" (the older field)'},
+        "halt": {
+            "type": "string",
+            "enum": list(HALTS),
+            "nullable": True,
+            "description": "the halting rule used with tol; null at a fixed depth",
+        },
         "solver": {"type": "string"},
         "mean_iterations": {
             "type": "number",

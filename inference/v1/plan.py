@@ -31,13 +31,20 @@ class Plan:
     logprobs: int | None = None  # alternatives per token when log probabilities were asked for (0-20), else None
     model: str = ""  # the model id as sent (a suffix included); responses echo it
 
+    def choice_eqlm(self, request=None) -> dict:
+        """The `eqlm` fields the plan fixes, for one choice's request (its own noise seed) or for all of them."""
+        if request is None or self.eqlm.get("noise_seed") is None:
+            return dict(self.eqlm)
+        return {**self.eqlm, "noise_seed": request.noise_seed}
+
     @property
     def scoring(self) -> bool:
         """Log probabilities or echo: the prompt is scored whole, never left-truncated."""
         return self.logprobs is not None or self.echo
 
     def requests(self):
-        """(choice index, GenerationRequest) for every prompt × n, with per-choice seeds when sampling."""
+        """(choice index, GenerationRequest) for every prompt × n, with per-choice seeds (seed + copy) when a seed
+        is set: sampling's, and the noise start's."""
         from eqlm.generation import GenerationRequest
 
         index = 0
@@ -98,7 +105,9 @@ def build_plan(data: dict, prompts: list[str], default_max_tokens: int, param: s
     params = {
         "depth": depth,
         "tol": data["tol"],
+        "start": data["start"],
         "warm_start": data["warm_start"],
+        "halt": data["halt"],
         "solver": data["solver"],
         "temperature": data["temperature"],
         "top_p": data["top_p"],
@@ -119,7 +128,10 @@ def build_plan(data: dict, prompts: list[str], default_max_tokens: int, param: s
             "depth_requested": depth,
             "mode": "adaptive" if data["tol"] is not None else "fixed",
             "tol": data["tol"],
+            "start": data["start"],
+            "noise_seed": data["seed"] if data["start"] == "noise" else None,
             "warm_start": data["warm_start"],
+            "halt": data["halt"] if data["tol"] is not None else None,
             "solver": data["solver"],
         },
     )

@@ -7,7 +7,19 @@ from rest_framework import serializers
 from eqlm.council import DEFAULT_BETA as COUNCIL_BETA
 from eqlm.council import MEMORIES as COUNCIL_MEMORIES
 from eqlm.council import MEMORY_DEFAULTS as COUNCIL_MEMORY_DEFAULTS
-from eqlm.limits import DEFAULT_DEPTH, DEFAULT_MODEL_ID, DEFAULT_SOLVER, DEPTH_MAX, DEPTH_MIN, SOLVERS
+from eqlm.limits import (
+    DEFAULT_DEPTH,
+    DEFAULT_HALT,
+    DEFAULT_MODEL_ID,
+    DEFAULT_SOLVER,
+    DEFAULT_START,
+    DEPTH_CAP_MAX,
+    DEPTH_MAX,
+    DEPTH_MIN,
+    HALTS,
+    SOLVERS,
+    STARTS,
+)
 from inference.model_ids import COUNCIL_ID, base_id, suffix_pairs
 from portal.api import ApiError
 
@@ -231,20 +243,35 @@ class GenerationParamsSerializer(serializers.Serializer):
     )
     stream_options = StreamOptionsSerializer(required=False, allow_null=True, default=None)
     depth = serializers.IntegerField(
-        required=False, allow_null=True, default=None, min_value=DEPTH_MIN, max_value=DEPTH_MAX,
-        help_text=f"EqLM: iterations of the weight-tied block per token, {DEPTH_MIN}–{DEPTH_MAX} (default: the "
-        f"model's default_depth, {DEFAULT_DEPTH} for {DEFAULT_MODEL_ID}; with `tol`, the cap on iterations, "
-        f"{DEPTH_MAX} when unset).",
+        required=False, allow_null=True, default=None, min_value=DEPTH_MIN, max_value=DEPTH_CAP_MAX,
+        help_text=f"EqLM: iterations of the weight-tied block per token, {DEPTH_MIN} to the model's max_depth "
+        f"({DEPTH_MAX} unless its manifest declares another, at most {DEPTH_CAP_MAX}; /v1/models lists each "
+        f"model's). Default: the model's default_depth ({DEFAULT_DEPTH} for {DEFAULT_MODEL_ID}); with `tol`, the cap "
+        "on iterations, the model's max_depth when unset.",
     )  # fmt: skip
     tol = PositiveFractionField(
         required=False, allow_null=True, default=None, max_value=1.0,
-        help_text="EqLM: adaptive halting. Each position stops iterating once its relative residual "
-        f"‖f(z)−z‖/‖z‖ falls below tol (> 0), or at `depth` (default {DEPTH_MAX}). Without tol, depth is fixed.",
+        help_text="EqLM: adaptive halting. Each position stops iterating once the `halt` rule holds: its relative "
+        "residual ‖f(z)−z‖/‖z‖ below tol (> 0), or with `halt: \"kl\"` the KL between successive iterations' "
+        "next-byte distributions below tol (nats); at the latest at `depth` (default: the model's max_depth). "
+        "Without tol, depth is fixed.",
+    )  # fmt: skip
+    start = serializers.ChoiceField(
+        choices=list(STARTS), required=False, allow_null=True, default=None,
+        help_text='EqLM: where each new position\'s solve starts. "zero" (the default): z = 0; "warm": the '
+        "previous position's final state, iterating against the solved states of the positions before it; "
+        '"noise": N(0, 1), the portable generator the manifest names (`noise_rng`), seeded by `seed` (0 when '
+        "unset, which then seeds sampling too; choice i of n uses seed + i).",
+    )  # fmt: skip
+    halt = serializers.ChoiceField(
+        choices=list(HALTS), required=False, allow_null=True, default=DEFAULT_HALT,
+        help_text='EqLM: the halting rule `tol` applies (only with tol): "residual" (the relative residual) or '
+        '"kl" (KL(p_i ‖ p_(i−1)) of the next-byte distributions before and after an iteration, in nats).',
     )  # fmt: skip
     warm_start = serializers.BooleanField(
-        required=False, allow_null=True, default=False,
-        help_text="EqLM: start each new token from the previous position's state, iterating against the "
-        "solved states of the positions before it.",
+        required=False, allow_null=True, default=None,
+        help_text='EqLM: the older spelling of `start`: true is start "warm". Sent with a `start` it disagrees '
+        "with, it is a 400.",
     )  # fmt: skip
     solver = serializers.ChoiceField(
         choices=list(SOLVERS), required=False, allow_null=True, default=DEFAULT_SOLVER,
@@ -275,7 +302,7 @@ class GenerationParamsSerializer(serializers.Serializer):
         "temperature": 1.0,
         "top_p": 1.0,
         "stream": False,
-        "warm_start": False,
+        "halt": DEFAULT_HALT,
         "solver": DEFAULT_SOLVER,
         "n": 1,
     }
@@ -286,7 +313,43 @@ class GenerationParamsSerializer(serializers.Serializer):
             if attrs.get(name) is None:
                 attrs[name] = default
         attrs["stop"] = attrs.get("stop") or ()
+        conflict = start_conflict(attrs.get("start"), attrs.get("warm_start"))
+        if conflict:
+            raise serializers.ValidationError({"warm_start": [conflict]})
         return attrs
+
+
+def start_conflict(start: str | None, warm_start: bool | None) -> str:
+    """Why `start` and its older spelling `warm_start` disagree ("" when they do not, or one is unset)."""
+    if start is None or warm_start is None or warm_start == (start == "warm"):
+        return ""
+    return (
+        f"warm_start is {str(warm_start).lower()} but start is {start!r}: send start alone "
+        '(warm_start: true is start: "warm").'
+    )
+
+
+def resolve_start_and_halt(data: dict) -> dict:
+    """Settle the solve's start and halting rule once the body and the model id's suffix are merged.
+
+    `start` falls back on `warm_start` (true: "warm"), then "zero"; `warm_start` follows `start`. The noise start
+    is always seeded: an unset seed is 0. `halt: "kl"` only means something with a tol.
+    """
+    conflict = start_conflict(data.get("start"), data.get("warm_start"))
+    if conflict:
+        raise ApiError(conflict, param="warm_start", code="conflicting_parameter")
+    start = data.get("start") or ("warm" if data.get("warm_start") else DEFAULT_START)
+    data["start"], data["warm_start"] = start, start == "warm"
+    if start == "noise" and data.get("seed") is None:
+        data["seed"] = 0
+    data["halt"] = data.get("halt") or DEFAULT_HALT
+    if data["halt"] != DEFAULT_HALT and data.get("tol") is None:
+        raise ApiError(
+            f'halt "{data["halt"]}" is a halting rule for adaptive halting: send a tol with it (without tol '
+            "every token runs exactly `depth` iterations).",
+            param="halt",
+        )
+    return data
 
 
 def parse_suffix(model_id: str) -> dict:
@@ -307,7 +370,8 @@ def parse_suffix(model_id: str) -> dict:
 
 
 def apply_suffix(data: dict, body: dict) -> dict:
-    """Fold the model id's controls into validated request data; a body field that disagrees is a 400."""
+    """Fold the model id's controls into validated request data; a body field that disagrees is a 400, and so is a
+    start that disagrees with warm_start across the two."""
     controls = parse_suffix(data["model"])
     for key, value in controls.items():
         sent = body.get(key) if isinstance(body, dict) else None
@@ -318,7 +382,7 @@ def apply_suffix(data: dict, body: dict) -> dict:
                 code="conflicting_parameter",
             )
         data[key] = value
-    return data
+    return resolve_start_and_halt(data)
 
 
 class CompletionRequestSerializer(GenerationParamsSerializer):

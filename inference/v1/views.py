@@ -1,9 +1,9 @@
 """The OpenAI-compatible API (/v1/): models, completions and chat completions, with EqLM's own controls.
 
-Requests follow OpenAI's wire format; `depth`, `tol`, `warm_start` and `solver` are extra top-level fields (the
-official client sends them through `extra_body`) and every response carries an `eqlm` object. Generation runs on
-the ONNX generation service (eqlm.generation: onnxruntime + numpy, never torch). Validation is in serializers.py,
-the request plan in plan.py, the response shapes in wire.py and the schema pieces in docs.py.
+Requests follow OpenAI's wire format; `depth`, `tol`, `start`, `halt`, `warm_start` and `solver` are extra top-level
+fields (the official client sends them through `extra_body`) and every response carries an `eqlm` object. Generation
+runs on the ONNX generation service (eqlm.generation: onnxruntime + numpy, never torch). Validation is in
+serializers.py, the request plan in plan.py, the response shapes in wire.py and the schema pieces in docs.py.
 """
 
 import itertools
@@ -21,7 +21,8 @@ from rest_framework.renderers import JSONRenderer
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from inference.model_ids import COUNCIL_ID, base_id, is_council_id
+from eqlm.limits import DEPTH_MIN
+from inference.model_ids import COUNCIL_ID, base_id, is_council_id, suffix_pairs
 from portal.api import ApiError, error_body
 
 from . import council, ratelimit, scoring, wire
@@ -86,6 +87,26 @@ def served_runtime(model_id: str):
         raise ApiError(
             f"The model '{model_id}' is unavailable on this server: {exc}", status_code=503, code="model_unavailable"
         ) from None
+
+
+def check_depth(model_id: str, depth: int | None, max_depth: int) -> None:
+    """A 400 when `depth` is past the model's own cap (its manifest's max_depth; the serializer has already held it
+    to DEPTH_MIN..DEPTH_CAP_MAX). It names `depth`, or `model` when the depth came from the id's suffix."""
+    if depth is None or depth <= max_depth:
+        return
+    base = base_id(model_id)
+    if "depth" in suffix_pairs(model_id):
+        raise ApiError(
+            f"The model id suffix's depth={depth} is outside the range of '{base}': depth {DEPTH_MIN}–{max_depth} "
+            "(its max_depth).",
+            param="model",
+            code="invalid_model_suffix",
+        )
+    raise ApiError(
+        f"The model '{base}' takes depth {DEPTH_MIN}–{max_depth} (its max_depth); {depth} is outside that range.",
+        param="depth",
+        code="depth_out_of_range",
+    )
 
 
 def model_object(state: dict, created: int) -> dict:
@@ -160,6 +181,7 @@ class GenerationView(V1View):
         serializer.is_valid(raise_exception=True)
         data = apply_suffix(serializer.validated_data, request.data)
         generator, telemetry = council.serve(data, served_runtime)
+        check_depth(data["model"], data.get("depth"), generator.max_depth)
         if data.get("depth") is None and data.get("tol") is None:
             data["depth"] = generator.default_depth  # fixed depth by default, at the model's own default
         plan = self.plan(data)
@@ -205,7 +227,7 @@ class GenerationView(V1View):
                 choices.append(self.choice(index, text, result.finish_reason, logprobs))
                 entries = telemetry.result_entries(result, index)
                 all_entries += entries
-                own = wire.eqlm_summary(plan, iterations, result.final_residual)
+                own = wire.eqlm_summary(plan, iterations, result.final_residual, req)
                 per_choice.append(telemetry.add_to_summary(own, entries))
         finally:
             ratelimit.charge_tokens(self.caller, prompt_tokens + completion_tokens)
@@ -252,7 +274,7 @@ class GenerationView(V1View):
                 completion_tokens += len(iterations)
                 all_iterations += iterations
                 reason = stream.finish_reason
-                own = followed.close(wire.eqlm_summary(plan, iterations, residual))
+                own = followed.close(wire.eqlm_summary(plan, iterations, residual, req))
                 yield self.chunk(ident, created, plan.model, plan, index, reason=reason, eqlm=own)
             if plan.include_usage:
                 usage = wire.usage(prompt_tokens, completion_tokens)
@@ -300,11 +322,13 @@ class ModelDetailView(V1View):
     def get(self, request, model_id: str):
         ratelimit.admit(self.caller, 0)
         if is_council_id(model_id):
-            parse_suffix(model_id)  # 400 for a bad suffix
+            controls = parse_suffix(model_id)  # 400 for a bad suffix
+            council.check_controls(controls)
+            check_depth(model_id, controls.get("depth"), council.default_max_depth())
             return Response({**council.model_object(model_created()), "id": model_id})
         base = base_id(model_id)
-        served_runtime(base)  # 404 for an unknown id, 503 when its files cannot be loaded
-        parse_suffix(model_id)  # 400 for a bad suffix
+        runtime = served_runtime(base)  # 404 for an unknown id, 503 when its files cannot be loaded
+        check_depth(model_id, parse_suffix(model_id).get("depth"), runtime.max_depth)  # 400 for a bad suffix
         found = next(m for m in model_objects() if m["id"] == base)
         return Response({**found, "id": model_id})  # a suffixed id is echoed as sent
 

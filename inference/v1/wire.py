@@ -6,24 +6,26 @@ import math
 from .plan import Plan
 
 
-def eqlm_summary(plan: Plan, iterations: list[int], final_residual: float | None) -> dict:
-    """The `eqlm` object of the tokens whose iterations are given (their last residual: final_residual).
+def eqlm_summary(plan: Plan, iterations: list[int], final_residual: float | None, request=None) -> dict:
+    """The `eqlm` object of the tokens whose iterations are given (their last residual: final_residual); `request`:
+    the one choice it covers (its own noise seed), None for all of them.
 
     With no token (echo with max_tokens 0 scores the prompt alone) the figures are the prompt solve's: at a fixed
     depth every position ran exactly that many iterations; an adaptive solve's counts and any residual are not
     reported by the runtime, so they are null, never a 0 that would claim a converged solve.
     """
+    fields = plan.choice_eqlm(request)
     if not iterations:
-        fixed = plan.eqlm.get("mode") == "fixed" and plan.eqlm.get("depth_requested") is not None
+        fixed = fields.get("mode") == "fixed" and fields.get("depth_requested") is not None
         return {
-            **plan.eqlm,
-            "mean_iterations": float(plan.eqlm["depth_requested"]) if fixed else None,
+            **fields,
+            "mean_iterations": float(fields["depth_requested"]) if fixed else None,
             "iterations_per_token": [],
             "final_residual": None,
         }
     finite = final_residual is not None and math.isfinite(final_residual)
     return {
-        **plan.eqlm,
+        **fields,
         "mean_iterations": round(sum(iterations) / len(iterations), 4),
         "iterations_per_token": iterations,
         "final_residual": float(final_residual) if finite else None,

@@ -1,7 +1,9 @@
 /* The dial's convergence panel: the selected model's stored figures by depth (bits/byte, residual median and p95,
-   share converged at the current tolerance) and the residual-by-iteration curve of the token under focus, from
-   the run just made (each token span carries its event's `residuals`, see eqlm-runtime.js). Plotly draws; the
-   tables under the charts hold the same numbers. */
+   share converged at the current tolerance), the residual-by-iteration curve of the token under focus, from
+   the run just made (each token span carries its event's `residuals`, see eqlm-runtime.js), and that run made
+   again greedily from zero, from noise and warm, side by side (greedy agreement and state cosine with the zero
+   start, iterations per token: computed here from the three runs). Plotly draws; the tables under the charts hold
+   the same numbers. */
 (function () {
   "use strict";
 
@@ -207,6 +209,7 @@
     output.addEventListener("eqlm:done", () => {
       const last = tokens().filter((t) => t.eqlmResiduals).pop();
       if (last) showToken(last);
+      compareStarts();
     });
     output.addEventListener("mouseover", (event) => {
       const span = event.target.closest && event.target.closest(".tok");
@@ -224,6 +227,98 @@
       event.preventDefault();
       focusToken(list[Math.max(0, Math.min(list.length - 1, moves[event.key]))]);
     });
+  }
+
+  // --- the run just made, from three starts ---------------------------------------------------------------------
+  const STARTS = ["zero", "noise", "warm"]; // the table's column order
+  const startsFigure = $("cv-starts");
+
+  /* The share of positions whose greedy bytes agree, over the longer run (bench/decode.py's agreement). */
+  function agreement(a, b) {
+    const total = Math.max(a.length, b.length);
+    let same = 0;
+    for (let i = 0; i < Math.min(a.length, b.length); i++) if (a[i] === b[i]) same += 1;
+    return total ? same / total : null;
+  }
+
+  function cosine(u, v) {
+    let uv = 0, uu = 0, vv = 0;
+    for (let i = 0; i < u.length; i++) {
+      uv += u[i] * v[i];
+      uu += u[i] * u[i];
+      vv += v[i] * v[i];
+    }
+    return uu > 0 && vv > 0 ? uv / Math.sqrt(uu * vv) : 0;
+  }
+
+  /* Mean cosine between the final states of the positions two runs share: every prompt position (the first event's
+     promptStates), then each generated position while the tokens before it agree (event k's z is the state that
+     chose token k, its context the tokens before k). */
+  function stateCosine(a, b, d) {
+    const pa = a[0].promptStates, pb = b[0].promptStates;
+    const values = [];
+    for (let p = 0; p < pa.length / d; p++) values.push(cosine(pa.subarray(p * d, (p + 1) * d), pb.subarray(p * d, (p + 1) * d)));
+    for (let k = 1; k < Math.min(a.length, b.length) && a[k - 1].tokenId === b[k - 1].tokenId; k++) values.push(cosine(a[k].z, b[k].z));
+    return values.reduce((s, v) => s + v, 0) / values.length;
+  }
+
+  function setStartsStatus(text) {
+    const node = $("cv-starts-status");
+    if (node) node.textContent = text;
+  }
+
+  function showStarts(runs, run, d) {
+    const zero = runs.zero.map((e) => e.tokenId);
+    const table = $("cv-starts-table");
+    const cells = {};
+    for (const row of table.tBodies[0].rows) cells[row.dataset.row] = row.cells;
+    const figures = {};
+    STARTS.forEach((start, c) => {
+      const events = runs[start];
+      const tokens = events.map((e) => e.tokenId);
+      figures[start] = {
+        tokens, text: events.map((e) => e.text).join(""), agreement: agreement(tokens, zero),
+        cosine: stateCosine(runs.zero, events, d), meanIterations: events.reduce((s, e) => s + e.iterations, 0) / events.length,
+      };
+      cells.agreement[c + 1].textContent = percent(figures[start].agreement);
+      cells.cosine[c + 1].textContent = figures[start].cosine.toFixed(4);
+      cells.iterations[c + 1].textContent = figures[start].meanIterations.toFixed(2);
+      cells.text[c + 1].textContent = JSON.stringify(figures[start].text);
+    });
+    for (const th of table.tHead.rows[0].cells) th.classList.toggle("cv-run-start", th.dataset.start === run.request.start);
+    const { depth, tol, halt, solver, seed } = run.request;
+    const halting = tol ? `halting by ${halt === "kl" ? "KL" : "residual"} below ${tol.toPrecision(2)}, cap ${depth}` : `depth ${depth}`;
+    $("cv-starts-caption").textContent = `The run just made (start ${run.request.start}) from three starts: ${zero.length} greedy tokens each, ` +
+      `${halting}, ${solver || "picard"}, noise seed ${Number(seed) || 0}`;
+    $("cv-starts-table-wrap").hidden = false; // the table and its focusable region appear once a run fills them
+    startsFigure.dataset.compared = String(zero.length);
+    if (window.eqlmDemo) window.eqlmDemo.starts = figures;
+    setStartsStatus("");
+  }
+
+  /* Remake the run just made greedily from each start, one after the other on the page's runtime; a new run stops
+     this first (demo.js awaits window.eqlmDemo.comparison). */
+  function compareStarts() {
+    const demo = window.eqlmDemo;
+    const run = demo && demo.lastRun;
+    if (!startsFigure || !demo.runtime || !run || !run.request || !run.tokens) return;
+    const limit = Number(startsFigure.dataset.maxTokens) || 48;
+    const abort = new AbortController();
+    const request = { ...run.request, temperature: 0, maxTokens: Math.min(run.tokens, limit), signal: abort.signal };
+    delete startsFigure.dataset.compared;
+    setStartsStatus("Making the run again from zero, from noise and warm…");
+    const done = (async () => {
+      const runs = {};
+      for (const start of STARTS) {
+        runs[start] = [];
+        for await (const event of demo.runtime.generate({ ...request, start, warmStart: false })) runs[start].push(event);
+        if (abort.signal.aborted) return setStartsStatus("The comparison stopped for a new run.");
+      }
+      showStarts(runs, run, demo.runtime.dModel);
+    })().catch((error) => setStartsStatus(`The comparison failed: ${error.message || error}`)).finally(() => {
+      if (demo.comparison && demo.comparison.abort === abort) demo.comparison = null;
+    });
+    demo.comparison = { abort, done };
   }
 
   function refresh() { drawStored(); updateReadout(); }

@@ -1,5 +1,6 @@
 /* The depth-dial page: controls, streaming output shaded by iterations, live figures and the quality chart.
-   Generation runs in this tab (static/js/eqlm-runtime.js on onnxruntime-web); nothing is sent to the server. */
+   Generation runs in this tab (static/js/eqlm-runtime.js on onnxruntime-web, the noise start's normals from
+   static/js/eqlm-noise.js); nothing is sent to the server. The depth range is the model's manifest's. */
 (function () {
   "use strict";
 
@@ -8,20 +9,25 @@
   const form = $("dial-form");
   const els = {
     depth: $("depth"), depthValue: $("depth-value"), tol: $("tol"), tolValue: $("tol-value"),
-    warm: $("warm-start"), temperature: $("temperature"), temperatureValue: $("temperature-value"), topP: $("top-p"),
+    temperature: $("temperature"), temperatureValue: $("temperature-value"), topP: $("top-p"),
     samplingMode: $("sampling-mode"), greedy: $("greedy"), sampled: $("sampled"),
     seed: $("seed"), maxTokens: $("max-tokens"), prompt: $("prompt"), generate: $("generate"), stop: $("stop"),
     status: $("runtime-status"), output: $("output"), tps: $("fig-tps"), iters: $("fig-iters"),
     residual: $("fig-residual"), threads: $("fig-threads"), swatches: $("legend-swatches"),
   };
   const model = config.model || {};
-  const maxDepth = Number(model.maxDepth) || 64; // the server renders the same range on the slider
-  const defaultDepth = Number(model.defaultDepth) || 8;
-  const state = { runtime: null, running: false, abort: null, lastRun: null, modelId: model.id || null };
+  // The server renders the card's range on the slider; once loaded, the runtime's manifest is the word on it.
+  let maxDepth = Number(model.maxDepth) || Number(els.depth.max);
+  let defaultDepth = Number(model.defaultDepth) || Number(els.depth.value);
+  // comparison: the convergence view's runs of the same request from the other starts ({abort, done}), which share
+  // the runtime: a new run stops them first (static/js/demo-convergence.js)
+  const state = { runtime: null, running: false, abort: null, lastRun: null, modelId: model.id || null, comparison: null };
   window.eqlmDemo = state; // read by the browser tests and the browser benchmark
 
   function tolerance() { return Math.pow(10, Number(els.tol.value)); }
   function mode() { return form.querySelector('input[name="mode"]:checked').value; }
+  function start() { return form.querySelector('input[name="start"]:checked').value; }
+  function halt() { return form.querySelector('input[name="halt"]:checked').value; }
   function setStatus(text) { els.status.textContent = text; }
 
   function shade(iterations, cap) {
@@ -67,6 +73,7 @@
   function syncControls() {
     els.depthValue.textContent = els.depth.value;
     els.tol.disabled = mode() !== "adaptive";
+    for (const radio of form.querySelectorAll('input[name="halt"]')) radio.disabled = mode() !== "adaptive";
     els.tolValue.textContent = tolerance().toPrecision(2);
     els.temperatureValue.textContent = Number(els.temperature.value).toFixed(2);
     describeSampling();
@@ -146,9 +153,19 @@
     els.output.dispatchEvent(new CustomEvent("eqlm:token", { detail: { span, event } }));
   }
 
+  async function stopComparison() {
+    const running = state.comparison;
+    if (!running) return;
+    running.abort.abort();
+    await running.done;
+  }
+
   async function generate(evt) {
     evt.preventDefault();
     if (!state.runtime || state.running) return;
+    state.running = true;
+    els.generate.disabled = true;
+    await stopComparison();
     const depth = Math.max(1, Math.min(maxDepth, Math.round(Number(els.depth.value)) || defaultDepth));
     const adaptive = mode() === "adaptive";
     const request = {
@@ -156,14 +173,13 @@
       maxTokens: Math.max(1, Math.min(512, Number(els.maxTokens.value) || 64)),
       depth,
       tol: adaptive ? tolerance() : null,
-      warmStart: els.warm.checked,
+      halt: adaptive ? halt() : "residual",
+      start: start(),
       temperature: Number(els.temperature.value),
       topP: topP(),
       seed: Number(els.seed.value) || 0,
     };
-    state.running = true;
     state.abort = new AbortController();
-    els.generate.disabled = true;
     els.stop.disabled = false;
     resetOutput(request.prompt);
     setStatus("Generating in this tab…");
@@ -205,7 +221,17 @@
   }
 
   // --- start-up ---------------------------------------------------------------------------------------------
-  async function start() {
+  /* The slider's range and default from the loaded model's manifest (runtime.maxDepth, runtime.defaultDepth). */
+  function applyDepthRange(runtime) {
+    const rendered = Number(els.depth.value) === defaultDepth;
+    maxDepth = runtime.maxDepth;
+    defaultDepth = runtime.defaultDepth;
+    els.depth.max = String(maxDepth);
+    if (rendered || Number(els.depth.value) > maxDepth) els.depth.value = String(Math.min(defaultDepth, maxDepth));
+    syncControls();
+  }
+
+  async function startUp() {
     const picker = $("model");
     if (picker) picker.addEventListener("change", () => picker.form.submit()); // each model has its own page state
     form.addEventListener("input", syncControls);
@@ -232,7 +258,9 @@
     const threads = window.crossOriginIsolated ? (asked === 1 ? 1 : 2) : 1;
     els.threads.textContent = `${threads} (${window.crossOriginIsolated ? "isolated" : "not isolated"})`;
     try {
-      state.runtime = await window.EqlmRuntime.load(config.manifestUrl, { ortPaths: { mjs: config.ortMjs, wasm: config.ortWasm }, threads });
+      const noise = config.noiseModule ? await import(config.noiseModule) : null;
+      state.runtime = await window.EqlmRuntime.load(config.manifestUrl, { ortPaths: { mjs: config.ortMjs, wasm: config.ortWasm }, threads, noise });
+      applyDepthRange(state.runtime);
       // One tiny silent run so that the reader's first generation does not pay for compiling the kernels.
       for await (const _ of state.runtime.generate({ prompt: "a", maxTokens: 2, depth: 1 })) { /* warm-up */ }
       els.generate.disabled = false;
@@ -243,6 +271,6 @@
     }
   }
 
-  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", start);
-  else start();
+  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", startUp);
+  else startUp();
 })();

@@ -6,15 +6,22 @@
      produced at iteration i, so decoding one token costs `depth` step calls over one position;
    - adaptive halting: a position stops after the iteration whose residual < tol; its K/V for the remaining
      slots come from its frozen state (one step call with an empty past);
-   - warm start: a generated token starts from the previous position's final state instead of 0, and every
-     position's K/V in every slot are then those of its final state (`settle`), so a new position iterates
-     against its context's solved states from its first iteration on;
-   - Anderson acceleration per position (memory 5, float64 algebra, float32 results) as generation._Anderson.
+   - halting by KL (`halt: "kl"`, fixed_point.kl_below): a position stops after the iteration whose
+     KL(p_i || p_(i-1)) of the head's next-byte distributions (float64 log-softmax) is below tol; p_0 is the start's;
+   - starts (limits.STARTS): "zero"; "warm": a generated token starts from the previous position's final state
+     instead of 0, and every position's K/V in every slot are then those of its final state (`settle`), so a new
+     position iterates against its context's solved states from its first iteration on; "noise": every position,
+     the prompt's included, starts at N(0, 1) from eqlm-noise.js (the manifest's `noise_rng`), seeded by `seed`;
+   - Anderson acceleration per position (memory 5, float64 algebra, float32 results) as generation._Anderson;
+   - the depth range is the manifest's (`default_depth`, `max_depth`), as limits.model_depths reads it.
    Sampling (temperature > 0) uses its own seeded generator, so sampled text differs from the server's. */
 (function (root) {
   "use strict";
 
-  const MAX_DEPTH = 64;
+  const DEFAULT_MAX_DEPTH = 64; // limits.DEPTH_MAX: the cap of a manifest that declares no max_depth
+  const DEFAULT_DEPTH = 8; // limits.DEFAULT_DEPTH: the default of a manifest that declares none
+  const STARTS = ["zero", "warm", "noise"];
+  const HALTS = ["residual", "kl"];
 
   /* numpy compares a float32 array with a Python float in float32 (NEP 50): do the same. */
   const f32 = Math.fround;
@@ -134,6 +141,28 @@
     }
   }
 
+  /* Row-wise log-softmax in float64 of [t, V] float32 logits (fixed_point.NumpyOps.log_probs). */
+  function logProbs(logits, t, vocab) {
+    const out = new Float64Array(t * vocab);
+    for (let i = 0; i < t; i++) {
+      const base = i * vocab;
+      let max = -Infinity;
+      for (let j = 0; j < vocab; j++) max = Math.max(max, logits[base + j]);
+      let sum = 0;
+      for (let j = 0; j < vocab; j++) sum += Math.exp(logits[base + j] - max);
+      const log = Math.log(sum);
+      for (let j = 0; j < vocab; j++) out[base + j] = logits[base + j] - max - log;
+    }
+    return out;
+  }
+
+  /* KL(p || q) of row i of two [t, V] log-probability arrays (fixed_point.NumpyOps.kl). */
+  function klRow(logP, logQ, i, vocab) {
+    let sum = 0;
+    for (let j = i * vocab; j < (i + 1) * vocab; j++) sum += Math.exp(logP[j]) * (logP[j] - logQ[j]);
+    return sum;
+  }
+
   /* Greedy argmax at temperature 0 (lowest id on ties), else temperature + nucleus sampling. */
   function chooseToken(logits, temperature, topP, rng) {
     let best = 0;
@@ -164,7 +193,7 @@
   }
 
   class EqlmRuntime {
-    static async load(manifestUrl, { ortPaths, threads = 1, ortLib } = {}) {
+    static async load(manifestUrl, { ortPaths, threads = 1, ortLib, noise = null } = {}) {
       const ort = ortLib || root.ort;
       if (!ort) throw new Error("onnxruntime-web is not loaded");
       if (ortPaths) {
@@ -188,10 +217,11 @@
         return ort.InferenceSession.create(new Uint8Array(await bytes.arrayBuffer()), options);
       };
       const [embed, step, head] = await Promise.all(["embed", "step", "head"].map(open));
-      return new EqlmRuntime(ort, manifest, { embed, step, head }, threads);
+      return new EqlmRuntime(ort, manifest, { embed, step, head }, threads, noise);
     }
 
-    constructor(ort, manifest, sessions, threads) {
+    /* noise: the eqlm-noise.js module (NOISE_RNG, startStates), needed by the noise start only. */
+    constructor(ort, manifest, sessions, threads, noise = null) {
       this.ort = ort;
       this.manifest = manifest;
       this.sessions = sessions;
@@ -202,7 +232,9 @@
       this.headDim = Number(manifest.head_dim);
       this.maxPositions = Number(manifest.max_positions);
       this.vocabSize = Number(manifest.vocab_size);
-      this.defaultDepth = Number(manifest.default_depth || 8);
+      this.maxDepth = Number(manifest.max_depth ?? DEFAULT_MAX_DEPTH);
+      this.defaultDepth = Number(manifest.default_depth ?? DEFAULT_DEPTH);
+      this.noise = noise;
       this.emptyPrompt = manifest.empty_prompt ?? "\n";
     }
 
@@ -235,13 +267,15 @@
       return [out.z_next.data, out.k.data, out.v.data, out.residual.data];
     }
 
-    async head(z) {
-      const out = await this.sessions.head.run({ z: new this.ort.Tensor("float32", z, [1, 1, this.dModel]) });
+    /* Logits [1, t, V] of t states (one by default). */
+    async head(z, t = 1) {
+      const out = await this.sessions.head.run({ z: new this.ort.Tensor("float32", z, [1, t, this.dModel]) });
       return out.logits.data;
     }
 
-    /* Run T new positions after the cached ones and fill the cache (generation.process). */
-    async process(cache, ids, depth, tol, solver, z0 = null, settle = false) {
+    /* Run T new positions after the cached ones and fill the cache (decoder.process); with tol, `halt` names the
+       rule: "residual" (float32 compare, as numpy does) or "kl" (float64, one head call per iteration). */
+    async process(cache, ids, depth, tol, solver, z0 = null, settle = false, halt = "residual") {
       const t = ids.length;
       const d = this.dModel;
       const p = cache.length;
@@ -252,7 +286,10 @@
       const residual = new Array(t).fill(Infinity);
       const history = Array.from({ length: t }, () => []); // each position's residual at each of its iterations
       const anderson = solver === "anderson" ? new Anderson(t, d) : null;
-      const tol32 = tol === null || tol === undefined ? null : f32(tol);
+      const adaptive = tol !== null && tol !== undefined;
+      const tol32 = adaptive && halt !== "kl" ? f32(tol) : null;
+      const byKl = adaptive && halt === "kl";
+      let previous = byKl ? logProbs(await this.head(z, t), t, this.vocabSize) : null;
       let done = 0;
       for (let slot = 0; slot < depth; slot++) {
         const [pastK, pastV] = cache.past(slot);
@@ -269,12 +306,17 @@
             history[i].push(r[i]);
           }
         }
+        const moved = active.slice(); // the positions this iteration updated
         z = merged;
         done = slot + 1;
         if (tol32 !== null) {
           for (let i = 0; i < t; i++) if (r[i] < tol32) active[i] = false;
-          if (!active.some(Boolean)) break;
+        } else if (byKl) {
+          const current = logProbs(await this.head(z, t), t, this.vocabSize);
+          for (let i = 0; i < t; i++) if (moved[i] && klRow(current, previous, i, this.vocabSize) < tol) active[i] = false;
+          previous = current;
         }
+        if (adaptive && !active.some(Boolean)) break;
       }
       if (settle || done < cache.slots) {
         const [, k, v] = await this.step(z, inj, t, this.emptyKv(), this.emptyKv());
@@ -284,20 +326,41 @@
       return { z, iterations, residual, history };
     }
 
-    /* Token events {tokenId, text, iterations, residual, residuals} (generation.Generator._tokens); `residuals`
-       is the residual after each iteration of the position whose logits chose the token (length = iterations). */
-    async *generate({ prompt, maxTokens = 64, depth = null, tol = null, warmStart = false, solver = "picard",
-                      temperature = 0, topP = 1, seed = 0, signal = null }) {
+    /* The start of `positions` positions from position `first` ([positions × D]), or null for z = 0. */
+    noiseStart(seed, first, positions) {
+      const noise = this.noise || root.EqlmNoise;
+      if (!noise) throw new Error("the noise start needs eqlm-noise.js");
+      if (this.manifest.noise_rng && this.manifest.noise_rng !== noise.NOISE_RNG) {
+        throw new Error(`this model's noise is ${this.manifest.noise_rng}, not ${noise.NOISE_RNG}`);
+      }
+      return noise.startStates(seed, first, positions, this.dModel);
+    }
+
+    /* Token events {tokenId, text, iterations, residual, residuals, z} (generation.Generator._tokens); `residuals`
+       is the residual after each iteration of the position whose logits chose the token (length = iterations), `z`
+       that position's final state. The first event also carries `promptStates`, every prompt position's [T × D].
+       `start` is one of STARTS ("zero" by default; `warmStart: true` is "warm", its older spelling). */
+    async *generate({ prompt, maxTokens = 64, depth = null, tol = null, warmStart = false, start = null,
+                      halt = "residual", solver = "picard", temperature = 0, topP = 1, seed = 0, signal = null }) {
       const tokenizer = root.EqlmTokenizer;
-      const cap = tol !== null && tol !== undefined ? Number(depth || MAX_DEPTH) : Number(depth || this.defaultDepth);
-      if (!(cap >= 1 && cap <= MAX_DEPTH)) throw new Error(`depth must be between 1 and ${MAX_DEPTH}`);
+      const adaptive = tol !== null && tol !== undefined;
+      const cap = adaptive ? Number(depth || this.maxDepth) : Number(depth || this.defaultDepth);
+      if (!(cap >= 1 && cap <= this.maxDepth)) throw new Error(`depth must be between 1 and ${this.maxDepth}`);
+      start = start || (warmStart ? "warm" : "zero");
+      if (!STARTS.includes(start)) throw new Error(`start must be one of ${STARTS.join(", ")}`);
+      if (warmStart && start !== "warm") throw new Error(`warmStart conflicts with start ${start}`);
+      if (!HALTS.includes(halt)) throw new Error(`halt must be one of ${HALTS.join(", ")}`);
+      const warm = start === "warm";
+      const noiseSeed = Number(seed) || 0;
+      const noiseAt = (first, positions) => (start === "noise" ? this.noiseStart(noiseSeed, first, positions) : null);
       let ids = tokenizer.encode(prompt);
       if (!ids.length) ids = tokenizer.encode(this.emptyPrompt);
       ids = maxTokens > 0 ? ids.slice(-(this.maxPositions - 1)) : ids.slice(-this.maxPositions);
       const rng = new Mulberry32(seed);
       const cache = new DecodeCache(this, cap);
       const d = this.dModel;
-      let state = await this.process(cache, ids, cap, tol, solver, null, warmStart);
+      let state = await this.process(cache, ids, cap, tol, solver, noiseAt(0, ids.length), warm, halt);
+      let promptStates = state.z;
       let t = ids.length;
       let lastZ = state.z.slice((t - 1) * d, t * d);
       let lastIter = state.iterations[t - 1];
@@ -308,10 +371,13 @@
         if (signal && signal.aborted) return;
         const logits = await this.head(lastZ);
         const token = chooseToken(logits, temperature, topP, rng);
-        yield { tokenId: token, text: decoder.push(token), iterations: lastIter, residual: lastRes, residuals: lastHistory };
+        yield { tokenId: token, text: decoder.push(token), iterations: lastIter, residual: lastRes, residuals: lastHistory,
+                z: lastZ, ...(promptStates ? { promptStates } : {}) };
+        promptStates = null;
         if (n === maxTokens - 1) break;
         if (cache.length >= this.maxPositions) return;
-        state = await this.process(cache, [token], cap, tol, solver, warmStart ? lastZ : null, warmStart);
+        const z0 = warm ? lastZ : noiseAt(cache.length, 1);
+        state = await this.process(cache, [token], cap, tol, solver, z0, warm, halt);
         t = 1;
         lastZ = state.z;
         lastIter = state.iterations[0];
@@ -321,7 +387,7 @@
     }
   }
 
-  const api = { EqlmRuntime, DecodeCache, chooseToken, MAX_DEPTH };
+  const api = { EqlmRuntime, DecodeCache, chooseToken, STARTS, HALTS };
   if (typeof module !== "undefined" && module.exports) module.exports = api;
   else root.EqlmRuntime = EqlmRuntime;
 })(typeof self !== "undefined" ? self : this);
