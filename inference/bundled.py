@@ -167,6 +167,24 @@ def measured_caption(sources: dict) -> str:
     return f"Measured on the served checkpoint. {text[:1].upper()}{text[1:]}." if parts else ""
 
 
+LAST_STAGE_KEYS = ("steps", "tokens", "tokens_seen", "train_seconds")
+
+
+def last_stage_labelled(block: dict, facts: dict, totals: bool = True) -> dict:
+    """A metrics or provenance block of the served checkpoint with its training figures, which are its last stage's
+    and not the model's, moved under `last_stage` (with the stage's name), and (with `totals`) the generated totals
+    of every stage under `training`. Unchanged when there are no generated facts."""
+    if not facts.get("totals"):
+        return block
+    out = {k: v for k, v in block.items() if k not in LAST_STAGE_KEYS}
+    last = {k: block[k] for k in LAST_STAGE_KEYS if k in block}
+    if last:
+        out["last_stage"] = {"stage": (facts.get("served") or {}).get("stage"), **last}
+    if totals:
+        out["training"] = {"recipe": (facts.get("recipe") or {}).get("name"), **facts["totals"]}
+    return out
+
+
 def bundled_model(model_id: str) -> BundledModel:
     """Where a bundled id's files are (they may not exist)."""
     demo_dir = Path(settings.DEMO_MODEL_CHECKPOINT).parent
@@ -220,7 +238,7 @@ def register_bundled(model: BundledModel) -> tuple[RegisteredModel | None, bool]
         "size_bytes": model.checkpoint.stat().st_size,
         "num_params": metrics.get("num_params"),
         "config": metrics.get("config") or {},
-        "provenance": metrics.get("provenance") or {},
+        "provenance": last_stage_labelled(metrics.get("provenance") or {}, facts, totals=False),
         "metrics": stored,
         "notes": model.card_text("summary"),
     }

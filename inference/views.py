@@ -62,8 +62,16 @@ def manifest_url(model_id: str | None = None) -> str | None:
 
 
 def served_manifest(card) -> dict:
-    """The manifest as the browser gets it: its own id, and each graph's content-addressed URL."""
+    """The manifest as the browser gets it: its own id, each graph's content-addressed URL, and for a bundled model
+    the export's training figures labelled as the served checkpoint's last stage, beside the generated totals."""
+    from .bundled import bundled_model, last_stage_labelled
+
     manifest = dict(card.manifest)
+    if card.source == "bundled":
+        facts = bundled_model(card.id).facts()
+        for key, totals in (("metrics", True), ("provenance", False)):
+            if isinstance(manifest.get(key), dict):
+                manifest[key] = last_stage_labelled(manifest[key], facts, totals=totals)
     manifest["model_id"] = card.id
     manifest["max_depth"] = card.max_depth
     manifest["graph_sha256"] = dict(card.graph_sha256)
