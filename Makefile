@@ -168,7 +168,7 @@ export-onnx: setup ## Export inference/demo/eqlm-demo.pt to static/models/eqlm-d
 	$(BIN)/python manage.py export_onnx
 
 .PHONY: card-facts
-card-facts: setup ## Regenerate inference/demo/<id>.facts.json (the cards' training facts) from the checkpoints' provenance
+card-facts: setup ## Regenerate inference/demo/<id>.facts.json (the cards' training and evaluation facts) from provenance and measurements
 	$(BIN)/python manage.py write_card_facts
 
 evaluate-blimp: migrate ## BLiMP of the demo model at depths 1,2,4,8,12 (first 50 pairs per paradigm) into result rows

@@ -308,7 +308,10 @@ def build_facts(model_id: str, served: dict, recipe: Recipe | None, others: list
     served_figures = recorded_figures(served)
     return {
         "model_id": model_id,
-        "generated_by": "manage.py write_card_facts (eqlm/card_facts.py), from the checkpoints' provenance",
+        "generated_by": (
+            "manage.py write_card_facts (eqlm/card_facts.py, eqlm/card_evaluation.py), from the checkpoints' "
+            "provenance, the export's metrics file and the stored convergence rows"
+        ),
         "recipe": None if recipe is None else {"name": recipe.name, "file": recipe_file, "title": recipe.title},
         "served": {
             "checkpoint": served["file"],

@@ -1,4 +1,6 @@
-"""Write each bundled model's training facts (inference/demo/<id>.facts.json) from its checkpoints' provenance.
+"""Write each bundled model's card facts (inference/demo/<id>.facts.json): its training facts from its checkpoints'
+provenance, its evaluation figures from what was measured on the served checkpoint (the export's metrics file and
+the stored convergence rows, fixtures/local_results.json).
 
 For `manage.py write_card_facts`, `manage.py export_onnx` and the tests: it reads checkpoints, so it imports torch
 (inside its functions). The web process never imports it; it reads the written JSON (`BundledModel.facts`).
@@ -13,6 +15,7 @@ from pathlib import Path
 from django.conf import settings
 
 from .bundled import BundledModel, bundled_models
+from .local_results import FIXTURE, stored_entry
 
 
 def candidates_dir() -> Path:
@@ -20,9 +23,18 @@ def candidates_dir() -> Path:
     return Path(settings.DEMO_MODEL_CHECKPOINT).parent / "candidates"
 
 
+def _relative(path: Path, root: Path) -> str:
+    try:
+        return str(Path(path).resolve().relative_to(root.resolve()))
+    except ValueError:
+        return str(path)
+
+
 def facts_for(model: BundledModel, checkpoint: Path | None = None) -> dict:
     """The facts of one bundled model, regenerated from its checkpoint (default: the bundled one), the kept
-    candidates (which may record its earlier stages) and its recipe file (eqlm/recipes/<id>.toml, when there is one)."""
+    candidates (which may record its earlier stages), its recipe file (eqlm/recipes/<id>.toml, when there is one),
+    its metrics file and its stored convergence rows."""
+    from eqlm.card_evaluation import build_evaluation
     from eqlm.card_facts import build_facts, read_record
     from eqlm.recipe import RecipeError, load_recipe, recipe_names
 
@@ -37,7 +49,18 @@ def facts_for(model: BundledModel, checkpoint: Path | None = None) -> dict:
             recipe = None
         else:
             recipe_file = str(recipe.path.resolve().relative_to(root.resolve()))
-    return build_facts(model.id, served, recipe, others, recipe_file)
+    facts = build_facts(model.id, served, recipe, others, recipe_file)
+    facts["evaluation"].update(
+        build_evaluation(
+            served["sha256"],
+            int(served["config"].get("max_positions") or 0),
+            model.metrics(),
+            _relative(model.metrics_path, root),
+            stored_entry(model.id),
+            _relative(FIXTURE, root),
+        )
+    )
+    return facts
 
 
 def render(facts: dict) -> str:

@@ -71,6 +71,11 @@ def write_fixture(slug: str, path: Path = FIXTURE) -> tuple[Path, int]:
     return path, len(entry["rows"])
 
 
+def stored_entry(slug: str, path: Path = FIXTURE) -> dict | None:
+    """The model's entry in the fixture (compact form), or None when it has none."""
+    return _read(path)["models"].get(slug)
+
+
 def records(entry: dict) -> list[dict]:
     shared = {k: entry.get(k) for k in SHARED}
     return [{**shared, **dict(zip(entry["columns"], row, strict=True)), "step": None} for row in entry["rows"]]

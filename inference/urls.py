@@ -17,7 +17,7 @@ urlpatterns = [
     re_path(r"^demo/quality\.(?P<fmt>csv|json)$", views.quality_download, name="demo-quality"),
     path("models/", views.models_page, name="models"),
     re_path(
-        r"^models/(?P<slug>[a-z0-9-]+)/(?P<table>bpb|blimp|warm|samples|stages|check)\.(?P<fmt>csv|json)$",
+        r"^models/(?P<slug>[a-z0-9-]+)/(?P<table>bpb|blimp|warm|samples|stages|check|measured|halting)\.(?P<fmt>csv|json)$",
         views.table_download,
         name="model-table",
     ),

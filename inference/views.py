@@ -62,8 +62,16 @@ def manifest_url(model_id: str | None = None) -> str | None:
 
 
 def served_manifest(card) -> dict:
-    """The manifest as the browser gets it: its own id, and each graph's content-addressed URL."""
+    """The manifest as the browser gets it: its own id, each graph's content-addressed URL, and for a bundled model
+    the export's training figures labelled as the served checkpoint's last stage, beside the generated totals."""
+    from .bundled import bundled_model, last_stage_labelled
+
     manifest = dict(card.manifest)
+    if card.source == "bundled":
+        facts = bundled_model(card.id).facts()
+        for key, totals in (("metrics", True), ("provenance", False)):
+            if isinstance(manifest.get(key), dict):
+                manifest[key] = last_stage_labelled(manifest[key], facts, totals=totals)
     manifest["model_id"] = card.id
     manifest["max_depth"] = card.max_depth
     manifest["graph_sha256"] = dict(card.graph_sha256)
@@ -219,8 +227,9 @@ def dial_models() -> list[dict]:
 
 
 def selected_model(request) -> dict:
-    """The model the page shows (?model=<id>, default eqlm-demo): id, name, depths, card; 404 for an unknown id."""
-    from .bundled import bundled_model
+    """The model the page shows (?model=<id>, default eqlm-demo): id, name, depths, card, its generated figures by
+    depth; 404 for an unknown id."""
+    from .bundled import bundled_model, measured_table
     from .serving import DEFAULT_MODEL_ID, UnknownModel, resolve
 
     model_id = request.GET.get("model") or DEFAULT_MODEL_ID
@@ -243,6 +252,7 @@ def selected_model(request) -> dict:
         "manifest": card.manifest if card else None,
         "card": story,
         "summary": story.get("shows") or story.get("summary", ""),
+        "measured": measured_table(bundled.facts()),
     }
 
 
@@ -389,6 +399,8 @@ def bundled_metrics(slug: str) -> dict | None:
 
 def bundled_entry(model) -> dict:
     """What /models/ shows for one bundled model: its card, facts, tables and latest BLiMP evaluation."""
+    from .bundled import measured_table
+
     metrics, facts = model.metrics(), model.facts()
     run = latest_evaluation(RegisteredModel.objects.filter(slug=model.id).first())
     samples = (metrics.get("greedy_samples") or {}).get("by_depth") or {}
@@ -401,6 +413,11 @@ def bundled_entry(model) -> dict:
         "metrics": metrics,
         "metrics_path": model.metrics_path.name,
         "facts": facts,
+        "measured": measured_table(facts),
+        "halting": [
+            {**h, "converged_percent": None if h.get("converged") is None else 100 * h["converged"]}
+            for h in (facts.get("evaluation") or {}).get("halting") or []
+        ],
         "training": training_summary(facts),
         "check_has_converged": any(
             row.get("converged") is not None for row in (facts.get("evaluation") or {}).get("heldout_check") or []
@@ -459,15 +476,33 @@ def stage_rows(facts: dict) -> list[dict]:
     return rows
 
 
+HALTING_COLUMNS = ["solver", "tol", "cap", "mean_iterations", "bits_per_byte", "converged", "fixed_cap_bits_per_byte"]
+
+
+def measured_rows(table: dict) -> tuple[list[dict], list[str]]:
+    """The generated figures by depth as one row per depth, a column per measured series."""
+    keys = [row["key"] for row in table.get("rows") or []]
+    rows = [
+        {"depth": depth, **{row["key"]: row["values"][i] for row in table["rows"]}}
+        for i, depth in enumerate(table.get("depths") or [])
+    ]
+    return rows, ["depth", *keys]
+
+
 def _table(slug: str, table: str) -> tuple[list[dict], list[str]]:
     metrics = bundled_metrics(slug)
-    if table in ("stages", "check") and metrics is not None:
+    if table in ("stages", "check", "measured", "halting") and metrics is not None:
         from .bundled import bundled_model
 
         facts = bundled_model(slug).facts()
+        evaluation = facts.get("evaluation") or {}
         if table == "stages":
             return stage_rows(facts), STAGE_COLUMNS
-        return (facts.get("evaluation") or {}).get("heldout_check") or [], ["depth", "bits_per_byte", "converged"]
+        if table == "measured":
+            return measured_rows(evaluation.get("by_depth") or {})
+        if table == "halting":
+            return evaluation.get("halting") or [], HALTING_COLUMNS
+        return evaluation.get("heldout_check") or [], ["depth", "bits_per_byte", "converged"]
     if table == "bpb" and metrics is not None:
         rows = bpb_rows(metrics)
         return rows, ["depth", "held_out_bits_per_byte", "ci_slice_bits_per_byte"]

@@ -156,3 +156,26 @@ def test_a_model_without_a_facts_file_says_how_to_write_it(client, settings, tmp
     assert 'data-figure="eqlm-code-steps"' not in card and "<dt>Corpus</dt>" not in card
     banner = client.get("/demo/?model=eqlm-code").content.decode()
     assert 'data-figure="demo-bytes"' not in banner
+
+
+def test_the_apis_label_the_exports_training_figures_as_the_last_stages(client, regenerated):
+    """The export's metrics and manifest record only the served checkpoint's stage; the served manifest and
+    /api/models/ say so and give the generated totals beside them."""
+    from inference.bundled import register_bundled_models
+
+    facts = regenerated["eqlm-demo"]
+    last = facts["stages"][-1]["recorded"]
+    manifest = client.get("/demo/models/eqlm-demo/manifest.json").json()
+    assert "tokens_seen" not in manifest["metrics"] and "tokens" not in manifest["provenance"]
+    assert manifest["metrics"]["last_stage"] == {
+        "stage": facts["served"]["stage"],
+        "tokens_seen": last["bytes_seen"],
+        "train_seconds": last["seconds"],
+    }
+    assert manifest["metrics"]["training"]["bytes_seen"] == facts["totals"]["bytes_seen"] > last["bytes_seen"]
+    assert manifest["provenance"]["last_stage"]["steps"] == last["steps"]
+    register_bundled_models()
+    listed = {m["slug"]: m for m in client.get("/api/models/").json()}["eqlm-demo"]
+    assert listed["metrics"]["training"]["bytes_seen"] == facts["totals"]["bytes_seen"]
+    assert "tokens" not in listed["provenance"] and listed["provenance"]["last_stage"]["tokens"] == last["bytes_seen"]
+    assert listed["provenance"]["last_stage"]["stage"] == facts["served"]["stage"]

@@ -1,7 +1,8 @@
 """Quality and convergence by depth of a registered model, in this process: an EvaluationRun and result rows.
 
 With --write-fixture the model's rows are also written to fixtures/local_results.json (what `seed` loads), so the
-committed models' figures ship with the portal.
+committed models' figures ship with the portal, and a bundled model's card facts (inference/demo/<id>.facts.json,
+whose evaluation figures are read from those rows) are rewritten.
 """
 
 from django.core.management.base import BaseCommand, CommandError
@@ -24,7 +25,7 @@ class Command(BaseCommand):
         parser.add_argument("--write-fixture", action="store_true", help="also into fixtures/local_results.json")
 
     def handle(self, *args, **opts):
-        from inference.bundled import register_bundled_models
+        from inference.bundled import bundled_models, register_bundled_models
         from inference.convergence import new_convergence_run, run_convergence_evaluation, stored_figures
         from inference.local_results import write_fixture
         from inference.models import RegisteredModel
@@ -70,3 +71,8 @@ class Command(BaseCommand):
         if opts["write_fixture"]:
             path, count = write_fixture(model.slug)
             self.stdout.write(f"wrote {count} rows for {model.slug} to {path}")
+            bundled = next((b for b in bundled_models() if b.id == model.slug and b.checkpoint.exists()), None)
+            if bundled is not None:  # the card's evaluation figures follow the rows
+                from inference.card_facts import write_facts
+
+                self.stdout.write(f"wrote {write_facts(bundled)}")

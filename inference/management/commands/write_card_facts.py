@@ -1,4 +1,5 @@
-"""Regenerate the bundled models' training facts (inference/demo/<id>.facts.json) from their checkpoints."""
+"""Regenerate the bundled models' card facts (inference/demo/<id>.facts.json): training facts from their
+checkpoints, evaluation figures from their metrics files and stored convergence rows."""
 
 from django.core.management.base import BaseCommand, CommandError
 
@@ -7,7 +8,8 @@ class Command(BaseCommand):
     requires_system_checks: list = []
     help = (
         "Read each bundled checkpoint's provenance (and the kept candidates, which may record earlier stages), place "
-        "it in its recipe's stage chain and write inference/demo/<id>.facts.json, which /models/ and /demo/ show."
+        "it in its recipe's stage chain, read what was measured on the served checkpoint (its metrics file and its "
+        "rows in fixtures/local_results.json) and write inference/demo/<id>.facts.json, which /models/ and /demo/ show."
     )
 
     def add_arguments(self, parser):
