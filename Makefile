@@ -174,7 +174,7 @@ card-facts: setup ## Regenerate inference/demo/<id>.facts.json (the cards' train
 evaluate-blimp: migrate ## BLiMP of the demo model at depths 1,2,4,8,12 (first 50 pairs per paradigm) into result rows
 	$(BIN)/python manage.py evaluate_blimp --depths 1,2,4,8,12 --limit $${LIMIT:-50}
 
-evaluate-convergence: migrate ## Quality and convergence by depth 1-64 of MODEL (default eqlm-demo) into result rows
+evaluate-convergence: migrate ## Quality and convergence by depth 1-128 of MODEL (default eqlm-demo) into result rows
 	$(BIN)/python manage.py evaluate_convergence --model $${MODEL:-eqlm-demo}
 
 bench-decode: setup ## Halting and warm start on MODEL (default eqlm-demo): adaptive tol 0.01 cap 64 vs fixed depth 64

@@ -55,12 +55,23 @@ def _start_state(start: str, inj: torch.Tensor, gen: torch.Generator, zero_state
 
 @torch.no_grad()
 def path_independence(
-    model, windows: np.ndarray, depths: list[int], starts=STARTS, seed: int = 0, batch: int = 16
+    model,
+    windows: np.ndarray,
+    depths: list[int],
+    starts=STARTS,
+    seed: int = 0,
+    batch: int = 16,
+    warm_depths: list[int] | None = None,
 ) -> PathIndependence:
-    """Bits/byte by depth from each start, and how far each start's deepest state is from the zero start's."""
+    """Bits/byte by depth from each start, and how far each start's deepest state is from the zero start's.
+
+    A warm start at depth d is a solve of its own (d iterations from the zero start's states at d), so its cost is
+    the sum of the depths: `warm_depths` (those of `depths` to measure it at; the deepest always) can cut it.
+    """
     depths = sorted(set(depths))
     deepest = depths[-1]
-    nll = {s: {d: [] for d in depths} for s in starts}
+    warm_depths = sorted({d for d in warm_depths if d in depths} | {deepest}) if warm_depths is not None else depths
+    nll = {s: {d: [] for d in (warm_depths if s == "warm" else depths)} for s in starts}
     final: dict[str, list[torch.Tensor]] = {s: [] for s in starts}
     argmax: dict[str, list[torch.Tensor]] = {s: [] for s in starts}
     gen = torch.Generator().manual_seed(seed)
@@ -72,7 +83,7 @@ def path_independence(
         zero_states: dict[int, torch.Tensor] = {}
         for start in starts:
             if start == "warm":  # a warm start at depth d continues from the zero-start states at d
-                for d in depths:
+                for d in warm_depths:
                     out = model.solve(x, max_iter=d, z0=_start_state(start, inj, gen, zero_states, d))
                     nll[start][d].append(_nll(out.logits[d], y))
                 final[start].append(out.z)
@@ -81,15 +92,15 @@ def path_independence(
             out = model.solve(x, max_iter=deepest, depths=depths, z0=_start_state(start, inj, gen, None, deepest))
             for d in depths:
                 nll[start][d].append(_nll(out.logits[d], y))
-            if start == "zero":
-                zero_states = _states_by_depth(model, x, depths)
+            if start == "zero" and "warm" in starts:
+                zero_states = _states_by_depth(model, x, warm_depths)
             final[start].append(out.z)
             argmax[start].append(out.logits[deepest].argmax(-1))
     result = PathIndependence(depths, int(ids_all[:, 1:].numel()))
     reference_z = torch.cat(final["zero"]) if "zero" in starts else None
     reference_top = torch.cat(argmax["zero"]) if "zero" in starts else None
     for start in starts:
-        figures = StartFigures(start, {d: float(torch.cat(nll[start][d]).mean() / LN2) for d in depths})
+        figures = StartFigures(start, {d: float(torch.cat(v).mean() / LN2) for d, v in nll[start].items()})
         if reference_z is not None and start != "zero":
             z = torch.cat(final[start])
             figures.aa_cosine = float(F.cosine_similarity(z, reference_z, dim=-1).mean())

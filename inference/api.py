@@ -8,10 +8,17 @@ from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from eqlm.limits import DEPTH_MAX, DEPTH_MIN, SOLVERS
+from eqlm.limits import DEPTH_MIN, SOLVERS
 from portal.api import ApiError
 
-from .convergence import DEFAULT_OPTIONS, MAX_WINDOWS, TEXTS, queue_convergence_evaluation
+from .convergence import (
+    COMPARED_STARTS,
+    DEFAULT_OPTIONS,
+    EVALUATION_MAX_DEPTH,
+    MAX_WINDOWS,
+    TEXTS,
+    queue_convergence_evaluation,
+)
 from .models import EvaluationRun, RegisteredModel
 from .services import (
     DEFAULT_PAIR_LIMIT,
@@ -119,13 +126,14 @@ class QueueEvaluationSerializer(serializers.Serializer):
     kind = serializers.ChoiceField(choices=EvaluationRun.Kind.choices, default=EvaluationRun.Kind.CONVERGENCE)
     # quality and convergence by depth (defaults: inference/convergence.py DEFAULT_OPTIONS)
     solvers = serializers.ListField(child=serializers.ChoiceField(choices=SOLVERS), required=False, min_length=1)
-    max_depth = serializers.IntegerField(required=False, min_value=DEPTH_MIN, max_value=DEPTH_MAX)
+    max_depth = serializers.IntegerField(required=False, min_value=DEPTH_MIN, max_value=EVALUATION_MAX_DEPTH)
     tolerances = serializers.ListField(
         child=serializers.FloatField(min_value=1e-6, max_value=0.5), required=False, min_length=1, max_length=8
     )
-    cap = serializers.IntegerField(required=False, min_value=DEPTH_MIN, max_value=DEPTH_MAX)
+    cap = serializers.IntegerField(required=False, min_value=DEPTH_MIN, max_value=EVALUATION_MAX_DEPTH)
     windows = serializers.IntegerField(required=False, min_value=1, max_value=MAX_WINDOWS)
     text = serializers.ChoiceField(choices=TEXTS, required=False)
+    starts = serializers.ListField(child=serializers.ChoiceField(choices=COMPARED_STARTS), required=False)
     # BLiMP by depth
     depths = serializers.CharField(required=False, default="1,2,4,8,12")
     paradigms = serializers.CharField(required=False, allow_blank=True, default="")

@@ -1,15 +1,24 @@
 """Quality and convergence by depth for any registered model: queue it, run it on a worker, read its rows back.
 
-The worker side (`run_convergence_evaluation`) loads the checkpoint in torch and measures with eqlm.convergence;
-the figures are stored as benchmark result rows (experiment "local", arm = the model's slug), which the dial on
-/demo/ and the table on /benchmarks/ read back through `stored_figures`. Metric and condition names:
+The worker side (`run_convergence_evaluation`) loads the checkpoint in torch and measures with eqlm.convergence
+and eqlm.path_independence; the figures are stored as benchmark result rows (experiment "local", arm = the model's
+slug), which the dial on /demo/ and the table on /benchmarks/ read back through `stored_figures`. Metric and
+condition names:
 
-- `heldout_bits_per_byte`, `residual_median`, `residual_p95`: condition {"depth": d, "solver": s} (fixed depth);
+- `heldout_bits_per_byte`, `residual_median`, `residual_p95`: condition {"depth": d, "solver": s} (fixed depth,
+  from a zero start);
 - `converged_fraction`: condition {"depth": d, "solver": s, "tol": t}, share of positions with residual < t;
 - adaptive halting: `heldout_bits_per_byte`, `mean_iterations`, `converged_fraction` (share that met the
-  tolerance before the cap) with condition {"cap": c, "solver": s, "tol": t} (no "depth" key).
+  tolerance before the cap) with condition {"cap": c, "solver": s, "tol": t} (no "depth" key);
+- another start (`noise`: N(0, 1), seed 0; `warm`: each position from its predecessor's state), Picard, on the same
+  windows: `heldout_bits_per_byte` with condition {"depth": d, "solver": "picard", "start": s} (noise: at the
+  depths of LADDER; warm: at the deepest only, since each warm depth is a solve of its own), and at the deepest
+  depth `aa_cosine` (the mean cosine between its final states and the zero start's, the AA score of Anil et al.
+  2022) and `greedy_agreement` (share of positions whose most likely next byte is the zero start's).
 
 The residual at depth d is ||f(z_{d-1}) - z_{d-1}|| / ||z_{d-1}||; n on every row is the number of positions.
+The depths go to EVALUATION_MAX_DEPTH (128, the largest cap a model may declare) whatever the model serves: the
+evaluation measures past a model's serving cap on purpose, to show whether more iterations would help.
 """
 
 from __future__ import annotations
@@ -21,7 +30,7 @@ from django.conf import settings
 from django.db import transaction
 
 from eqlm.convergence import ADAPTIVE_TOLERANCES, tolerance_key
-from eqlm.limits import DEPTH_MAX, DEPTH_MIN, SOLVERS
+from eqlm.limits import DEFAULT_START, DEPTH_CAP_MAX, DEPTH_MAX, DEPTH_MIN, SOLVERS, STARTS
 
 from .models import EvaluationRun, RegisteredModel
 from .services import MODEL_FAMILY, RegistryError, pick_device
@@ -30,17 +39,23 @@ log = logging.getLogger(__name__)
 
 DEFAULT_WINDOWS = 64
 MAX_WINDOWS = 1000
+EVALUATION_MAX_DEPTH = DEPTH_CAP_MAX  # an evaluation setting, not a serving cap (see the module docstring)
+LADDER = (1, 2, 4, 8, 12, 16, 24, 32, 48, 64, 96, 128)  # the depths tables and summaries show
+COMPARED_STARTS = tuple(sorted(set(STARTS) - {DEFAULT_START}))  # measured against the zero start: noise, warm
+NOISE_SEED = 0
 TEXTS = ("heldout", "slice")  # the corpus's held-out slice (falls back to the committed slice), or the slice
 DEFAULT_OPTIONS = {
     "solvers": list(SOLVERS),
-    "max_depth": DEPTH_MAX,
+    "max_depth": EVALUATION_MAX_DEPTH,
     "tolerances": list(ADAPTIVE_TOLERANCES),
-    "cap": DEPTH_MAX,
+    "cap": DEPTH_MAX,  # adaptive halting as served: a model's default cap
     "windows": DEFAULT_WINDOWS,
     "text": "heldout",
+    "starts": list(COMPARED_STARTS),
 }
 FIXED_METRICS = ("heldout_bits_per_byte", "residual_median", "residual_p95")
-METRICS = (*FIXED_METRICS, "converged_fraction", "mean_iterations")
+START_METRICS = ("aa_cosine", "greedy_agreement")
+METRICS = (*FIXED_METRICS, "converged_fraction", "mean_iterations", *START_METRICS)
 SLICE = Path(settings.BASE_DIR) / "inference" / "demo" / "heldout_slice.txt"
 
 
@@ -56,9 +71,15 @@ def parse_options(data: dict | None) -> dict:
     if not isinstance(solvers, list | tuple) or not solvers or any(s not in SOLVERS for s in solvers):
         raise RegistryError(f"solvers must be {' and/or '.join(SOLVERS)}", "solvers")
     options["solvers"] = [s for s in SOLVERS if s in solvers]
+    starts = options["starts"]
+    if isinstance(starts, str):
+        starts = [] if starts.strip() == "none" else [s.strip() for s in starts.split(",") if s.strip()]
+    if not isinstance(starts, list | tuple) or any(s not in COMPARED_STARTS for s in starts):
+        raise RegistryError(f"starts must be none or {' and/or '.join(COMPARED_STARTS)}", "starts")
+    options["starts"] = [s for s in COMPARED_STARTS if s in starts]
     for name, low, high in (
-        ("max_depth", DEPTH_MIN, DEPTH_MAX),
-        ("cap", DEPTH_MIN, DEPTH_MAX),
+        ("max_depth", DEPTH_MIN, EVALUATION_MAX_DEPTH),
+        ("cap", DEPTH_MIN, EVALUATION_MAX_DEPTH),
         ("windows", 1, MAX_WINDOWS),
     ):
         try:
@@ -128,8 +149,14 @@ def run_label(run: EvaluationRun) -> str:
     return f"local:{run.model.slug}:{run.model.sha256[:12]}:convergence-{o['text']}-{o['windows']}w-{solvers}"
 
 
-def convergence_records(run: EvaluationRun, evaluation) -> list[dict]:
-    """Long-format rows (the metric and condition names of the module docstring) for ingest_records."""
+def start_depths(max_depth: int) -> list[int]:
+    """The depths the other starts are measured at: LADDER up to max_depth, and max_depth itself (the AA depth)."""
+    return sorted({d for d in LADDER if d < max_depth} | {max_depth})
+
+
+def convergence_records(run: EvaluationRun, evaluation, paths=None) -> list[dict]:
+    """Long-format rows (the metric and condition names of the module docstring) for ingest_records; `paths` is
+    eqlm.path_independence's PathIndependence of the other starts (None: none measured)."""
     model = run.model
     provenance = model.provenance or {}
     base = {
@@ -175,11 +202,38 @@ def convergence_records(run: EvaluationRun, evaluation) -> list[dict]:
             records.append(
                 {**base, "metric": metric, "value": value, "unit": unit, "n": point.positions, "condition": condition}
             )
+    for start, found in (paths.starts if paths else {}).items():
+        if start == DEFAULT_START:  # the zero start's rows are the fixed-depth Picard rows above
+            continue
+        for depth, value in sorted(found.bits_per_byte.items()):
+            condition = {"depth": depth, "solver": "picard", "start": start}
+            records.append(
+                {**base, "metric": "heldout_bits_per_byte", "value": value, "unit": "bits/byte", "n": paths.positions}
+                | {"condition": condition}
+            )
+        condition = {"depth": paths.depths[-1], "solver": "picard", "start": start}
+        for metric, value, unit in (
+            ("aa_cosine", found.aa_cosine, "cosine"),
+            ("greedy_agreement", found.greedy_agreement, "fraction"),
+        ):
+            records.append(
+                {**base, "metric": metric, "value": value, "unit": unit, "n": paths.positions, "condition": condition}
+            )
     return records
 
 
-def summary(evaluation, source: str) -> dict:
+def summary(evaluation, source: str, paths=None) -> dict:
     """What the run row keeps: a compact table (the rows hold every figure)."""
+    starts = {
+        start: {
+            "depth": paths.depths[-1],
+            "aa_cosine": round(found.aa_cosine, 4),
+            "greedy_agreement": round(found.greedy_agreement, 4),
+            "bits_per_byte": round(found.bits_per_byte[paths.depths[-1]], 4),
+        }
+        for start, found in (paths.starts if paths else {}).items()
+        if start != DEFAULT_START
+    }
     return {
         "backend": evaluation.backend,
         "text": source,
@@ -189,7 +243,7 @@ def summary(evaluation, source: str) -> dict:
             solver: {
                 str(d): {"bits_per_byte": round(f.bits_per_byte, 4), "converged_0.01": f.converged.get(0.01)}
                 for d, f in sorted(profile.by_depth.items())
-                if d in (1, 2, 4, 8, 12, 16, 24, 32, 48, 64)
+                if d in LADDER
             }
             for solver, profile in evaluation.profiles.items()
         },
@@ -207,15 +261,18 @@ def summary(evaluation, source: str) -> dict:
             }
             for p in evaluation.adaptive
         ],
+        "starts": starts,
     }
 
 
 def measure(run: EvaluationRun, progress=None):
-    """Load the checkpoint in torch and run eqlm.convergence.evaluate on the run's text; (evaluation, source)."""
+    """Load the checkpoint in torch, run eqlm.convergence.evaluate on the run's text, then (when the options name
+    other starts) eqlm.path_independence on the same windows; (evaluation, path independence or None, source)."""
     import torch
 
     from eqlm import convergence as cv
     from eqlm.checkpoint import load_checkpoint
+    from eqlm.path_independence import path_independence
 
     o = run.options
     device = pick_device()
@@ -237,9 +294,23 @@ def measure(run: EvaluationRun, progress=None):
         tolerances=o["tolerances"],
         cap=o["cap"],
         batch=16 if device == "cuda" else 8,
-        progress=progress,
+        progress=None if progress is None else lambda f, m: progress(0.8 * f, m),
     )
-    return evaluation, f"{source}, {len(windows)} windows of {model.config.max_positions} bytes"
+    paths = None
+    if o.get("starts"):
+        if progress:
+            progress(0.8, f"path independence: the {' and '.join(o['starts'])} starts against zero")
+        # on the CPU, as the depth-curve experiment measures (the noise comes from a CPU generator)
+        paths = path_independence(
+            model.cpu(),
+            windows,
+            start_depths(o["max_depth"]),
+            (DEFAULT_START, *o["starts"]),
+            seed=NOISE_SEED,
+            batch=8,
+            warm_depths=[],
+        )
+    return evaluation, paths, f"{source}, {len(windows)} windows of {model.config.max_positions} bytes"
 
 
 def run_convergence_evaluation(run_id: int) -> EvaluationRun:
@@ -251,10 +322,10 @@ def run_convergence_evaluation(run_id: int) -> EvaluationRun:
         return run  # a redelivered message does nothing
     run.mark_running()
     run.report_progress(0.0, f"quality and convergence, {run.options.get('windows')} windows")
-    evaluation, source = measure(run, progress=lambda f, m: run.report_progress(0.95 * f, m))
-    records = convergence_records(run, evaluation)
+    evaluation, paths, source = measure(run, progress=lambda f, m: run.report_progress(0.95 * f, m))
+    records = convergence_records(run, evaluation, paths)
     created = ingest_records(records, source_name=f"inference:convergence:{run.model.slug}")
-    EvaluationRun.objects.filter(pk=run.pk).update(results=summary(evaluation, source), rows_written=created)
+    EvaluationRun.objects.filter(pk=run.pk).update(results=summary(evaluation, source, paths), rows_written=created)
     run.refresh_from_db()
     run.mark_done()
     return run
@@ -270,7 +341,9 @@ def stored_figures(slug: str) -> dict:
     replaced under the same id never shows its predecessor's figures. When several evaluations exist (different
     text or window counts), the one that measured the most positions (then the newest) is used.
     Shape: {"run", "positions", "solvers": {s: {"depth": [...], "heldout_bits_per_byte": [...], "residual_median":
-    [...], "residual_p95": [...], "converged": {tol: [...]}}}, "adaptive": [...]}.
+    [...], "residual_p95": [...], "converged": {tol: [...]}}}, "adaptive": [...], "starts": {start: {"depth": [...],
+    "heldout_bits_per_byte": [...], "at_depth": d, "aa_cosine": x, "greedy_agreement": x}}} (starts: Picard from
+    another start than zero, the AA score and greedy agreement against zero at depth `at_depth`; {} when none).
     """
     from benchmarks_app.models import ResultRow
 
@@ -292,12 +365,19 @@ def stored_figures(slug: str) -> dict:
     chosen = max(runs, key=lambda r: runs[r])
     solvers: dict[str, dict] = {}
     adaptive: dict[tuple, dict] = {}
+    starts: dict[str, dict] = {}
     for run_id, metric, condition, value, _n, _ in rows:
         condition = condition or {}
         if run_id != chosen or "solver" not in condition:
             continue
         solver = condition["solver"]
-        if "depth" in condition:
+        if condition.get("start", DEFAULT_START) != DEFAULT_START:
+            per = starts.setdefault(condition["start"], {"by_depth": {}})
+            if metric in START_METRICS:
+                per[metric], per["at_depth"] = value, int(condition["depth"])
+            elif metric == "heldout_bits_per_byte":
+                per["by_depth"][int(condition["depth"])] = value
+        elif "depth" in condition:
             per = solvers.setdefault(solver, {"by_depth": {}, "converged": {}})
             depth = int(condition["depth"])
             if metric == "converged_fraction":
@@ -308,7 +388,7 @@ def stored_figures(slug: str) -> dict:
             key = (solver, condition["tol"], condition["cap"])
             point = adaptive.setdefault(key, {"solver": solver, "tol": condition["tol"], "cap": condition["cap"]})
             point[metric] = value
-    out = {"run": chosen, "positions": runs[chosen][0], "solvers": {}, "adaptive": []}
+    out = {"run": chosen, "positions": runs[chosen][0], "solvers": {}, "adaptive": [], "starts": {}}
     for solver in [s for s in SOLVERS if s in solvers]:
         per = solvers[solver]
         depths = sorted(per["by_depth"])
@@ -319,6 +399,11 @@ def stored_figures(slug: str) -> dict:
             tol: [per["converged"][tol].get(d) for d in depths] for tol in sorted(per["converged"], key=float)
         }
         out["solvers"][solver] = series
+    for start in [s for s in COMPARED_STARTS if s in starts]:
+        by_depth = starts[start].pop("by_depth")
+        depths = sorted(by_depth)
+        out["starts"][start] = {"depth": depths, "heldout_bits_per_byte": [by_depth[d] for d in depths]}
+        out["starts"][start] |= starts[start]  # at_depth, aa_cosine, greedy_agreement
     from eqlm.convergence import matched_fixed_depth
 
     for key in sorted(adaptive, key=lambda k: (SOLVERS.index(k[0]) if k[0] in SOLVERS else 9, -k[1])):

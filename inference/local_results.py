@@ -1,9 +1,12 @@
 """The committed models' quality-and-convergence rows (fixtures/local_results.json): written by
 `manage.py evaluate_convergence --write-fixture`, loaded by `manage.py seed` (idempotent, through ingest_records).
 
-Format: {"format": "eqlm-portal-local-results", "version": 1, "models": {slug: {"run", "experiment", "arm", "seed",
-"model_family", "model_name", "num_params", "config_hash", "git_commit", "measured", "columns": [metric, value, unit,
-n, condition], "rows": [[...], ...]}}}.
+Format: {"format": "eqlm-portal-local-results", "version": 2, "models": {slug: {"run", "experiment", "arm", "seed",
+"model_family", "model_name", "num_params", "config_hash", "git_commit", "columns": [metric, value, unit, n,
+condition], "rows": [[...], ...], "series": [[metric, unit, n, condition without depth, [depth, ...], [value, ...]],
+...]}}}. A row with a depth in its condition is stored in a series (one per metric, unit, n and the rest of the
+condition): the evaluation's depths 1-128 would otherwise repeat each condition 128 times. Version 1 (rows only)
+still loads.
 """
 
 from __future__ import annotations
@@ -15,13 +18,14 @@ from django.conf import settings
 
 FIXTURE = Path(settings.BASE_DIR) / "fixtures" / "local_results.json"
 FORMAT = "eqlm-portal-local-results"
+VERSION = 2
 COLUMNS = ("metric", "value", "unit", "n", "condition")
 SHARED = ("run", "experiment", "arm", "seed", "model_family", "model_name", "num_params", "config_hash", "git_commit")
 
 
 def _read(path: Path) -> dict:
     if not path.exists():
-        return {"format": FORMAT, "version": 1, "models": {}}
+        return {"format": FORMAT, "version": VERSION, "models": {}}
     data = json.loads(path.read_text())
     if data.get("format") != FORMAT:
         raise ValueError(f"{path} is not an {FORMAT} fixture")
@@ -45,6 +49,19 @@ def model_entry(slug: str) -> dict:
     )
     first = rows.first()
     run, arm = first.arm.run, first.arm
+    fixed, by_depth = [], {}
+    for r in rows:
+        if "depth" not in r.condition:
+            fixed.append([r.metric, r.value, r.unit, r.n, r.condition])
+            continue
+        rest = {k: v for k, v in r.condition.items() if k != "depth"}
+        by_depth.setdefault(json.dumps([r.metric, r.unit, r.n, rest], sort_keys=True), {})[r.condition["depth"]] = (
+            r.value
+        )
+    series = []
+    for key in sorted(by_depth):
+        depths = sorted(by_depth[key])
+        series.append([*json.loads(key), depths, [by_depth[key][d] for d in depths]])
     entry = {
         "run": run.run_id,
         "experiment": run.experiment,
@@ -56,7 +73,8 @@ def model_entry(slug: str) -> dict:
         "config_hash": run.config_hash,
         "git_commit": run.git_commit,
         "columns": list(COLUMNS),
-        "rows": [[r.metric, r.value, r.unit, r.n, r.condition] for r in rows],
+        "rows": fixed,
+        "series": series,
     }
     return entry
 
@@ -65,10 +83,11 @@ def write_fixture(slug: str, path: Path = FIXTURE) -> tuple[Path, int]:
     """Replace the model's entry in the fixture with its stored rows; (path, rows written)."""
     data = _read(path)
     entry = model_entry(slug)
+    data["version"] = VERSION
     data["models"][slug] = entry
     data["models"] = dict(sorted(data["models"].items()))
     path.write_text(json.dumps(data, separators=(",", ":")) + "\n")
-    return path, len(entry["rows"])
+    return path, len(records(entry))
 
 
 def stored_entry(slug: str, path: Path = FIXTURE) -> dict | None:
@@ -77,8 +96,15 @@ def stored_entry(slug: str, path: Path = FIXTURE) -> dict | None:
 
 
 def records(entry: dict) -> list[dict]:
+    """The entry's rows as ingest_records takes them (its series expanded, one row per depth)."""
     shared = {k: entry.get(k) for k in SHARED}
-    return [{**shared, **dict(zip(entry["columns"], row, strict=True)), "step": None} for row in entry["rows"]]
+    rows = [dict(zip(entry["columns"], row, strict=True)) for row in entry["rows"]]
+    for metric, unit, n, condition, depths, values in entry.get("series", []):
+        rows += [
+            {"metric": metric, "value": value, "unit": unit, "n": n, "condition": {"depth": depth, **condition}}
+            for depth, value in zip(depths, values, strict=True)
+        ]
+    return [{**shared, **row, "step": None} for row in rows]
 
 
 def load_fixture(path: Path = FIXTURE) -> int:

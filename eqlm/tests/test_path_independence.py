@@ -36,3 +36,15 @@ def test_a_map_that_keeps_its_start_shows_a_low_alignment_and_agreement():
     for start in ("noise", "warm"):
         assert figures.starts[start].aa_cosine < 0.5
         assert figures.starts[start].greedy_agreement < 0.5
+
+
+def test_warm_depths_measure_the_warm_start_at_fewer_depths_with_the_same_deepest_figures():
+    model, ids = tiny(1.0), windows(count=2, length=9)
+    every = path_independence(model, ids, [2, 4, 8], batch=2)
+    fewer = path_independence(model, ids, [2, 4, 8], batch=2, warm_depths=[2])
+    assert sorted(fewer.starts["warm"].bits_per_byte) == [2, 8]  # the deepest is always measured
+    assert sorted(fewer.starts["noise"].bits_per_byte) == [2, 4, 8]
+    for start in ("noise", "warm"):
+        assert fewer.starts[start].aa_cosine == pytest.approx(every.starts[start].aa_cosine)
+        assert fewer.starts[start].greedy_agreement == every.starts[start].greedy_agreement
+        assert fewer.starts[start].bits_per_byte[8] == pytest.approx(every.starts[start].bits_per_byte[8])

@@ -42,7 +42,8 @@ def test_staff_queue_a_convergence_evaluation_through_the_api(
     body = response.json()
     assert body["kind"] == "convergence" and body["status"] == "queued"
     assert body["options"]["windows"] == 3 and body["options"]["solvers"] == ["picard"]
-    assert body["options"]["tolerances"] == [0.1, 0.01] and body["options"]["max_depth"] == 64
+    assert body["options"]["tolerances"] == [0.1, 0.01] and body["options"]["max_depth"] == 128  # past serving caps
+    assert body["options"]["cap"] == 64 and body["options"]["starts"] == ["noise", "warm"]
     assert len(callbacks) == 1
     assert EvaluationRun.objects.get(pk=body["id"]).kind == EvaluationRun.Kind.CONVERGENCE
 
@@ -61,7 +62,8 @@ def test_blimp_by_depth_is_queued_through_the_same_endpoint(staff_client, tmp_pa
     ("body", "param"),
     [
         ({"windows": 0}, "windows"),
-        ({"max_depth": 65}, "max_depth"),
+        ({"max_depth": 129}, "max_depth"),
+        ({"starts": ["zero"]}, "starts"),
         ({"solvers": ["newton"]}, "solvers"),
         ({"tolerances": [2]}, "tolerances"),
         ({"text": "elsewhere"}, "text"),
@@ -105,7 +107,7 @@ def test_staff_queue_it_from_the_admin_and_rerun_keeps_its_kind(staff_client, tm
     )
     assert response.status_code == 200
     run = EvaluationRun.objects.get()
-    assert run.kind == "convergence" and run.options["max_depth"] == 64
+    assert run.kind == "convergence" and run.options["max_depth"] == 128
     staff_client.post("/admin/inference/evaluationrun/", {"action": "rerun", "_selected_action": [run.pk]})
     assert list(EvaluationRun.objects.values_list("kind", flat=True)) == ["convergence", "convergence"]
     assert staff_client.get(f"/admin/inference/evaluationrun/{run.pk}/change/").status_code == 200
@@ -118,7 +120,9 @@ def test_stored_figures_read_back_what_the_evaluation_wrote(tmp_path):
     model = tiny_registered(tmp_path)
     run = queue_convergence_evaluation(model, {**SMALL, "text": "slice"})
     run = run_convergence_evaluation(run.pk)
-    assert run.status == "done" and run.rows_written == 2 * 6 * (3 + 11) + 2 * 2 * 3
+    # fixed depths of 2 solvers, adaptive points, and Picard from noise (depths 1, 2, 4, 6) and warm (6) with their
+    # AA score and greedy agreement
+    assert run.status == "done" and run.rows_written == 2 * 6 * (3 + 11) + 2 * 2 * 3 + (4 + 2) + (1 + 2)
     figures = stored_figures(model.slug)
     assert figures["positions"] == 2 * 63
     picard = figures["solvers"]["picard"]
@@ -144,13 +148,47 @@ def test_a_real_worker_runs_the_convergence_evaluation_and_writes_its_rows(live_
     run = queue_convergence_evaluation(model, {**SMALL, "solvers": ["picard"], "text": "slice"})
     run = wait_for_job(run, timeout=120)
     assert run.status == "done", run.error
-    assert run.device in ("cpu", "cuda") and run.rows_written == 6 * (3 + 11) + 2 * 3
+    assert run.device in ("cpu", "cuda") and run.rows_written == 6 * (3 + 11) + 2 * 3 + (4 + 2) + (1 + 2)
     body = client.get("/api/results/?experiment=local&metric=heldout_bits_per_byte&arm=tiny-conv-worker").json()
     rows = body["results"] if isinstance(body, dict) else body
-    fixed = sorted(r["condition"]["depth"] for r in rows if "depth" in r["condition"])
+    fixed = sorted(r["condition"]["depth"] for r in rows if "depth" in r["condition"] and "start" not in r["condition"])
     assert fixed == [1, 2, 3, 4, 5, 6]
     assert sorted(r["condition"]["tol"] for r in rows if "cap" in r["condition"]) == [0.02, 0.05]
     assert all(r["n"] == 2 * 63 for r in rows)
+
+
+@pytest.mark.django_db
+def test_the_evaluation_writes_the_aa_score_and_greedy_agreement_of_the_noise_and_warm_starts(tmp_path):
+    from benchmarks_app.models import ResultRow
+    from inference.convergence import queue_convergence_evaluation, run_convergence_evaluation, stored_figures
+
+    model = tiny_registered(tmp_path, slug="tiny-starts")
+    run = run_convergence_evaluation(queue_convergence_evaluation(model, {**SMALL, "text": "slice"}).pk)
+    rows = ResultRow.objects.filter(experiment="local", arm_label="tiny-starts")
+    for start in ("noise", "warm"):
+        condition = {"depth": 6, "solver": "picard", "start": start}  # at the deepest depth, against the zero start
+        aa = rows.get(metric="aa_cosine", condition=condition)
+        agreement = rows.get(metric="greedy_agreement", condition=condition)
+        assert -1 <= aa.value <= 1 and 0 <= agreement.value <= 1 and aa.n == agreement.n == 2 * 63
+        assert run.results["starts"][start]["aa_cosine"] == round(aa.value, 4)
+    noise = rows.filter(metric="heldout_bits_per_byte", condition__start="noise")
+    assert sorted(r.condition["depth"] for r in noise) == [1, 2, 4, 6]
+    figures = stored_figures("tiny-starts")
+    assert figures["solvers"]["picard"]["depth"] == [1, 2, 3, 4, 5, 6]  # the zero start's rows stay apart
+    assert figures["starts"]["noise"]["depth"] == [1, 2, 4, 6] and figures["starts"]["warm"]["depth"] == [6]
+    assert figures["starts"]["warm"]["at_depth"] == 6
+    assert figures["starts"]["noise"]["aa_cosine"] == rows.get(metric="aa_cosine", condition__start="noise").value
+
+
+@pytest.mark.django_db
+def test_an_evaluation_without_other_starts_writes_no_start_rows(tmp_path):
+    from benchmarks_app.models import ResultRow
+    from inference.convergence import queue_convergence_evaluation, run_convergence_evaluation, stored_figures
+
+    model = tiny_registered(tmp_path, slug="tiny-zero-only")
+    run_convergence_evaluation(queue_convergence_evaluation(model, {**SMALL, "text": "slice", "starts": "none"}).pk)
+    assert not ResultRow.objects.filter(arm_label="tiny-zero-only", metric__in=["aa_cosine", "greedy_agreement"])
+    assert stored_figures("tiny-zero-only")["starts"] == {}
 
 
 @pytest.mark.django_db

@@ -5,7 +5,7 @@ import json
 import pytest
 
 from benchmarks_app.models import ResultRow
-from inference.local_results import FIXTURE, load_fixture, write_fixture
+from inference.local_results import FIXTURE, load_fixture, records, write_fixture
 from inference.tests.test_demo_convergence import evaluate_tiny
 
 
@@ -16,10 +16,14 @@ def test_the_fixture_round_trips_a_models_rows(tmp_path):
     evaluate_tiny(tmp_path, "tiny-fixture")
     before = stored_figures("tiny-fixture")
     path, count = write_fixture("tiny-fixture", tmp_path / "local.json")
-    assert count == ResultRow.objects.filter(arm_label="tiny-fixture").count() == 180
+    assert count == ResultRow.objects.filter(arm_label="tiny-fixture").count() == 189
+    entry = json.loads(path.read_text())["models"]["tiny-fixture"]
+    assert all("depth" not in row[4] for row in entry["rows"])  # rows by depth are stored as series
+    noise = next(s for s in entry["series"] if s[0] == "heldout_bits_per_byte" and s[3].get("start") == "noise")
+    assert noise[3] == {"solver": "picard", "start": "noise"} and noise[4] == [1, 2, 4, 6]
     ResultRow.objects.filter(arm_label="tiny-fixture").delete()
     assert stored_figures("tiny-fixture") == {}
-    assert load_fixture(path) == 180
+    assert load_fixture(path) == 189
     assert load_fixture(path) == 0  # idempotent
     assert stored_figures("tiny-fixture") == before
 
@@ -35,5 +39,5 @@ def test_seed_loads_the_committed_models_rows():
     from inference.convergence import stored_figures
 
     for slug, entry in models.items():
-        assert ResultRow.objects.filter(experiment="local", arm_label=slug).count() == len(entry["rows"])
+        assert ResultRow.objects.filter(experiment="local", arm_label=slug).count() == len(records(entry))
         assert stored_figures(slug)["positions"] > 0  # the rows belong to the registered checkpoint

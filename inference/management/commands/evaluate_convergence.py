@@ -11,7 +11,10 @@ from eqlm.limits import DEFAULT_MODEL_ID
 
 
 class Command(BaseCommand):
-    help = "Held-out bits/byte, residual quantiles, converged fraction by depth (Picard, Anderson); adaptive halting."
+    help = (
+        "Held-out bits/byte, residual quantiles, converged fraction by depth 1-128 (Picard, Anderson); adaptive "
+        "halting; the AA score and greedy agreement of the noise and warm starts against zero."
+    )
 
     def add_arguments(self, parser):
         parser.add_argument(
@@ -20,13 +23,14 @@ class Command(BaseCommand):
         parser.add_argument("--windows", type=int, default=None, help="held-out windows (default 64)")
         parser.add_argument("--text", default=None, choices=["heldout", "slice"])
         parser.add_argument("--solvers", default=None, help="picard,anderson")
-        parser.add_argument("--max-depth", type=int, default=None)
+        parser.add_argument("--max-depth", type=int, default=None, help="depths 1..N (default 128, past a serving cap)")
+        parser.add_argument("--starts", default=None, help="starts measured against zero: noise,warm (default) or none")
         parser.add_argument("--tolerances", default=None, help="adaptive halting tolerances, e.g. 0.03,0.01,0.003")
         parser.add_argument("--write-fixture", action="store_true", help="also into fixtures/local_results.json")
 
     def handle(self, *args, **opts):
         from inference.bundled import bundled_models, register_bundled_models
-        from inference.convergence import new_convergence_run, run_convergence_evaluation, stored_figures
+        from inference.convergence import LADDER, new_convergence_run, run_convergence_evaluation, stored_figures
         from inference.local_results import write_fixture
         from inference.models import RegisteredModel
         from inference.services import RegistryError
@@ -41,6 +45,7 @@ class Command(BaseCommand):
             "solvers": opts["solvers"],
             "max_depth": opts["max_depth"],
             "tolerances": opts["tolerances"],
+            "starts": opts["starts"],
         }
         try:
             run = new_convergence_run(model, {k: v for k, v in options.items() if v is not None})
@@ -57,7 +62,7 @@ class Command(BaseCommand):
             self.stdout.write(f"{solver}: depth, bits/byte, residual median, p95, converged < 0.01")
             converged = series["converged"].get("0.01") or [None] * len(series["depth"])
             for i, depth in enumerate(series["depth"]):
-                if depth in (1, 2, 4, 8, 12, 16, 24, 32, 48, 64):
+                if depth in LADDER:
                     self.stdout.write(
                         f"  {depth:>3} {series['heldout_bits_per_byte'][i]:8.4f} {series['residual_median'][i]:10.3g}"
                         f" {series['residual_p95'][i]:10.3g} {converged[i]:7.1%}"
@@ -67,6 +72,12 @@ class Command(BaseCommand):
                 f"adaptive {point['solver']} tol {point['tol']:g} cap {point['cap']}: "
                 f"{point['mean_iterations']:.2f} iterations, {point['heldout_bits_per_byte']:.4f} bits/byte "
                 f"(fixed depth at that mean: {point.get('fixed_bits_per_byte_at_mean_depth') or float('nan'):.4f})"
+            )
+        for start, found in figures["starts"].items():
+            bpb = dict(zip(found["depth"], found["heldout_bits_per_byte"], strict=True))
+            self.stdout.write(
+                f"picard from {start} at depth {found['at_depth']}: AA cosine {found['aa_cosine']:.4f}, greedy "
+                f"agreement {found['greedy_agreement']:.1%}, {bpb[found['at_depth']]:.4f} bits/byte"
             )
         if opts["write_fixture"]:
             path, count = write_fixture(model.slug)
