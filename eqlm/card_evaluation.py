@@ -33,19 +33,28 @@ def _round(value) -> float | None:
 # --- the stored convergence rows ------------------------------------------------------------------------------------
 
 
+def local_rows(entry: dict) -> list[dict]:
+    """The entry's rows, its series (format 2: one list of values by depth per condition) expanded to one per depth."""
+    rows = [dict(zip(entry["columns"], values, strict=True)) for values in entry["rows"]]
+    for metric, unit, n, condition, depths, values in entry.get("series", []):
+        rows += [
+            {"metric": metric, "value": value, "unit": unit, "n": n, "condition": {"depth": depth, **condition}}
+            for depth, value in zip(depths, values, strict=True)
+        ]
+    return rows
+
+
 def read_local(entry: dict) -> dict:
     """One model's entry of fixtures/local_results.json as {"by_depth": {solver: {depth: {"bits_per_byte": x,
     "converged": {tol: share}}}}, "halting": [{"solver", "tol", "cap", "mean_iterations", "bits_per_byte",
     "converged"}], "positions": n}."""
-    columns = entry["columns"]
     by_depth: dict[str, dict[int, dict]] = {}
     halting: dict[tuple, dict] = {}
     positions = 0
-    for values in entry["rows"]:
-        row = dict(zip(columns, values, strict=True))
+    for row in local_rows(entry):
         condition, metric, value = row["condition"] or {}, row["metric"], row["value"]
         solver = condition.get("solver")
-        if solver is None:
+        if solver is None or condition.get("start", "zero") != "zero":  # the card shows the zero start's figures
             continue
         if "depth" in condition:
             cell = by_depth.setdefault(solver, {}).setdefault(int(condition["depth"]), {"converged": {}})

@@ -39,14 +39,20 @@ def sources(model_id: str) -> tuple[dict, dict]:
     series = {"export": {int(d): v for d, v in metrics["held_out_bits_per_byte"].items()}}
     converged: dict[str, dict] = {}
     halting: dict[str, dict] = {}
-    for metric, value, _unit, _n, condition in entry["rows"]:
-        solver = condition["solver"]
+    rows = list(entry["rows"])  # and the series (one list of values by depth per condition), one row per depth
+    for metric, unit, n, condition, depths, values in entry.get("series", []):
+        rows += [[metric, v, unit, n, {"depth": d, **condition}] for d, v in zip(depths, values, strict=True)]
+    for metric, value, _unit, _n, condition in rows:
+        solver = condition.get("solver")
+        if solver is None or condition.get("start", "zero") != "zero":  # the cards show the zero start
+            continue
         if "depth" in condition and metric == "heldout_bits_per_byte":
             series.setdefault(solver, {})[condition["depth"]] = value
         elif "depth" in condition and metric == "converged_fraction" and condition["tol"] == CARD_TOL:
             converged.setdefault(solver, {})[condition["depth"]] = value
         elif "cap" in condition and condition["tol"] == CARD_TOL:
             halting.setdefault(solver, {})[metric] = value
+            halting[solver]["cap"] = condition["cap"]
     return series, {"converged": converged, "halting": halting, "metrics": metrics}
 
 
@@ -76,7 +82,7 @@ def test_each_named_figure_is_its_sources_value(bundled_model_ids):
     for model_id in bundled_model_ids:
         series, other = sources(model_id)
         warm = other["metrics"].get("warm_start_decoding") or {}
-        cap = max(d for d in series["picard"])
+        cap = other["halting"]["picard"]["cap"]  # the halting rule's cap (the fixed depths go deeper)
         for name, generated in evaluation(model_id)["figures"].items():
             kind, _, at = name.partition("@")
             head, _, tail = kind.partition(".")
