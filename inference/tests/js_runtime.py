@@ -1,14 +1,13 @@
 """Run the browser runtime (static/js/eqlm-runtime.js) under node on onnxruntime-web's wasm backend.
 
 The same package the page uses decodes a model folder for several requests; each token event comes back as
-[token id, iterations, text, residuals] so a test can hold it against eqlm.generation. The noise start's module
-(static/js/eqlm-noise.js, an ES module) is imported from a .mjs copy, as the page imports it.
+[token id, iterations, text, residuals] so a test can hold it against eqlm.generation. The scripts are ES modules
+(static/js/package.json says so to node), imported as the page imports them.
 """
 
 import json
 import shutil
 import subprocess
-import tempfile
 from pathlib import Path
 
 import pytest
@@ -18,11 +17,10 @@ ORT_WEB = ROOT / "node_modules" / "onnxruntime-web"
 NODE_SCRIPT = r"""
 globalThis.self = globalThis;
 const fs = require("fs");
-const [ortPath, tokenizerPath, runtimePath, noiseUrl, dir, prompt, casesJson, maxTokens] = process.argv.slice(1);
+const [ortPath, runtimeUrl, noiseUrl, dir, prompt, casesJson, maxTokens] = process.argv.slice(1);
 const ort = require(ortPath);
-globalThis.EqlmTokenizer = require(tokenizerPath);
-const { EqlmRuntime } = require(runtimePath);
 (async () => {
+  const { EqlmRuntime } = await import(runtimeUrl);
   ort.env.wasm.numThreads = 1;
   ort.env.logLevel = "error";
   const manifest = JSON.parse(fs.readFileSync(dir + "/manifest.json"));
@@ -50,11 +48,16 @@ def js_runtime_events(onnx_dir: Path, prompt: str, cases: dict, max_tokens: int)
     """{case name: [[token id, iterations, text, residuals], ...]} from the JS runtime; skips without node."""
     if not shutil.which("node") or not ORT_WEB.exists():
         pytest.skip("node or node_modules/onnxruntime-web is missing (make vendor installs it)")
-    scripts = [str(ROOT / "static/js/tokenizer.js"), str(ROOT / "static/js/eqlm-runtime.js")]
-    with tempfile.TemporaryDirectory() as folder:
-        noise = Path(folder) / "eqlm-noise.mjs"  # the .mjs name tells node it is an ES module
-        shutil.copy(ROOT / "static/js/eqlm-noise.js", noise)
-        arguments = [str(ORT_WEB), *scripts, noise.as_uri(), str(onnx_dir), prompt, json.dumps(cases), str(max_tokens)]
-        result = subprocess.run(["node", "-e", NODE_SCRIPT, *arguments], capture_output=True, text=True, timeout=120)
+    runtime, noise = (ROOT / "static/js" / name for name in ("eqlm-runtime.js", "eqlm-noise.js"))
+    arguments = [
+        str(ORT_WEB),
+        runtime.as_uri(),
+        noise.as_uri(),
+        str(onnx_dir),
+        prompt,
+        json.dumps(cases),
+        str(max_tokens),
+    ]
+    result = subprocess.run(["node", "-e", NODE_SCRIPT, *arguments], capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
     return json.loads(result.stdout)

@@ -28,7 +28,7 @@ BROKEN = [[0xE2, 0x82, 0x41], [0xF0, 0x9F, 0x98], [0xFF, 0x41, 0xC3], [0xC0, 0xA
 SURROGATE = [0xED, 0xA0, 0x80]
 
 NODE_SCRIPT = """
-const t = require(process.argv[1]);
+import(require("url").pathToFileURL(process.argv[1])).then((t) => {
 const input = JSON.parse(require("fs").readFileSync(0, "utf8"));
 const out = {
   encoded: input.texts.map((s) => t.encode(s)),
@@ -41,6 +41,7 @@ const out = {
   vocab: t.VOCAB_SIZE,
 };
 process.stdout.write(JSON.stringify(out));
+});
 """
 
 

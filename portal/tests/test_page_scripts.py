@@ -8,14 +8,9 @@ from django.conf import settings
 JS = Path(settings.BASE_DIR) / "static" / "js"
 TEMPLATES = Path(settings.BASE_DIR) / "templates"
 
-# Scripts still loaded as classic scripts, each with its reason; every other page script is an ES module.
+# Scripts loaded as classic scripts, each with its reason; every other page script is an ES module.
 CLASSIC = {
     "js/theme.js": "sets the theme in <head> before the first paint (a module is deferred: the page would flash)",
-    "js/tokenizer.js": "also a CommonJS module for the node tests of the byte tokenizer",
-    "js/eqlm-runtime.js": "also loaded by the node tests; its limits move to the model manifest first",
-    "js/plot-focus.js": "a global for the dial's classic scripts (benchmarks.js imports it as a module)",
-    "js/demo.js": "reads eqlm-runtime.js's global; converted with it once the manifest carries the limits",
-    "js/demo-convergence.js": "the dial's panel, converted with demo.js",
 }
 
 
@@ -51,3 +46,13 @@ def test_page_scripts_are_es_modules_except_the_listed_classic_ones():
     assert classic == sorted(CLASSIC), classic
     for path in CLASSIC:
         assert (Path(settings.BASE_DIR) / "static" / path).is_file(), path
+
+
+def test_no_page_script_declares_with_var_or_wraps_itself_in_a_function():
+    """One dialect: module code (const/let, import/export), no ES5 `var` and no IIFE wrapper."""
+    old = []
+    for path in JS.rglob("*.js"):
+        text = path.read_text()
+        if re.search(r"^\s*var\s", text, re.M) or re.search(r"^\(function\s*\(", text, re.M):
+            old.append(path.relative_to(JS).as_posix())
+    assert old == []

@@ -13,13 +13,14 @@ pytestmark = pytest.mark.slow  # node
 ROOT = Path(__file__).resolve().parents[2]
 
 NODE_SCRIPT = """
-const F = require(process.argv[1]);
+import(require("url").pathToFileURL(process.argv[1])).then((F) => {
 const series = [{ name: "demo", x: [1, 2, 3, 4, 8, 64], y: [16.5, 8.2, 4.5, 2.28, 2.25, 2.45] }];
 const linear = F.focus(series, { from: 4 });
 const residual = F.focus([{ name: "r", x: [1, 2, 3, 4], y: [1.2e7, 0.3, 0.01, 0.002] }], { from: 2, log: true });
 const flat = F.focus([{ name: "one", x: [1, 2], y: [3, 3] }], { from: 1 });
 const trace = F.offScaleTrace(linear, { xName: "depth" });
 console.log(JSON.stringify({ linear, residual, flat, note: F.note(linear, "depth"), trace }));
+});
 """
 
 

@@ -1,10 +1,9 @@
 /* Benchmark plots (plotly, served by the portal). Every `.bench-plot` element names the json_script block holding
    its data in data-plot; every plotted number is also in the page's tables. Legends claim an interval only where
    the data has one, and the first depths of a fixed-point curve are kept off the axis's range and marked. */
-import "./plot-focus.js";
+import * as Focus from "./plot-focus.js";
 
 const PALETTE = ["#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#000000"];
-const Focus = window.EqlmPlotFocus;
 const config = { displaylogo: false, responsive: true };
 
 function css(name) {

@@ -4,12 +4,13 @@
    again greedily from zero, from noise and warm, side by side (greedy agreement and state cosine with the zero
    start, iterations per token: computed here from the three runs). Plotly draws; the tables under the charts hold
    the same numbers. */
-(function () {
-  "use strict";
+import * as EqlmPlotFocus from "./plot-focus.js";
 
-  const $ = (id) => document.getElementById(id);
-  const panel = $("convergence");
-  if (!panel) return;
+const $ = (id) => document.getElementById(id);
+const panel = $("convergence");
+
+/* Everything below needs the panel; a page without it loads nothing else. */
+function start() {
   const dataNode = $("convergence-data");
   const figures = dataNode ? JSON.parse(dataNode.textContent) || {} : {};
   const solvers = Object.keys(figures.solvers || {});
@@ -77,7 +78,7 @@
   /* Traces plus the off-scale markers, the y range and a caption note: the first depths (16.5 bits/byte, residual
      1e7 at depth 1) sit orders of magnitude off the rest, so the axis covers `from` on and marks the others. */
   function focused(traces, from, log, noteId) {
-    const Focus = window.EqlmPlotFocus;
+    const Focus = EqlmPlotFocus;
     const note = $(noteId);
     if (!Focus) return { traces, yaxis: log ? { type: "log" } : {} };
     const result = Focus.focus(traces.map((t) => ({ name: t.name, x: t.x, y: t.y })), { from, log });
@@ -160,7 +161,7 @@
     const target = $("cv-focus-plot");
     target.hidden = false;
     if (window.Plotly) {
-      const Focus = window.EqlmPlotFocus;
+      const Focus = EqlmPlotFocus;
       const trace = {
         x: iterations, y: residuals, mode: "lines+markers", name: "residual",
         line: { color: COLORS.picard, width: 2 }, marker: { size: 5 },
@@ -334,4 +335,6 @@
   });
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", refresh);
   else refresh();
-})();
+}
+
+if (panel) start();

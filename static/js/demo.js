@@ -1,276 +1,275 @@
 /* The depth-dial page: controls, streaming output shaded by iterations, live figures and the quality chart.
    Generation runs in this tab (static/js/eqlm-runtime.js on onnxruntime-web, the noise start's normals from
    static/js/eqlm-noise.js); nothing is sent to the server. The depth range is the model's manifest's. */
-(function () {
-  "use strict";
+import { EqlmRuntime } from "./eqlm-runtime.js";
+import * as EqlmPlotFocus from "./plot-focus.js";
 
-  const config = JSON.parse(document.getElementById("demo-config").textContent);
-  const $ = (id) => document.getElementById(id);
-  const form = $("dial-form");
-  const els = {
-    depth: $("depth"), depthValue: $("depth-value"), tol: $("tol"), tolValue: $("tol-value"),
-    temperature: $("temperature"), temperatureValue: $("temperature-value"), topP: $("top-p"),
-    samplingMode: $("sampling-mode"), greedy: $("greedy"), sampled: $("sampled"),
-    seed: $("seed"), maxTokens: $("max-tokens"), prompt: $("prompt"), generate: $("generate"), stop: $("stop"),
-    status: $("runtime-status"), output: $("output"), tps: $("fig-tps"), iters: $("fig-iters"),
-    residual: $("fig-residual"), threads: $("fig-threads"), swatches: $("legend-swatches"),
-  };
-  const model = config.model || {};
-  // The server renders the card's range on the slider; once loaded, the runtime's manifest is the word on it.
-  let maxDepth = Number(model.maxDepth) || Number(els.depth.max);
-  let defaultDepth = Number(model.defaultDepth) || Number(els.depth.value);
-  // comparison: the convergence view's runs of the same request from the other starts ({abort, done}), which share
-  // the runtime: a new run stops them first (static/js/demo-convergence.js)
-  const state = { runtime: null, running: false, abort: null, lastRun: null, modelId: model.id || null, comparison: null };
-  window.eqlmDemo = state; // read by the browser tests and the browser benchmark
+const config = JSON.parse(document.getElementById("demo-config").textContent);
+const $ = (id) => document.getElementById(id);
+const form = $("dial-form");
+const els = {
+  depth: $("depth"), depthValue: $("depth-value"), tol: $("tol"), tolValue: $("tol-value"),
+  temperature: $("temperature"), temperatureValue: $("temperature-value"), topP: $("top-p"),
+  samplingMode: $("sampling-mode"), greedy: $("greedy"), sampled: $("sampled"),
+  seed: $("seed"), maxTokens: $("max-tokens"), prompt: $("prompt"), generate: $("generate"), stop: $("stop"),
+  status: $("runtime-status"), output: $("output"), tps: $("fig-tps"), iters: $("fig-iters"),
+  residual: $("fig-residual"), threads: $("fig-threads"), swatches: $("legend-swatches"),
+};
+const model = config.model || {};
+// The server renders the card's range on the slider; once loaded, the runtime's manifest is the word on it.
+let maxDepth = Number(model.maxDepth) || Number(els.depth.max);
+let defaultDepth = Number(model.defaultDepth) || Number(els.depth.value);
+// comparison: the convergence view's runs of the same request from the other starts ({abort, done}), which share
+// the runtime: a new run stops them first (static/js/demo-convergence.js)
+const state = { runtime: null, running: false, abort: null, lastRun: null, modelId: model.id || null, comparison: null };
+window.eqlmDemo = state; // read by the browser tests and the browser benchmark
 
-  function tolerance() { return Math.pow(10, Number(els.tol.value)); }
-  function mode() { return form.querySelector('input[name="mode"]:checked').value; }
-  function start() { return form.querySelector('input[name="start"]:checked').value; }
-  function halt() { return form.querySelector('input[name="halt"]:checked').value; }
-  function setStatus(text) { els.status.textContent = text; }
+function tolerance() { return Math.pow(10, Number(els.tol.value)); }
+function mode() { return form.querySelector('input[name="mode"]:checked').value; }
+function start() { return form.querySelector('input[name="start"]:checked').value; }
+function halt() { return form.querySelector('input[name="halt"]:checked').value; }
+function setStatus(text) { els.status.textContent = text; }
 
-  function shade(iterations, cap) {
-    const share = cap > 1 ? (iterations - 1) / (cap - 1) : 1;
-    const percent = Math.round(8 + 52 * Math.min(1, Math.max(0, share)));
-    return `color-mix(in srgb, var(--accent) ${percent}%, transparent)`;
-  }
+function shade(iterations, cap) {
+  const share = cap > 1 ? (iterations - 1) / (cap - 1) : 1;
+  const percent = Math.round(8 + 52 * Math.min(1, Math.max(0, share)));
+  return `color-mix(in srgb, var(--accent) ${percent}%, transparent)`;
+}
 
-  function drawLegend() {
-    const cap = Number(els.depth.value);
-    const values = [...new Set([1, Math.ceil(cap / 3), Math.ceil((2 * cap) / 3), cap])].filter((v) => v >= 1);
-    els.swatches.replaceChildren(...values.map((v) => {
-      const span = document.createElement("span");
-      span.className = "swatch";
-      span.style.background = shade(v, cap);
-      span.textContent = String(v);
-      span.title = `${v} iteration${v === 1 ? "" : "s"}`;
-      return span;
-    }));
-  }
-
-  // The default decoding is sampling (it reads better than greedy's loops); greedy is one click away.
-  const SAMPLED = { temperature: els.temperature.value, topP: els.topP.value };
-  function topP() { return Math.max(0.05, Math.min(1, Number(els.topP.value) || 1)); }
-  function describeSampling() {
-    const t = Number(els.temperature.value);
-    const greedy = t <= 0;
-    els.samplingMode.textContent = greedy
-      ? "Greedy: the most likely byte every time (temperature 0; top_p does not apply)."
-      : `Sampling at temperature ${t.toFixed(2)} with top_p ${topP().toFixed(2)} (each byte drawn from the smallest set holding ${Math.round(100 * topP())}% of the probability).`;
-    els.topP.disabled = greedy;
-    els.greedy.hidden = greedy;
-    els.sampled.hidden = !greedy;
-  }
-  function setTemperature(value, p) {
-    els.temperature.value = value;
-    if (p !== undefined) els.topP.value = p;
-    els.temperature.dispatchEvent(new Event("input", { bubbles: true }));
-  }
-  els.greedy.addEventListener("click", () => setTemperature(0));
-  els.sampled.addEventListener("click", () => setTemperature(SAMPLED.temperature, SAMPLED.topP));
-
-  function syncControls() {
-    els.depthValue.textContent = els.depth.value;
-    els.tol.disabled = mode() !== "adaptive";
-    for (const radio of form.querySelectorAll('input[name="halt"]')) radio.disabled = mode() !== "adaptive";
-    els.tolValue.textContent = tolerance().toPrecision(2);
-    els.temperatureValue.textContent = Number(els.temperature.value).toFixed(2);
-    describeSampling();
-    drawLegend();
-    drawQuality();
-  }
-
-  // --- the quality-by-depth chart ---------------------------------------------------------------------------
-  function drawQuality() {
-    const target = $("quality-plot");
-    if (!target || !window.Plotly || !config.quality || !config.quality.length) return;
-    const styles = getComputedStyle(document.documentElement);
-    const fg = styles.getPropertyValue("--fg").trim();
-    const grid = styles.getPropertyValue("--border").trim();
-    const rows = config.quality;
-    const traces = [];
-    const bpb = rows.filter((r) => r.held_out_bits_per_byte !== null);
-    if (bpb.length) {
-      traces.push({
-        x: bpb.map((r) => r.depth), y: bpb.map((r) => r.held_out_bits_per_byte), name: "held-out bits/byte",
-        mode: "lines+markers", line: { color: "#0072B2" }, marker: { symbol: "circle", size: 7 },
-        hovertemplate: "depth %{x}: %{y:.3f} bits/byte<extra></extra>",
-      });
-    }
-    const blimp = rows.filter((r) => r.blimp_accuracy !== null);
-    if (blimp.length) {
-      traces.push({
-        x: blimp.map((r) => r.depth), y: blimp.map((r) => r.blimp_accuracy), name: "BLiMP accuracy", yaxis: "y2",
-        mode: "lines+markers", line: { color: "#E69F00", dash: "dash" }, marker: { symbol: "square", size: 7 },
-        hovertemplate: "depth %{x}: BLiMP %{y:.3f}<extra></extra>",
-      });
-    }
-    const depth = Number(els.depth.value);
-    // Depth 1 (about 10 bits/byte) would squash the curve (about 2.3): the axis covers depth 4 on, the rest is marked.
-    const Focus = window.EqlmPlotFocus;
-    const focused = Focus && bpb.length
-      ? Focus.focus([{ name: "held-out bits/byte", x: bpb.map((r) => r.depth), y: bpb.map((r) => r.held_out_bits_per_byte) }], { from: 4 })
-      : { range: null, clipped: false };
-    if (focused.clipped) traces.push(Focus.offScaleTrace(focused, { color: fg }));
-    const note = $("quality-note");
-    if (note) note.textContent = focused.clipped ? Focus.note(focused, "depth") : "";
-    const layout = {
-      margin: { l: 55, r: blimp.length ? 55 : 15, t: 22, b: 45 }, height: 260,
-      paper_bgcolor: "rgba(0,0,0,0)", plot_bgcolor: "rgba(0,0,0,0)", font: { color: fg },
-      // one tick per depth up to 16; past that (the dial reaches 64) let Plotly space them
-      xaxis: { title: { text: "depth (iterations)" }, dtick: Math.max(depth, ...rows.map((r) => r.depth)) > 16 ? undefined : 1,
-               gridcolor: grid },
-      yaxis: { title: { text: "held-out bits/byte" }, gridcolor: grid, automargin: true, ...(focused.range ? { range: focused.range } : {}) },
-      yaxis2: { title: { text: "BLiMP" }, overlaying: "y", side: "right", showgrid: false },
-      legend: { orientation: "h", yref: "container", y: 0, yanchor: "bottom" }, showlegend: traces.filter((t) => t.showlegend !== false).length > 1,
-      shapes: [{ type: "line", xref: "x", yref: "paper", x0: depth, x1: depth, y0: 0, y1: 1,
-                 line: { color: fg, width: 1, dash: "dot" } }],
-      annotations: [{ x: depth, yref: "paper", y: 1, text: "dial", showarrow: false, yanchor: "bottom", font: { size: 11 } }],
-    };
-    window.Plotly.react(target, traces, layout, { displayModeBar: false, responsive: true });
-  }
-
-  // --- output -----------------------------------------------------------------------------------------------
-  function resetOutput(prompt) {
-    const lead = document.createElement("span");
-    lead.className = "prompt-text";
-    lead.textContent = prompt;
-    els.output.replaceChildren(lead);
-    els.output.dataset.state = "running";
-    els.tps.textContent = els.iters.textContent = els.residual.textContent = "—";
-  }
-
-  function appendToken(event, cap) {
-    if (!event.text) return; // inside a UTF-8 sequence: the bytes show up with the token that completes it
+function drawLegend() {
+  const cap = Number(els.depth.value);
+  const values = [...new Set([1, Math.ceil(cap / 3), Math.ceil((2 * cap) / 3), cap])].filter((v) => v >= 1);
+  els.swatches.replaceChildren(...values.map((v) => {
     const span = document.createElement("span");
-    span.className = "tok";
-    span.textContent = event.text;
-    span.style.background = shade(event.iterations, cap);
-    span.title = `${event.iterations} iteration${event.iterations === 1 ? "" : "s"}, residual ${event.residual.toExponential(2)}`;
-    els.output.append(span);
-    span.eqlmResiduals = event.residuals || null; // its residual after each iteration (the convergence panel)
-    els.output.dispatchEvent(new CustomEvent("eqlm:token", { detail: { span, event } }));
-  }
+    span.className = "swatch";
+    span.style.background = shade(v, cap);
+    span.textContent = String(v);
+    span.title = `${v} iteration${v === 1 ? "" : "s"}`;
+    return span;
+  }));
+}
 
-  async function stopComparison() {
-    const running = state.comparison;
-    if (!running) return;
-    running.abort.abort();
-    await running.done;
-  }
+// The default decoding is sampling (it reads better than greedy's loops); greedy is one click away.
+const SAMPLED = { temperature: els.temperature.value, topP: els.topP.value };
+function topP() { return Math.max(0.05, Math.min(1, Number(els.topP.value) || 1)); }
+function describeSampling() {
+  const t = Number(els.temperature.value);
+  const greedy = t <= 0;
+  els.samplingMode.textContent = greedy
+    ? "Greedy: the most likely byte every time (temperature 0; top_p does not apply)."
+    : `Sampling at temperature ${t.toFixed(2)} with top_p ${topP().toFixed(2)} (each byte drawn from the smallest set holding ${Math.round(100 * topP())}% of the probability).`;
+  els.topP.disabled = greedy;
+  els.greedy.hidden = greedy;
+  els.sampled.hidden = !greedy;
+}
+function setTemperature(value, p) {
+  els.temperature.value = value;
+  if (p !== undefined) els.topP.value = p;
+  els.temperature.dispatchEvent(new Event("input", { bubbles: true }));
+}
+els.greedy.addEventListener("click", () => setTemperature(0));
+els.sampled.addEventListener("click", () => setTemperature(SAMPLED.temperature, SAMPLED.topP));
 
-  async function generate(evt) {
-    evt.preventDefault();
-    if (!state.runtime || state.running) return;
-    state.running = true;
-    els.generate.disabled = true;
-    await stopComparison();
-    const depth = Math.max(1, Math.min(maxDepth, Math.round(Number(els.depth.value)) || defaultDepth));
-    const adaptive = mode() === "adaptive";
-    const request = {
-      prompt: els.prompt.value,
-      maxTokens: Math.max(1, Math.min(512, Number(els.maxTokens.value) || 64)),
-      depth,
-      tol: adaptive ? tolerance() : null,
-      halt: adaptive ? halt() : "residual",
-      start: start(),
-      temperature: Number(els.temperature.value),
-      topP: topP(),
-      seed: Number(els.seed.value) || 0,
-    };
-    state.abort = new AbortController();
-    els.stop.disabled = false;
-    resetOutput(request.prompt);
-    setStatus("Generating in this tab…");
-    const started = performance.now();
-    let count = 0, iterSum = 0, residual = null, text = "", firstTokenMs = null, lastPaint = performance.now();
-    try {
-      for await (const event of state.runtime.generate({ ...request, signal: state.abort.signal })) {
-        if (firstTokenMs === null) firstTokenMs = performance.now() - started;
-        count += 1;
-        iterSum += event.iterations;
-        residual = event.residual;
-        text += event.text;
-        appendToken(event, depth);
-        const seconds = (performance.now() - started) / 1000;
-        els.tps.textContent = (count / seconds).toFixed(1);
-        els.iters.textContent = (iterSum / count).toFixed(2);
-        els.residual.textContent = residual.toExponential(2);
-        // onnxruntime resolves in microtasks: give the browser a chance to paint the stream every few frames.
-        if (performance.now() - lastPaint > 50) {
-          await new Promise((resolve) => setTimeout(resolve, 0));
-          lastPaint = performance.now();
-        }
-      }
+function syncControls() {
+  els.depthValue.textContent = els.depth.value;
+  els.tol.disabled = mode() !== "adaptive";
+  for (const radio of form.querySelectorAll('input[name="halt"]')) radio.disabled = mode() !== "adaptive";
+  els.tolValue.textContent = tolerance().toPrecision(2);
+  els.temperatureValue.textContent = Number(els.temperature.value).toFixed(2);
+  describeSampling();
+  drawLegend();
+  drawQuality();
+}
+
+// --- the quality-by-depth chart ---------------------------------------------------------------------------
+function drawQuality() {
+  const target = $("quality-plot");
+  if (!target || !window.Plotly || !config.quality || !config.quality.length) return;
+  const styles = getComputedStyle(document.documentElement);
+  const fg = styles.getPropertyValue("--fg").trim();
+  const grid = styles.getPropertyValue("--border").trim();
+  const rows = config.quality;
+  const traces = [];
+  const bpb = rows.filter((r) => r.held_out_bits_per_byte !== null);
+  if (bpb.length) {
+    traces.push({
+      x: bpb.map((r) => r.depth), y: bpb.map((r) => r.held_out_bits_per_byte), name: "held-out bits/byte",
+      mode: "lines+markers", line: { color: "#0072B2" }, marker: { symbol: "circle", size: 7 },
+      hovertemplate: "depth %{x}: %{y:.3f} bits/byte<extra></extra>",
+    });
+  }
+  const blimp = rows.filter((r) => r.blimp_accuracy !== null);
+  if (blimp.length) {
+    traces.push({
+      x: blimp.map((r) => r.depth), y: blimp.map((r) => r.blimp_accuracy), name: "BLiMP accuracy", yaxis: "y2",
+      mode: "lines+markers", line: { color: "#E69F00", dash: "dash" }, marker: { symbol: "square", size: 7 },
+      hovertemplate: "depth %{x}: BLiMP %{y:.3f}<extra></extra>",
+    });
+  }
+  const depth = Number(els.depth.value);
+  // Depth 1 (about 10 bits/byte) would squash the curve (about 2.3): the axis covers depth 4 on, the rest is marked.
+  const Focus = EqlmPlotFocus;
+  const focused = Focus && bpb.length
+    ? Focus.focus([{ name: "held-out bits/byte", x: bpb.map((r) => r.depth), y: bpb.map((r) => r.held_out_bits_per_byte) }], { from: 4 })
+    : { range: null, clipped: false };
+  if (focused.clipped) traces.push(Focus.offScaleTrace(focused, { color: fg }));
+  const note = $("quality-note");
+  if (note) note.textContent = focused.clipped ? Focus.note(focused, "depth") : "";
+  const layout = {
+    margin: { l: 55, r: blimp.length ? 55 : 15, t: 22, b: 45 }, height: 260,
+    paper_bgcolor: "rgba(0,0,0,0)", plot_bgcolor: "rgba(0,0,0,0)", font: { color: fg },
+    // one tick per depth up to 16; past that (the dial reaches 64) let Plotly space them
+    xaxis: { title: { text: "depth (iterations)" }, dtick: Math.max(depth, ...rows.map((r) => r.depth)) > 16 ? undefined : 1,
+             gridcolor: grid },
+    yaxis: { title: { text: "held-out bits/byte" }, gridcolor: grid, automargin: true, ...(focused.range ? { range: focused.range } : {}) },
+    yaxis2: { title: { text: "BLiMP" }, overlaying: "y", side: "right", showgrid: false },
+    legend: { orientation: "h", yref: "container", y: 0, yanchor: "bottom" }, showlegend: traces.filter((t) => t.showlegend !== false).length > 1,
+    shapes: [{ type: "line", xref: "x", yref: "paper", x0: depth, x1: depth, y0: 0, y1: 1,
+               line: { color: fg, width: 1, dash: "dot" } }],
+    annotations: [{ x: depth, yref: "paper", y: 1, text: "dial", showarrow: false, yanchor: "bottom", font: { size: 11 } }],
+  };
+  window.Plotly.react(target, traces, layout, { displayModeBar: false, responsive: true });
+}
+
+// --- output -----------------------------------------------------------------------------------------------
+function resetOutput(prompt) {
+  const lead = document.createElement("span");
+  lead.className = "prompt-text";
+  lead.textContent = prompt;
+  els.output.replaceChildren(lead);
+  els.output.dataset.state = "running";
+  els.tps.textContent = els.iters.textContent = els.residual.textContent = "—";
+}
+
+function appendToken(event, cap) {
+  if (!event.text) return; // inside a UTF-8 sequence: the bytes show up with the token that completes it
+  const span = document.createElement("span");
+  span.className = "tok";
+  span.textContent = event.text;
+  span.style.background = shade(event.iterations, cap);
+  span.title = `${event.iterations} iteration${event.iterations === 1 ? "" : "s"}, residual ${event.residual.toExponential(2)}`;
+  els.output.append(span);
+  span.eqlmResiduals = event.residuals || null; // its residual after each iteration (the convergence panel)
+  els.output.dispatchEvent(new CustomEvent("eqlm:token", { detail: { span, event } }));
+}
+
+async function stopComparison() {
+  const running = state.comparison;
+  if (!running) return;
+  running.abort.abort();
+  await running.done;
+}
+
+async function generate(evt) {
+  evt.preventDefault();
+  if (!state.runtime || state.running) return;
+  state.running = true;
+  els.generate.disabled = true;
+  await stopComparison();
+  const depth = Math.max(1, Math.min(maxDepth, Math.round(Number(els.depth.value)) || defaultDepth));
+  const adaptive = mode() === "adaptive";
+  const request = {
+    prompt: els.prompt.value,
+    maxTokens: Math.max(1, Math.min(512, Number(els.maxTokens.value) || 64)),
+    depth,
+    tol: adaptive ? tolerance() : null,
+    halt: adaptive ? halt() : "residual",
+    start: start(),
+    temperature: Number(els.temperature.value),
+    topP: topP(),
+    seed: Number(els.seed.value) || 0,
+  };
+  state.abort = new AbortController();
+  els.stop.disabled = false;
+  resetOutput(request.prompt);
+  setStatus("Generating in this tab…");
+  const started = performance.now();
+  let count = 0, iterSum = 0, residual = null, text = "", firstTokenMs = null, lastPaint = performance.now();
+  try {
+    for await (const event of state.runtime.generate({ ...request, signal: state.abort.signal })) {
+      if (firstTokenMs === null) firstTokenMs = performance.now() - started;
+      count += 1;
+      iterSum += event.iterations;
+      residual = event.residual;
+      text += event.text;
+      appendToken(event, depth);
       const seconds = (performance.now() - started) / 1000;
-      state.lastRun = { request, text, tokens: count, seconds, tokensPerSecond: count / seconds,
-                        meanIterations: count ? iterSum / count : 0, finalResidual: residual, firstTokenMs };
-      els.output.dataset.state = "done";
-      els.output.dispatchEvent(new CustomEvent("eqlm:done"));
-      setStatus(`Done: ${count} tokens in ${seconds.toFixed(2)} s.`);
-    } catch (error) {
-      els.output.dataset.state = "error";
-      setStatus(`Generation failed: ${error.message || error}`);
-      state.lastRun = { request, error: String(error) };
-    } finally {
-      state.running = false;
-      els.generate.disabled = false;
-      els.stop.disabled = true;
+      els.tps.textContent = (count / seconds).toFixed(1);
+      els.iters.textContent = (iterSum / count).toFixed(2);
+      els.residual.textContent = residual.toExponential(2);
+      // onnxruntime resolves in microtasks: give the browser a chance to paint the stream every few frames.
+      if (performance.now() - lastPaint > 50) {
+        await new Promise((resolve) => setTimeout(resolve, 0));
+        lastPaint = performance.now();
+      }
     }
+    const seconds = (performance.now() - started) / 1000;
+    state.lastRun = { request, text, tokens: count, seconds, tokensPerSecond: count / seconds,
+                      meanIterations: count ? iterSum / count : 0, finalResidual: residual, firstTokenMs };
+    els.output.dataset.state = "done";
+    els.output.dispatchEvent(new CustomEvent("eqlm:done"));
+    setStatus(`Done: ${count} tokens in ${seconds.toFixed(2)} s.`);
+  } catch (error) {
+    els.output.dataset.state = "error";
+    setStatus(`Generation failed: ${error.message || error}`);
+    state.lastRun = { request, error: String(error) };
+  } finally {
+    state.running = false;
+    els.generate.disabled = false;
+    els.stop.disabled = true;
   }
+}
 
-  // --- start-up ---------------------------------------------------------------------------------------------
-  /* The slider's range and default from the loaded model's manifest (runtime.maxDepth, runtime.defaultDepth). */
-  function applyDepthRange(runtime) {
-    const rendered = Number(els.depth.value) === defaultDepth;
-    maxDepth = runtime.maxDepth;
-    defaultDepth = runtime.defaultDepth;
-    els.depth.max = String(maxDepth);
-    if (rendered || Number(els.depth.value) > maxDepth) els.depth.value = String(Math.min(defaultDepth, maxDepth));
-    syncControls();
+// --- start-up ---------------------------------------------------------------------------------------------
+/* The slider's range and default from the loaded model's manifest (runtime.maxDepth, runtime.defaultDepth). */
+function applyDepthRange(runtime) {
+  const rendered = Number(els.depth.value) === defaultDepth;
+  maxDepth = runtime.maxDepth;
+  defaultDepth = runtime.defaultDepth;
+  els.depth.max = String(maxDepth);
+  if (rendered || Number(els.depth.value) > maxDepth) els.depth.value = String(Math.min(defaultDepth, maxDepth));
+  syncControls();
+}
+
+async function startUp() {
+  const picker = $("model");
+  if (picker) picker.addEventListener("change", () => picker.form.submit()); // each model has its own page state
+  form.addEventListener("input", syncControls);
+  form.addEventListener("change", syncControls);
+  form.addEventListener("submit", generate);
+  els.stop.addEventListener("click", () => state.abort && state.abort.abort());
+  for (const button of form.querySelectorAll("button.example")) {
+    button.addEventListener("click", () => { els.prompt.value = button.dataset.prompt; els.prompt.focus(); });
   }
+  document.addEventListener("eqlm:themechange", drawQuality);
+  syncControls();
 
-  async function startUp() {
-    const picker = $("model");
-    if (picker) picker.addEventListener("change", () => picker.form.submit()); // each model has its own page state
-    form.addEventListener("input", syncControls);
-    form.addEventListener("change", syncControls);
-    form.addEventListener("submit", generate);
-    els.stop.addEventListener("click", () => state.abort && state.abort.abort());
-    for (const button of form.querySelectorAll("button.example")) {
-      button.addEventListener("click", () => { els.prompt.value = button.dataset.prompt; els.prompt.focus(); });
-    }
-    document.addEventListener("eqlm:themechange", drawQuality);
-    syncControls();
-
-    if (typeof WebAssembly !== "object" || typeof WebAssembly.instantiate !== "function" || !window.ort) {
-      $("wasm-missing").hidden = false;
-      setStatus("WebAssembly is unavailable in this browser.");
-      return;
-    }
-    if (!config.manifestUrl) {
-      setStatus(`The model ${model.id || ""} is not installed on this server.`);
-      return;
-    }
-    // Two wasm threads need cross-origin isolation; ?threads=1 forces one (to compare, or on a busy machine).
-    const asked = Number(new URLSearchParams(window.location.search).get("threads"));
-    const threads = window.crossOriginIsolated ? (asked === 1 ? 1 : 2) : 1;
-    els.threads.textContent = `${threads} (${window.crossOriginIsolated ? "isolated" : "not isolated"})`;
-    try {
-      const noise = config.noiseModule ? await import(config.noiseModule) : null;
-      state.runtime = await window.EqlmRuntime.load(config.manifestUrl, { ortPaths: { mjs: config.ortMjs, wasm: config.ortWasm }, threads, noise });
-      applyDepthRange(state.runtime);
-      // One tiny silent run so that the reader's first generation does not pay for compiling the kernels.
-      for await (const _ of state.runtime.generate({ prompt: "a", maxTokens: 2, depth: 1 })) { /* warm-up */ }
-      els.generate.disabled = false;
-      setStatus(`Model loaded (${state.runtime.describe()}). Ready.`);
-      document.body.dataset.dialReady = "true";
-    } catch (error) {
-      setStatus(`The model could not be loaded: ${error.message || error}`);
-    }
+  if (typeof WebAssembly !== "object" || typeof WebAssembly.instantiate !== "function" || !window.ort) {
+    $("wasm-missing").hidden = false;
+    setStatus("WebAssembly is unavailable in this browser.");
+    return;
   }
+  if (!config.manifestUrl) {
+    setStatus(`The model ${model.id || ""} is not installed on this server.`);
+    return;
+  }
+  // Two wasm threads need cross-origin isolation; ?threads=1 forces one (to compare, or on a busy machine).
+  const asked = Number(new URLSearchParams(window.location.search).get("threads"));
+  const threads = window.crossOriginIsolated ? (asked === 1 ? 1 : 2) : 1;
+  els.threads.textContent = `${threads} (${window.crossOriginIsolated ? "isolated" : "not isolated"})`;
+  try {
+    const noise = config.noiseModule ? await import(config.noiseModule) : null;
+    state.runtime = await EqlmRuntime.load(config.manifestUrl, { ortPaths: { mjs: config.ortMjs, wasm: config.ortWasm }, threads, noise });
+    applyDepthRange(state.runtime);
+    // One tiny silent run so that the reader's first generation does not pay for compiling the kernels.
+    for await (const _ of state.runtime.generate({ prompt: "a", maxTokens: 2, depth: 1 })) { /* warm-up */ }
+    els.generate.disabled = false;
+    setStatus(`Model loaded (${state.runtime.describe()}). Ready.`);
+    document.body.dataset.dialReady = "true";
+  } catch (error) {
+    setStatus(`The model could not be loaded: ${error.message || error}`);
+  }
+}
 
-  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", startUp);
-  else startUp();
-})();
+if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", startUp);
+else startUp();
