@@ -246,7 +246,7 @@ COMPARISONS = [
         "(cap 64) against fixed depth at the same mean depth; and Picard from N(0, 1) and warm starts, with the AA "
         "score (the mean cosine between their final states and the zero start's, Anil et al. 2022) and the greedy "
         "agreement at the deepest depth. The same stored rows feed the depth dial's convergence charts. The notes "
-        "judge each model by the depth-curve experiment's criterion (issue 29's targets: from the best depth to 128 "
+        "judge each model by the depth-curve experiment's criterion (its targets: from the best depth to 128 "
         "never more than 0.01 bits/byte above the best; depth 12 within 0.03 of the best; the best at most 2.18; "
         "depth 4 at most 2.35; AA cosine and greedy agreement with N(0, 1) at least 0.99; warm greedy agreement at "
         "least 99%), on the model's one evaluation; the bundled models' rows are on 24 held-out windows of 256 bytes "

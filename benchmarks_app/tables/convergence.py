@@ -4,7 +4,7 @@ Computed from the same stored figures the dial's convergence panel reads (infere
 fixed-depth bits/byte, residual median and p95 and the share converged below 0.01 at a ladder of depths to 128, the
 adaptive rule at each tolerance against fixed depth at the same mean depth, per model and solver, and Picard from
 N(0, 1) and warm starts with their AA score and greedy agreement against the zero start. The notes judge each model
-by the depth-curve experiment's criterion (issue 29's targets, `depth_targets`), evaluated by
+by the depth-curve experiment's criterion (its targets, `depth_targets`), evaluated by
 experiments_app.criterion on the model's one evaluation.
 """
 

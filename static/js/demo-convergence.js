@@ -48,7 +48,7 @@ function start() {
     return {
       margin: { l: 60, r: 12, t: 12, b: 45 }, height: 250,
       paper_bgcolor: "rgba(0,0,0,0)", plot_bgcolor: "rgba(0,0,0,0)", font: { color: fg },
-      xaxis: { title: { text: "depth (iterations)" }, gridcolor: grid, automargin: true, range: [0.5, (figures.solvers ? maxDepth() : 64) + 0.5] },
+      xaxis: { title: { text: "depth (iterations)" }, gridcolor: grid, automargin: true, range: figures.solvers ? [0.5, maxDepth() + 0.5] : undefined },
       yaxis: { title: { text: yTitle }, gridcolor: grid, automargin: true, ...(extra.yaxis || {}) },
       legend: { orientation: "h", yref: "container", y: 0, yanchor: "bottom" }, showlegend: true,
       shapes: [{ type: "line", xref: "x", yref: "paper", x0: depth, x1: depth, y0: 0, y1: 1,

@@ -118,7 +118,7 @@ function drawQuality() {
   const layout = {
     margin: { l: 55, r: blimp.length ? 55 : 15, t: 22, b: 45 }, height: 260,
     paper_bgcolor: "rgba(0,0,0,0)", plot_bgcolor: "rgba(0,0,0,0)", font: { color: fg },
-    // one tick per depth up to 16; past that (the dial reaches 64) let Plotly space them
+    // one tick per depth up to 16; past that (the dial reaches the model's max_depth) let Plotly space them
     xaxis: { title: { text: "depth (iterations)" }, dtick: Math.max(depth, ...rows.map((r) => r.depth)) > 16 ? undefined : 1,
              gridcolor: grid },
     yaxis: { title: { text: "held-out bits/byte" }, gridcolor: grid, automargin: true, ...(focused.range ? { range: focused.range } : {}) },

@@ -17,8 +17,6 @@
    Sampling (temperature > 0) uses its own seeded generator, so sampled text differs from the server's. */
 import * as EqlmTokenizer from "./tokenizer.js";
 
-const DEFAULT_MAX_DEPTH = 64; // limits.DEPTH_MAX: the cap of a manifest that declares no max_depth
-const DEFAULT_DEPTH = 8; // limits.DEFAULT_DEPTH: the default of a manifest that declares none
 const STARTS = ["zero", "warm", "noise"];
 const HALTS = ["residual", "kl"];
 
@@ -231,8 +229,12 @@ class EqlmRuntime {
     this.headDim = Number(manifest.head_dim);
     this.maxPositions = Number(manifest.max_positions);
     this.vocabSize = Number(manifest.vocab_size);
-    this.maxDepth = Number(manifest.max_depth ?? DEFAULT_MAX_DEPTH);
-    this.defaultDepth = Number(manifest.default_depth ?? DEFAULT_DEPTH);
+    // The depth range is the export's (eqlm/export.py writes both, as limits.model_depths checks them): not repeated here.
+    if (manifest.max_depth == null || manifest.default_depth == null) {
+      throw new Error("the model's manifest declares no depth range (max_depth, default_depth): export it again");
+    }
+    this.maxDepth = Number(manifest.max_depth);
+    this.defaultDepth = Number(manifest.default_depth);
     this.noise = noise;
     this.emptyPrompt = manifest.empty_prompt ?? "\n";
   }
