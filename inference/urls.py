@@ -2,7 +2,7 @@
 
 from django.urls import include, path, re_path
 
-from . import views
+from . import model_pages, views
 
 app_name = "inference"
 urlpatterns = [
@@ -15,13 +15,13 @@ urlpatterns = [
     ),
     re_path(r"^demo/ort/(?P<name>[A-Za-z0-9_.-]+)$", views.ort_worker_script, name="demo-ort"),
     re_path(r"^demo/quality\.(?P<fmt>csv|json)$", views.quality_download, name="demo-quality"),
-    path("models/", views.models_page, name="models"),
+    path("models/", model_pages.models_page, name="models"),
     re_path(
         r"^models/(?P<slug>[a-z0-9-]+)/(?P<table>bpb|blimp|warm|samples|stages|check|measured|halting)\.(?P<fmt>csv|json)$",
-        views.table_download,
+        model_pages.table_download,
         name="model-table",
     ),
-    re_path(r"^models/recipes/(?P<name>[a-z0-9-]+)\.toml$", views.recipe_file, name="recipe"),
+    re_path(r"^models/recipes/(?P<name>[a-z0-9-]+)\.toml$", model_pages.recipe_file, name="recipe"),
     # The OpenAI-compatible API (inference/v1/).
     path("v1/", include("inference.v1.urls")),
 ]
