@@ -208,26 +208,30 @@ def test_a_chains_checkpoints_give_the_card_facts_of_each_stage_as_recorded(tmp_
 
 
 # Digests of the model after a few steps, recorded with the loop as it was before the terms were objects (commit
-# 72835c1, eqlm/training.py's TrainSettings and equilibrium_loss), on one thread of this project's machine. The term
-# objects must reproduce it bit for bit, RNG draws included.
+# 72835c1, eqlm/training.py's TrainSettings and equilibrium_loss), on one thread. The term objects must reproduce it
+# bit for bit, RNG draws included. torch's CPU kernels round differently on different CPUs, so each case holds one
+# record per machine kind it was recorded on, each made by running 72835c1's own loop there (never typed by hand);
+# a run must equal the old loop's digest on one of them: (first machine, AMD EPYC with AVX-512).
 BEFORE_THE_TERM_OBJECTS = {
-    "tiny": ({}, {}, "112517d28f644a7a"),
+    "tiny": ({}, {}, ("112517d28f644a7a", "5be5c3026f6bc879")),
     "full gradient with the slow-mode term": (
         {"grad_iters": 0, "start": {"noise": 0.0}},
         {"slow_mode": {"weight": 0.5}},
-        "0aa69bf33f3330d4",
+        ("0aa69bf33f3330d4", "0ad2267f0b70e021"),
     ),
     "warm starts and the settled warm term": (
         {"start": {"noise": 0.5, "warm": 0.5}},
         {"settled_warm": {"weight": 0.5}},
-        "8ca872596314be8c",
+        ("8ca872596314be8c", "682d4b70c4f92beb"),
     ),
     "early gain, implicit gradient, self-distillation": (
         {"implicit_iters": 4},
         {"early_gain": {"weight": 0.5}, "distill": {"weight": 0.5, "depth": 2}},
-        "d25de4f16d490ec9",
+        ("d25de4f16d490ec9", "c8d9aad71bf8a5e1"),
     ),
 }
+UNROLLED_BEFORE = ("65c7cf8f9424d320", "130e2ed6308c204c")
+SERVED_LAST_STAGE_BEFORE = ("5ef5ec0d82a7a845", "3561018767f20ef7")
 
 
 def trained_digest(tmp_path, schedule: dict, solve: dict, terms: dict) -> str:
@@ -252,14 +256,14 @@ def test_the_term_objects_reproduce_the_loop_they_replaced_bit_for_bit(tmp_path,
     solve, terms, expected = BEFORE_THE_TERM_OBJECTS[case]
     schedule = {"lr": 3e-3, "warmup_steps": 2, "penalty_warmup_steps": 300}
     solve = {"depth": {"min": 3, "max": 6}, "grad_iters": 2, "start": {"noise": 0.5}} | solve
-    assert trained_digest(tmp_path, schedule, solve, TINY_TERMS | terms) == expected
+    assert trained_digest(tmp_path, schedule, solve, TINY_TERMS | terms) in expected
 
 
 @pytest.mark.slow
 def test_the_unrolled_recipe_reproduces_the_loop_it_replaced_bit_for_bit(tmp_path):
     schedule = {"lr": 3e-3, "warmup_steps": 2, "penalty_warmup_steps": 0}
     terms = {"anytime_ce": {"weight": 1.0, "depths": [4, 8, 12]}, "residual": {"weight": 0.1}}
-    assert trained_digest(tmp_path, schedule, {"kind": "unrolled"}, terms) == "65c7cf8f9424d320"
+    assert trained_digest(tmp_path, schedule, {"kind": "unrolled"}, terms) in UNROLLED_BEFORE
 
 
 @pytest.mark.slow  # the KJV corpus and three steps of the served model's last stage
@@ -268,7 +272,7 @@ def test_the_served_models_last_stage_reproduces_the_loop_it_replaced_bit_for_bi
     stage.data["from"] = None  # start from the served model itself: any start shows the step is the same
     served = ROOT / "inference" / "demo" / "eqlm-demo.pt"
     train_stage(stage, tmp_path / "run", init_checkpoint=served, stop_after=3, log=lambda _: None)
-    assert digest(tmp_path / "run" / "state.pt") == "5ef5ec0d82a7a845"
+    assert digest(tmp_path / "run" / "state.pt") in SERVED_LAST_STAGE_BEFORE
 
 
 def test_every_bundled_model_has_a_recipe_file_whose_stages_resolve():
