@@ -3,28 +3,22 @@
 Usage: .venv/bin/python bench/council.py [--members eqlm-demo eqlm-code] [--models-dir DIR] [--passages 48]
        [--passages-512 24] [--record] [--fixture PATH]
 
-The mixed text interleaves passages (128 bytes each) of the KJV held-out slice (the last 5% of the corpus, as
-eqlm.corpus.split cuts it) with passages of the held-out code (the last 5% of eqlm.corpus.load_code_corpus()), in a
-seeded order; it is scored in windows of the members' context (each window's first byte is context only), so a
-window holds a domain switch. Every byte is scored by each member alone at its default depth (or --depth), by plain
-logit averaging (beta = 0), by the equilibrium at the default controls and over a small beta x tau grid, and by a
-routing oracle that picks the better member per passage (an upper reference, not a decoder). Reported per domain and
-overall, with the cost: greedy decoding time per token of the council against one member.
+The mixed text interleaves 128-byte passages of the KJV held-out slice and of the held-out code (the last 5% of each
+corpus, as eqlm.corpus.split cuts it) in a seeded order, scored in windows of the members' context (a window holds a
+domain switch). Every byte is scored by each member alone, by logit averaging (beta = 0), by the equilibrium at the
+default controls and over a beta x tau grid, and by a routing oracle that picks the better member per passage (an
+upper reference, not a decoder); per domain and overall, with the cost per token against one member.
 
-Memory: the classic fixed-share Bayesian mixture (the reputation-weighted arithmetic mean of the members'
-distributions) as a baseline, and the council with memory (w_i = softmax_i(beta <y, l_i> + log pi_i)) over a
-beta x share grid. The memory runs over the whole text in order, carried across its windows (a row with the memory
-reset at each window shows what carrying it buys). Its controls and the mixture's share are chosen on a TUNING mix
-cut the same way from the training side of both corpora (the first 95%), then judged on the held-out 128-byte mix, a
-held-out mix of 512-byte passages, and each held-out domain alone (its passages back to back).
+Memory: the fixed-share Bayesian mixture (the reputation-weighted arithmetic mean of the members' distributions) as
+a baseline, and the council with memory (w_i = softmax_i(beta <y, l_i> + log pi_i)) over a beta x share grid, run
+over the whole text in order (a row with the memory reset at each window shows what carrying it buys). Controls are
+chosen on a TUNING mix cut from the training side, then judged on the held-out 128-byte mix, a 512-byte mix and each
+domain alone. Targets: beat the oracle (128-byte mix) and the mixture (both), within 0.05 of the oracle (512) and of
+the matching member on each domain, at most 1.2x today's council per token.
 
---record stores the figures as benchmark result rows (experiment "local-council") in the portal's database;
---fixture writes them as records that `manage.py seed` loads (fixtures/council_bench.json). Every record's condition
-names its mix; the held-out 128-byte mix keeps the arm labels it always had, the other mixes' arms end in the mix.
-Goal: the equilibrium scores better bits/byte on the mixed text than either member and than averaging.
-Targets of the memory: with memory the council beats the routing oracle on the 128-byte mix and the fixed-share mixture
-on both, comes within 0.05 of the oracle on the 512-byte mix and of the matching member on each pure domain, and
-costs at most 1.2x today's council per token.
+--record stores the figures as result rows (experiment "local-council"); --fixture writes records that `manage.py
+seed` loads (fixtures/council_bench.json). Each record's condition names its mix; the held-out 128-byte mix keeps its
+arm labels, the other mixes' arms end in the mix.
 """
 
 from __future__ import annotations
@@ -33,7 +27,6 @@ import argparse
 import json
 import math
 import os
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -53,6 +46,7 @@ from eqlm.council import (  # noqa: E402
     window_log_probs,
 )
 from eqlm.generation import GenerationRequest, Generator  # noqa: E402
+from eqlm.provenance import git_commit  # noqa: E402
 
 LN2 = math.log(2)
 EXPERIMENT = "local-council"
@@ -89,13 +83,6 @@ def mixed_stream(kjv: list[bytes], code: list[bytes], seed: int) -> tuple[bytes,
         domain += [dom] * len(text)
         passage += [n] * len(text)
     return data, np.asarray(domain), np.asarray(passage)
-
-
-def git_commit() -> str:
-    try:
-        return subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
-    except OSError:
-        return ""
 
 
 def oracle(nlls: list[np.ndarray], passage: np.ndarray, domain: np.ndarray) -> np.ndarray:
