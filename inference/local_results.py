@@ -97,14 +97,10 @@ def stored_entry(slug: str, path: Path = FIXTURE) -> dict | None:
 
 def records(entry: dict) -> list[dict]:
     """The entry's rows as ingest_records takes them (its series expanded, one row per depth)."""
+    from eqlm.card_evaluation import local_rows
+
     shared = {k: entry.get(k) for k in SHARED}
-    rows = [dict(zip(entry["columns"], row, strict=True)) for row in entry["rows"]]
-    for metric, unit, n, condition, depths, values in entry.get("series", []):
-        rows += [
-            {"metric": metric, "value": value, "unit": unit, "n": n, "condition": {"depth": depth, **condition}}
-            for depth, value in zip(depths, values, strict=True)
-        ]
-    return [{**shared, **row, "step": None} for row in rows]
+    return [{**shared, **row, "step": None} for row in local_rows(entry)]
 
 
 def load_fixture(path: Path = FIXTURE) -> int:

@@ -275,7 +275,6 @@ def demo(request):
             "model": {"id": model["id"], "defaultDepth": model["default_depth"], "maxDepth": model["max_depth"]},
             "ortWasm": static("vendor/ort/ort-wasm-simd-threaded.wasm"),
             "ortMjs": reverse("inference:demo-ort", args=["ort-wasm-simd-threaded.mjs"]),
-            "noiseModule": static("js/eqlm-noise.js"),  # an ES module, imported by demo.js for the noise start
             "quality": quality,
         },
     }

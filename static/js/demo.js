@@ -2,6 +2,7 @@
    Generation runs in this tab (static/js/eqlm-runtime.js on onnxruntime-web, the noise start's normals from
    static/js/eqlm-noise.js); nothing is sent to the server. The depth range is the model's manifest's. */
 import { EqlmRuntime } from "./eqlm-runtime.js";
+import * as noise from "./eqlm-noise.js";
 import * as EqlmPlotFocus from "./plot-focus.js";
 
 const config = JSON.parse(document.getElementById("demo-config").textContent);
@@ -258,7 +259,6 @@ async function startUp() {
   const threads = window.crossOriginIsolated ? (asked === 1 ? 1 : 2) : 1;
   els.threads.textContent = `${threads} (${window.crossOriginIsolated ? "isolated" : "not isolated"})`;
   try {
-    const noise = config.noiseModule ? await import(config.noiseModule) : null;
     state.runtime = await EqlmRuntime.load(config.manifestUrl, { ortPaths: { mjs: config.ortMjs, wasm: config.ortWasm }, threads, noise });
     applyDepthRange(state.runtime);
     // One tiny silent run so that the reader's first generation does not pay for compiling the kernels.
