@@ -5,7 +5,8 @@ A criterion is a tree of JSON objects, each with an ``op``:
 - ``{"op": "all", "of": [...]}`` / ``{"op": "any", "of": [...]}``: AND / OR of conditions;
 - ``{"op": "every_seed", "of": condition}``: the condition holds for each seed on its own;
 - ``{"op": "ratio", "of": SEL, "over": SEL, ...TEST}``: per seed, of / over (paired by seed);
-- ``{"op": "difference", "of": SEL, "minus": SEL, "abs": false, ...TEST}``: per seed, of - minus;
+- ``{"op": "difference", "of": SEL, "minus": SEL, "abs": false, ...TEST}``: per seed, of - minus (with ``abs``,
+  |of - minus|, so that ``max`` bounds every seed's gap whichever way it goes);
 - ``{"op": "value", "of": SEL, ...TEST}``: per seed, a stored row's value (any metric: tokens/s too);
 - ``{"op": "curve", "of": SEL, "measure": M, "depth": d, "to_depth": D, "better": "lower", ...TEST}``: per seed,
   a measure of the metric by depth: ``at`` (the value at depth d), ``best`` (the best value up to D),
@@ -258,7 +259,7 @@ def describe(node: dict) -> str:
     elif op == "difference":
         head = f"{_describe_selector(node['of'])} minus {_describe_selector(node['minus'])}, per seed"
         if node.get("abs"):
-            head += " (the statistic taken in absolute value)"
+            head += " (each seed's gap in absolute value)"
     elif op == "value":
         head = _describe_selector(node["of"])
     else:
@@ -361,7 +362,7 @@ def _per_seed(ctx: Context, node: dict) -> tuple[dict[int, float], list[str]]:
                     else:
                         value = value / other
                 else:
-                    value = value - other
+                    value = abs(value - other) if node.get("abs") else value - other
         if value is None:
             notes.append(note)
         else:
@@ -382,7 +383,7 @@ def _reduce(values: dict[int, float], stat: str) -> tuple[float | None, tuple[fl
     return figure, (low, high)
 
 
-def _combine(op: str, statuses: list[str]) -> str:
+def combine(op: str, statuses: list[str]) -> str:
     if op == "any":
         if VALIDATED in statuses:
             return VALIDATED
@@ -397,21 +398,19 @@ def _evaluate(node: dict, ctx: Context) -> Outcome:
     label = node.get("label", "")
     if op in LOGIC:
         parts = [_evaluate(p, ctx) for p in node["of"]]
-        return Outcome(_combine(op, [p.status for p in parts]), describe(node), label, parts=parts)
+        return Outcome(combine(op, [p.status for p in parts]), describe(node), label, parts=parts)
     if op == "every_seed":
         parts = []
         for seed in ctx.seeds:
             part = _evaluate(node["of"], Context(ctx.rows, [seed], ctx.depths))
             part.label = f"seed {seed}"
             parts.append(part)
-        return Outcome(_combine("all", [p.status for p in parts]), describe(node), label, parts=parts)
+        return Outcome(combine("all", [p.status for p in parts]), describe(node), label, parts=parts)
     values, notes = _per_seed(ctx, node)
     text = describe(node)
     if notes:
         return Outcome(PENDING, text, label, per_seed=values, note="; ".join(notes[:3]))
     figure, interval = _reduce(values, node["stat"])
-    if op == "difference" and node.get("abs") and figure is not None:
-        figure = abs(figure)
     held = figure is not None and COMPARATORS[node["cmp"]](figure, node["value"])
     return Outcome(VALIDATED if held else MISSED, text, label, figure, values, interval)
 

@@ -61,6 +61,18 @@ def test_an_absolute_difference_compares_the_mean_gap():
     assert verdict({**node, "value": 0.001}, rows).status == "missed"
 
 
+def test_an_absolute_difference_bounds_every_seeds_gap_whichever_way_it_goes():
+    gaps = {42: 0.003, 43: -0.015, 44: 0.009}  # exp31's adaptive - uniform BLiMP per seed
+    rows = []
+    for seed, gap in gaps.items():
+        rows += bpb("A", seed, {8: 2.0 + gap}) + bpb("B", seed, {8: 2.0})
+    node = {"op": "difference", "of": RATIO["of"], "minus": RATIO["over"], "abs": True, "stat": "max"}
+    outcome = verdict({**node, "cmp": "<=", "value": 0.01}, rows)
+    assert outcome.status == "missed"
+    assert outcome.figure == pytest.approx(0.015)
+    assert verdict({**node, "cmp": "<=", "value": 0.02}, rows).status == "validated"
+
+
 def test_curve_measures_read_the_value_at_a_depth_and_the_excess_past_the_best_depth():
     rows = []
     for seed in SEEDS:
