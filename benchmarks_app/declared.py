@@ -5,6 +5,8 @@ anchor-results README; `known_problem` carries the README's explanation where a 
 does not follow from the stored rows.
 """
 
+BLIMP = "blimp_accuracy"
+
 BUDGET_NOTE = (
     "The exp31 'budget 4/6/8' row of the programme's tables mixes tolerance-sweep points from different seeds; "
     "the only true fixed-budget rows are these, from exp13_seed*/budget_sweep.json."
@@ -293,6 +295,108 @@ COMPARISONS = [
         ],  # fmt: skip
         "notes": "The published exp31 figures (explicit 0.684 vs adaptive 0.681 at mean depth 11.3) are two-seed "
         "values (seeds 43/44); the table above uses every stored seed.",
+    },
+    {
+        "slug": "local-head-to-head",
+        "title": "Head-to-head on the portal's models · EqLM vs a 12-layer explicit transformer",
+        "kind": "head_to_head",
+        "order": 65,
+        "description": "The programme's four head-to-head claims (F24, F44, F45, exp31), each beside the same test on "
+        "the portal's own byte-level KJV models: the pre-registered experiment head-to-head-demo trains a standard "
+        "12-layer transformer (d = 20), the d = 64 EqLM at matched parameters and the EqLM at the baseline's width "
+        "(d = 20) from scratch, seeds 42/43/44, and evaluates them on the whole held-out slice and on BLiMP. The "
+        "programme's column is the test run on the programme's stored rows, with its published figures checked "
+        "against them; the portal's column is the experiment's own criterion on its rows.",
+        "treatment_experiment": "head-to-head-demo",
+        "findings": ["F24", "F44", "F45"],
+        "spec": {
+            "experiment": "head-to-head-demo",
+            "settings": [
+                {
+                    "finding": "F24",
+                    "part": 0,
+                    "table": "f24-anytime",
+                    "published": ["mean ratio", "CI lower bound", "CI upper bound"],
+                    "programme": [
+                        {
+                            "op": "ratio",
+                            "of": {"experiment": "exp13", "arm": "B1", "metric": BLIMP, "where": {"budget": 12}},
+                            "over": {"experiment": "exp10_5090", "arm": "A1", "metric": BLIMP, "where": {}},
+                            "stat": "ci_low",
+                            "cmp": ">=",
+                            "value": 0.95,
+                        }
+                    ],
+                },
+                {
+                    "finding": "F44",
+                    "part": 1,
+                    "seeds": [43, 44],
+                    "table": "f44-compute-audit",
+                    "published": ["ratio at equal FLOPs", "mean depth of that point", "iterations at equal FLOPs"],
+                    "programme": [
+                        {
+                            "op": "ratio",
+                            "of": {
+                                "experiment": "exp31",
+                                "arm": "eqlm_adaptive",
+                                "metric": BLIMP,
+                                "where": {"tolerance_multiple": 8},
+                            },
+                            "over": {"experiment": "exp31", "arm": "explicit_fixed", "metric": BLIMP, "where": {}},
+                            "stat": "ci_high",
+                            "cmp": "<",
+                            "value": 1.0,
+                        },
+                        None,
+                    ],
+                },
+                {
+                    "finding": "F45",
+                    "part": 2,
+                    "table": "f45-equal-compute",
+                    "published": ["mean ratio", "95% interval"],
+                    "programme": [
+                        {
+                            "op": "ratio",
+                            "of": {"experiment": "exp32", "arm": "C1", "metric": BLIMP, "where": {}},
+                            "over": {"experiment": "exp10_5090", "arm": "A1", "metric": BLIMP, "where": {}},
+                            "stat": "ci_low",
+                            "cmp": ">=",
+                            "value": 0.95,
+                        }
+                    ],
+                },
+                {
+                    "finding": "exp31",
+                    "part": 3,
+                    "table": "exp31-adaptive-depth",
+                    "published": [
+                        "adaptive (seeds 43/44)",
+                        "uniform (seeds 43/44)",
+                        "adaptive mean depth (seeds 43/44)",
+                    ],
+                    "programme": [
+                        {
+                            "op": "difference",
+                            "abs": True,
+                            "of": {"experiment": "exp31", "arm": "eqlm_adaptive_matched", "metric": BLIMP, "where": {}},
+                            "minus": {"experiment": "exp31", "arm": "eqlm_uniform", "metric": BLIMP, "where": {}},
+                            "stat": "max",
+                            "cmp": "<=",
+                            "value": 0.01,
+                        },
+                        None,
+                    ],
+                },
+            ],
+        },
+        "published": [],
+        "notes": "F44's programme figure is the exp31 tolerance sweep's shallowest point (about 2 iterations), on the "
+        "two seeds the published 0.72 uses; the portal's reads 2 iterations, the whole iteration nearest its equal "
+        "FLOPs (1.79), which gives EqLM 1.10x the baseline's compute. The programme never measured bits/byte for "
+        "these comparisons, so those rows have no programme figure. exp31's published figures compare two-seed "
+        "means; the test asks it of the per-seed differences.",
     },
     {
         "slug": "f44-compute-audit",

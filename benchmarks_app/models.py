@@ -196,6 +196,7 @@ class Comparison(models.Model):
         LADDER = "ladder", "Benchmark ladder"
         COUNCIL = "council", "Live council on mixed text (members, averaging, equilibrium, oracle)"
         CONVERGENCE = "convergence", "The portal's own models: quality and convergence by depth"
+        HEAD_TO_HEAD = "head_to_head", "The programme's head-to-head claims beside the portal's own experiment"
 
     slug = models.SlugField(max_length=80, unique=True)
     title = models.CharField(max_length=200)

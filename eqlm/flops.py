@@ -44,3 +44,25 @@ def flops_per_token(model_class: str, config: dict, depth: int | None = None, co
 def iterations_at_equal_flops(eqlm_config: dict, budget: float, context: int | None = None) -> float:
     """The (fractional) EqLM depth whose FLOPs per token equal `budget` (another model's cost)."""
     return (budget - head_flops(eqlm_config)) / block_flops(eqlm_config, context)
+
+
+def parameter_count(model_class: str, config: dict) -> int:
+    """Trainable parameters of a model built from `config` (eqlm/model.py), counted without building it: the token
+    and position embeddings (the head is tied to the token embedding), then one Block (EqLM: QKV, projection, MLP,
+    its LayerNorm, with norm = "sandwich" four more, with recall = "concat" the adapter) or n_layers pre-LN layers
+    and the final LayerNorm (ExplicitLM). A LayerNorm has 2·d parameters, a Linear in·out + out."""
+    d, m = config["d_model"], config["d_mlp"]
+    embeddings = config["vocab_size"] * d + config["max_positions"] * d
+
+    def linear(fan_in: int, fan_out: int) -> int:
+        return fan_in * fan_out + fan_out
+
+    branches = linear(d, 3 * d) + linear(d, d) + linear(d, m) + linear(m, d)
+    if model_class == "ExplicitLM":
+        return embeddings + config["n_layers"] * (branches + 2 * 2 * d) + 2 * d
+    block = branches + 2 * d
+    if config.get("norm", "post") == "sandwich":
+        block += 4 * 2 * d
+    if config.get("recall", "sum") == "concat":
+        block += linear(2 * d, d)
+    return embeddings + block

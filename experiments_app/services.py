@@ -264,6 +264,24 @@ def arm_figures(experiment: Experiment, rows: list[criteria.Row]) -> list[dict]:
     return out
 
 
+def arm_models(experiment: Experiment) -> dict[str, dict]:
+    """Per arm label, the model its recipe builds: {model_class, parameters} (eqlm.flops.parameter_count, no torch);
+    an arm whose recipe no longer resolves is left out."""
+    from eqlm.flops import parameter_count
+    from eqlm.recipe import RecipeError, load_recipe
+
+    out = {}
+    for arm in experiment.arms:
+        try:
+            stage = load_recipe(arm["recipe"]).resolve(stage=arm.get("stage") or None, overrides=arm["overrides"])
+        except (RecipeError, OSError, ValueError):
+            continue
+        model = dict(stage.data["model"])
+        model_class = model.pop("class", "EqLM")
+        out[arm["label"]] = {"model_class": model_class, "parameters": parameter_count(model_class, model)}
+    return out
+
+
 def run_summary(run: TrainingRun) -> dict:
     return {
         "arm": run.arm_label,

@@ -1,8 +1,8 @@
 """Live tables: every declared comparison computed at request time from stored rows (cached until the next ingest).
 
-One module per kind of table (ratio, curve, adaptive, audit, ladder, council, convergence), the queries they share
-in queries.py, their cells in cells.py, and every published-vs-recomputed check in checks.py. A new kind: a builder
-module returning the same body, registered in BUILDERS.
+One module per kind of table (ratio, curve, adaptive, audit, ladder, council, convergence, head_to_head), the
+queries they share in queries.py, their cells in cells.py, and every published-vs-recomputed check in checks.py. A new
+kind: a builder module returning the same body, registered in BUILDERS.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from .checks import STATUS_TEXT, check, place_checks
 from .convergence import build_convergence
 from .council import build_council
 from .curve import build_curve
+from .head_to_head import build_head_to_head
 from .ladder import build_ladder
 from .plots import caption, overview_plot
 from .queries import compare, finding_links, parse_side, per_seed, provenance, side_rows
@@ -45,6 +46,7 @@ BUILDERS = {
     Comparison.Kind.LADDER: build_ladder,
     Comparison.Kind.COUNCIL: build_council,
     Comparison.Kind.CONVERGENCE: build_convergence,
+    Comparison.Kind.HEAD_TO_HEAD: build_head_to_head,
 }
 
 

@@ -2,7 +2,7 @@
 
 import pytest
 
-from eqlm.flops import block_flops, flops_per_token, iterations_at_equal_flops
+from eqlm.flops import block_flops, flops_per_token, iterations_at_equal_flops, parameter_count
 
 TINY = {"d_model": 4, "d_mlp": 8, "vocab_size": 10, "max_positions": 3, "n_layers": 2}
 
@@ -28,3 +28,19 @@ def test_eqlm_costs_its_depth_in_blocks_and_the_explicit_stack_its_layers():
 def test_the_depth_at_equal_flops_inverts_the_cost():
     budget = flops_per_token("ExplicitLM", {**TINY, "n_layers": 7})
     assert iterations_at_equal_flops(TINY, budget) == pytest.approx(7)
+
+
+@pytest.mark.parametrize(
+    ("model_class", "options"),
+    [
+        ("EqLM", {}),
+        ("EqLM", {"norm": "sandwich", "recall": "concat"}),
+        ("ExplicitLM", {"n_layers": 3}),
+    ],
+)
+def test_the_parameter_count_from_a_config_equals_the_built_models(model_class, options):
+    from eqlm.model import build_model
+
+    config = {"vocab_size": 256, "d_model": 8, "n_heads": 2, "d_mlp": 12, "max_positions": 16, **options}
+    model = build_model(model_class, config)
+    assert parameter_count(model_class, model.config.to_dict()) == model.num_params()

@@ -1,0 +1,203 @@
+"""The head-to-head on the portal's own models: each of the programme's claims (F24, F44, F45, exp31) beside the same
+comparison made by a pre-registered experiment on the portal's models.
+
+One row per measure a claim is judged on. The local figure, its interval over seeds and its verdict are the
+experiment's own criterion evaluated on its stored rows (experiments_app.criterion: the same code, so this table and
+the experiment's page can never disagree). The programme's figure is the same test evaluated on the programme's
+stored rows (spec `programme`: a criterion node whose selectors name the programme's experiments), and its published
+figures are the ones the programme's own table declares (spec `table`, `published`: labels of that table's entries),
+each checked against its recomputed value by that table's builder.
+"""
+
+from __future__ import annotations
+
+from ..models import Comparison, ResultRow
+from .cells import _cell, fmt
+
+
+def _leaves(outcome) -> list:
+    return outcome.parts if outcome.parts else [outcome]
+
+
+def _interval_text(outcome) -> str:
+    if outcome.figure is None:
+        return "no rows yet" if not outcome.note else outcome.note
+    text = fmt(outcome.figure)
+    if outcome.interval and None not in outcome.interval:
+        text += f" [{fmt(outcome.interval[0])}, {fmt(outcome.interval[1])}]"
+    return text
+
+
+def _per_seed(outcome) -> str:
+    return " · ".join(f"s{seed}: {fmt(value, 4)}" for seed, value in sorted(outcome.per_seed.items())) or "–"
+
+
+def _programme_outcome(node: dict | None, seeds: list[int]):
+    """The programme's own rows judged by the same test, or None where the programme did not measure it."""
+    from experiments_app import criterion as criteria
+
+    if node is None:
+        return None
+    node = criteria.validate(node)
+    names = criteria.experiments_named(node)
+    rows = [
+        criteria.Row(e, a, s, m, c or {}, v)
+        for e, a, s, m, c, v in ResultRow.objects.filter(experiment__in=names, step__isnull=True).values_list(
+            "experiment", "arm_label", "seed", "metric", "condition", "value"
+        )
+    ]
+    return criteria.evaluate(node, rows, seeds, experiment=sorted(names)[0] if names else "")
+
+
+def _published_checks(table_slug: str, labels: list[str], row_id: str) -> list[dict]:
+    """The programme table's own published-vs-recomputed checks for these labels, placed on this row."""
+    from . import build_table
+
+    comparison = Comparison.objects.filter(slug=table_slug).first()
+    if comparison is None:
+        return []
+    body = build_table(comparison)
+    checks = [*body.get("unplaced_checks", []), *(c for row in body["rows"] for c in row.get("published", []))]
+    return [{**c, "row": row_id, "label": f"{table_slug}: {c['label']}"} for c in checks if c["label"] in labels]
+
+
+def _cost(flops: list[tuple[str, dict, float]], arm_models: dict, selector: dict) -> tuple[str, str]:
+    """(FLOPs per token, parameters) of the arm a selector reads, at the selector's setting (mean over seeds)."""
+    where = selector.get("where", {})
+    values = [
+        value
+        for arm, condition, value in flops
+        if arm == selector["arm"] and all(condition.get(k) == v for k, v in where.items())
+    ]
+    cost = fmt(sum(values) / len(values), 0) if values else "–"
+    params = arm_models.get(selector["arm"], {}).get("parameters")
+    return cost, f"{params:,}" if params else "–"
+
+
+def build_head_to_head(c: Comparison) -> dict:
+    from experiments_app import criterion as criteria
+    from experiments_app import services as experiments
+    from experiments_app.models import Experiment
+
+    spec = c.spec or {}
+    experiment = Experiment.objects.filter(slug=spec.get("experiment") or c.treatment_experiment).first()
+    columns = [
+        "Claim",
+        "Measure",
+        "Programme: from its rows [95% CI]",
+        "Programme verdict",
+        "Portal's models [95% CI]",
+        "Portal per seed",
+        "Portal verdict",
+        "FLOPs/token (EqLM · explicit)",
+        "Parameters (EqLM · explicit)",
+    ]
+    if experiment is None:
+        return {"columns": columns, "rows": [], "checks": [], "notes": [], "interval_note": "", "empty": True,
+                "provenance": [], "plot": None}  # fmt: skip
+    rows_all = experiments.rows_for(experiment)
+    outcome = experiments.verdict(experiment, rows_all)
+    arm_models = experiments.arm_models(experiment)
+    flops = [(r.arm, r.condition, r.value) for r in rows_all
+             if r.experiment == experiment.slug and r.metric == "flops_per_token"]  # fmt: skip
+
+    rows, checks = [], []
+    for setting in spec.get("settings", []):
+        part = outcome.parts[setting["part"]] if setting["part"] < len(outcome.parts) else None
+        if part is None:
+            continue
+        programme_nodes = setting.get("programme", [])
+        seeds = setting.get("seeds", experiment.seeds)
+        leaves = _leaves(part)
+        leaf_nodes = _leaves_of(experiment.criterion["of"][setting["part"]])
+        programme_parts = []
+        for index, leaf in enumerate(leaves):
+            node = programme_nodes[index] if index < len(programme_nodes) else None
+            programme = _programme_outcome(node, seeds)
+            programme_parts.append(programme)
+            row_id = f"{setting['finding']}-{index}"
+            sel = leaf_nodes[index]
+            eq_cost, eq_params = _cost(flops, arm_models, sel["of"])
+            base_sel = sel.get("over") or sel.get("minus")
+            base_cost, base_params = _cost(flops, arm_models, base_sel) if base_sel else ("–", "–")
+            rows.append(
+                {
+                    "id": row_id,
+                    "cells": [
+                        _cell(setting["finding"] if index == 0 else "", False),
+                        _cell(leaf.label or leaf.text, False),
+                        _cell(_interval_text(programme) if programme else "not measured by the programme", False),
+                        _cell(programme.verdict if programme else "–", False),
+                        _cell(_interval_text(leaf), False),
+                        _cell(_per_seed(leaf), False),
+                        _cell(leaf.verdict, False, status=leaf.status),
+                        _cell(f"{eq_cost} · {base_cost}", False),
+                        _cell(f"{eq_params} · {base_params}", False),
+                    ],
+                }
+            )
+            if index == 0 and setting.get("table"):
+                checks += _published_checks(setting["table"], setting.get("published", []), row_id)
+        if len(leaves) > 1:
+            known = [p.status for p in programme_parts if p is not None]
+            combined = criteria.combine(_part_op(experiment.criterion["of"][setting["part"]]), known) if known else ""
+            rows.append(
+                {
+                    "id": f"{setting['finding']}-all",
+                    "cells": [
+                        _cell("", False),
+                        _cell(part.label, False),
+                        _cell("", False),
+                        _cell(criteria.VERDICT_TEXT[combined] + " (on what it measured)" if combined else "–", False),
+                        _cell("", False),
+                        _cell("", False),
+                        _cell(part.verdict, False, status=part.status),
+                        _cell("", False),
+                        _cell("", False),
+                    ],
+                }
+            )
+    rows.append(
+        {
+            "id": "overall",
+            "cells": [
+                _cell("All four", False),
+                _cell(outcome.label, False),
+                *[_cell("", False)] * 4,
+                _cell(outcome.verdict, False, status=outcome.status),
+                _cell("", False),
+                _cell("", False),
+            ],
+        }  # fmt: skip
+    )
+    notes = [
+        f"The local figures are the pre-registered experiment {experiment.slug!r} "
+        f"(/experiments/{experiment.slug}/), its verdicts computed by its own criterion from its rows; "
+        f"the programme's are the same tests on the programme's stored rows. {experiment.hypothesis.split(chr(10))[0]}"
+    ]
+    provenance = _provenance(experiment.slug)
+    return {
+        "columns": columns,
+        "rows": rows,
+        "checks": checks,
+        "notes": notes,
+        "interval_note": criteria.INTERVAL_TEXT,
+        "empty": not any(r.experiment == experiment.slug for r in rows_all),
+        "provenance": provenance,
+        "plot": None,
+        "outcome": outcome.as_dict(),
+    }
+
+
+def _leaves_of(node: dict) -> list[dict]:
+    return node["of"] if node["op"] in ("all", "any") else [node]
+
+
+def _part_op(node: dict) -> str:
+    return node["op"] if node["op"] in ("all", "any") else "all"
+
+
+def _provenance(slug: str) -> list[dict]:
+    from .queries import provenance
+
+    return provenance(ResultRow.objects.filter(experiment=slug, step__isnull=True))
