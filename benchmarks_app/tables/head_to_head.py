@@ -172,7 +172,7 @@ def build_head_to_head(c: Comparison) -> dict:
     )
     notes = [
         f"The local figures are the pre-registered experiment {experiment.slug!r} "
-        f"(/experiments/{experiment.slug}/), its verdicts computed by its own criterion from its rows; "
+        f"(/benchmarks/experiments/{experiment.slug}/), its verdicts computed by its own criterion from its rows; "
         f"the programme's are the same tests on the programme's stored rows. {experiment.hypothesis.split(chr(10))[0]}"
     ]
     provenance = _provenance(experiment.slug)
