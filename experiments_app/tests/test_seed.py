@@ -62,3 +62,21 @@ def test_an_exported_experiment_seeds_into_another_database_as_it_was(tmp_path):
     again = Experiment.objects.get(slug="exported")
     assert again.registration_hash == registered and again.arms == experiment.arms
     assert ResultRow.objects.get(experiment="exported").value == 2.5
+
+
+def test_exporting_a_version_again_keeps_it_before_its_successor(tmp_path):
+    from django.core.management import call_command
+
+    from .factories import tiny_experiment, write_rows
+
+    first = tiny_experiment("first")
+    second = tiny_experiment("second")
+    Experiment.objects.filter(pk=second.pk).update(predecessor=first)
+    fixture = tmp_path / "experiments.json"
+    call_command("export_experiment", "first", fixture=str(fixture))
+    call_command("export_experiment", "second", fixture=str(fixture))
+    write_rows(first, "base", 1, {4: 2.5})
+    call_command("export_experiment", "first", fixture=str(fixture))
+    entries = json.loads(fixture.read_text())["experiments"]
+    assert [e["slug"] for e in entries] == ["first", "second"]
+    assert len(entries[0]["records"]) == 1

@@ -72,3 +72,14 @@ def test_the_page_shows_the_registration_then_the_arms_then_the_verdict():
     assert ">95% interval</th>" in Client().get("/benchmarks/experiments/tiny/").content.decode()
     listing = Client().get("/benchmarks/experiments/").content.decode()
     assert "/benchmarks/experiments/tiny/" in listing and "pending" in listing
+
+
+def test_notes_added_after_launch_show_apart_from_the_registered_text():
+    experiment = tiny_experiment()
+    page = Client().get("/benchmarks/experiments/tiny/").content.decode()
+    assert "Notes since registration" not in page
+    experiment.notes = "Seed 2 stopped at step 3 to free the cores."
+    experiment.save(update_fields=["notes"])
+    page = Client().get("/benchmarks/experiments/tiny/").content.decode()
+    assert "Notes since registration" in page and "Seed 2 stopped at step 3" in page
+    assert page.index("Notes since registration") > page.index("Success criterion")

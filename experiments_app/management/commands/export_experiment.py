@@ -23,11 +23,13 @@ class Command(BaseCommand):
         path = Path(fixture)
         data = json.loads(path.read_text()) if path.exists() else {"format": FORMAT, "version": 1, "experiments": []}
         entry = fixture_entry(experiment)
-        items = [e for e in data["experiments"] if e["slug"] != slug]
-        # predecessors first, so the seed registers a version after the one it links
-        order = {e["slug"]: i for i, e in enumerate(items)}
-        position = order[entry["predecessor"]] + 1 if entry.get("predecessor") in order else len(items)
-        items.insert(position, entry)
+        items = data["experiments"]
+        existing = [i for i, e in enumerate(items) if e["slug"] == slug]
+        if existing:  # an export again keeps its place (its successors already come after it)
+            items[existing[0]] = entry
+        else:  # predecessors first, so the seed registers a version after the one it links
+            order = {e["slug"]: i for i, e in enumerate(items)}
+            items.insert(order[entry["predecessor"]] + 1 if entry.get("predecessor") in order else len(items), entry)
         data["experiments"] = items
         path.write_text(json.dumps(data, indent=1, ensure_ascii=False, sort_keys=False) + "\n")
         self.stdout.write(f"{slug}: {len(entry['records'])} rows written to {path}")
