@@ -34,6 +34,7 @@ from .generation import (
 )
 from .limits import DEFAULT_HALT
 from .logprobs import log_softmax, logsumexp
+from .manifest import is_explicit
 from .tokenizer import IncrementalDecoder, encode
 
 DEFAULT_BETA = 2.0
@@ -339,6 +340,17 @@ def council_refuses(start: str, halt: str) -> str:
     return ""
 
 
+def member_refuses(manifest: dict) -> str:
+    """Why a model cannot be a council member ("" when it can): the members share one solve schedule of an
+    equilibrium model's controls (depth, tol, start), which an explicit transformer does not take."""
+    if is_explicit(manifest):
+        return (
+            "an explicit transformer cannot be a council member: the members share one solve schedule (the request's "
+            "depth, tol and start), and an explicit transformer has one depth, its layer count, and no tol or start"
+        )
+    return ""
+
+
 class CouncilGenerator(Generator):
     """Generation from the equilibrium of several member generators (repeats allowed; each distinct one runs once).
 
@@ -349,6 +361,10 @@ class CouncilGenerator(Generator):
 
     def __init__(self, members: Sequence[Generator], kinetic: Kinetic, model_id: str = "eqlm-council"):
         kinetic.validate(len(members))
+        for index, member in enumerate(members):
+            why = member_refuses(member.manifest)
+            if why:
+                raise ValueError(f"kinetic.members[{index}]: {why}")
         vocab = {m.model.vocab_size for m in members}
         if len(vocab) != 1:
             raise ValueError("kinetic.members must share one vocabulary")

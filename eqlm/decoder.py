@@ -3,6 +3,8 @@
 `process` runs new positions after the cached ones as export.py's manifest "semantics" describe: fixed depth,
 adaptive per-position halting by tolerance (on the residual or on the KL of successive next-byte distributions), any
 start state, warm start (settled context), Picard or Anderson (the iteration itself is fixed_point.py's).
+An explicit transformer's export (export_explicit.py) runs through the same loop: slot i runs layer i's graph, the
+start is the embedding, and its depth is its layer count (eqlm/manifest.py refuses any other control).
 Generation (generation.py) and scoring (scoring.py) both solve through it.
 """
 
@@ -15,7 +17,8 @@ import numpy as np
 import onnxruntime as ort
 
 from .fixed_point import FixedPoint, NumpyOps, halting_rule
-from .limits import DEFAULT_HALT
+from .limits import DEFAULT_HALT, DEFAULT_SOLVER
+from .manifest import check_controls, is_explicit, layer_roles, requested_controls
 
 
 class ContextLengthExceeded(ValueError):
@@ -27,7 +30,8 @@ class ContextLengthExceeded(ValueError):
 
 
 class OnnxEqLM:
-    """The three ONNX graphs and the manifest, with the per-iteration cached solve."""
+    """The ONNX graphs and the manifest, with the per-iteration cached solve: an EqLM's embed, step and head, or an
+    explicit transformer's embed, one graph per layer and head (`explicit`; slot i runs `layer_sessions[i]`)."""
 
     def __init__(self, onnx_dir: Path, int8: bool = False, threads: int = 1):
         self.onnx_dir = Path(onnx_dir)
@@ -36,14 +40,21 @@ class OnnxEqLM:
         options.intra_op_num_threads = threads
         options.inter_op_num_threads = 1
         graphs = self.manifest["graphs"]
-        step_file = graphs.get("step_int8") if int8 and graphs.get("step_int8") else graphs["step"]
 
         def session(name: str) -> ort.InferenceSession:
             return ort.InferenceSession(str(self.onnx_dir / name), options, providers=["CPUExecutionProvider"])
 
+        self.explicit = is_explicit(self.manifest)
         self.embed_sess = session(graphs["embed"])
-        self.step_sess = session(step_file)
+        if self.explicit:
+            self.step_sess = None
+            self.layer_sessions = [session(graphs[role]) for role in layer_roles(self.manifest)]
+        else:
+            self.step_sess = session(graphs["step_int8"] if int8 and graphs.get("step_int8") else graphs["step"])
+            self.layer_sessions = []
         self.head_sess = session(graphs["head"])
+        # a layer graph takes no `inj`: each session is fed only the inputs it declares
+        self.inputs = {id(s): [i.name for i in s.get_inputs()] for s in [self.step_sess, *self.layer_sessions] if s}
         self.d_model = int(self.manifest["d_model"])
         self.n_heads = int(self.manifest["n_heads"])
         self.head_dim = int(self.manifest["head_dim"])
@@ -55,8 +66,25 @@ class OnnxEqLM:
             0
         ]
 
-    def step(self, z, inj, past_k, past_v):
-        return self.step_sess.run(None, {"z": z, "inj": inj, "past_k": past_k, "past_v": past_v})
+    def step(self, z, inj, past_k, past_v, slot: int | None = None):
+        """One iteration (an EqLM's step) or one layer (an explicit transformer's layer `slot`, which it needs)."""
+        if self.explicit:
+            if slot is None or not 0 <= slot < len(self.layer_sessions):
+                raise ValueError(f"an explicit transformer's slot is one of its {len(self.layer_sessions)} layers")
+            sess = self.layer_sessions[slot]
+        else:
+            sess = self.step_sess
+        feed = {"z": z, "inj": inj, "past_k": past_k, "past_v": past_v}
+        return sess.run(None, {name: feed[name] for name in self.inputs[id(sess)]})
+
+    def start_state(self, inj: np.ndarray) -> np.ndarray:
+        """The state a solve starts from without a given one: zero (an EqLM), the embedding (explicit)."""
+        return inj.copy() if self.explicit else np.zeros_like(inj)
+
+    def check(self, depth: int | None, tol: float | None = None, solver: str = DEFAULT_SOLVER, **given) -> None:
+        """Refuse (manifest.ControlRefused, a ValueError) what this model does not take: an explicit transformer
+        takes its layer count as depth, and no tol, solver but Picard, start or halting rule."""
+        check_controls(self.manifest, requested_controls(depth=depth, tol=tol, solver=solver, **given))
 
     def head(self, z: np.ndarray) -> np.ndarray:
         return self.head_sess.run(None, {"z": z})[0]
@@ -65,14 +93,17 @@ class OnnxEqLM:
         return np.zeros((batch, self.n_heads, 0, self.head_dim), dtype=np.float32)
 
     def joint_states(self, ids: np.ndarray, depths: list[int]) -> tuple[np.ndarray, dict[int, np.ndarray]]:
-        """(injection, {depth: states [B, T, D]}) for whole windows, all positions iterated together from z = 0."""
+        """(injection, {depth: states [B, T, D]}) for whole windows, all positions iterated together from z = 0 (an
+        explicit transformer: through its layers from the embedding, at its one depth)."""
+        for depth in depths:
+            self.check(depth)
         b, t = ids.shape
         inj = self.embed(ids, np.broadcast_to(np.arange(t), (b, t)))
-        z = np.zeros_like(inj)
+        z = self.start_state(inj)
         empty = self.empty_kv(b)
         out = {}
         for i in range(1, max(depths) + 1):
-            z = self.step(z, inj, empty, empty)[0]
+            z = self.step(z, inj, empty, empty, i - 1)[0]
             if i in depths:
                 out[i] = z
         return inj, out
@@ -123,15 +154,21 @@ def process(
     `settle` (warm start) stores the K/V of the new positions' final states in every iteration slot, so positions
     processed later iterate against these solved states (the context's fixed point) from their first iteration on,
     instead of against the states this solve passed through.
+
+    An explicit transformer (model.explicit) takes none of tol, another solver, z0, settle or another halting rule
+    (ValueError); its depth is its layer count, and the residual it returns is NaN: it has no fixed point.
     """
+    if model.explicit:
+        start = "given" if z0 is not None else None
+        model.check(depth, tol, solver, start=start or "zero", halt=halt, warm_start=settle)
     t = len(ids)
     p = cache.length
     inj = model.embed(np.asarray([ids]), np.arange(p, p + t)[None, :])
-    z = np.zeros_like(inj) if z0 is None else z0.astype(np.float32).reshape(inj.shape).copy()
+    z = model.start_state(inj) if z0 is None else z0.astype(np.float32).reshape(inj.shape).copy()
 
     def step(z: np.ndarray, slot: int) -> tuple[np.ndarray, np.ndarray]:
         past_k, past_v = cache.past(slot)
-        fz, k, v, r = model.step(z, inj, past_k, past_v)
+        fz, k, v, r = model.step(z, inj, past_k, past_v, slot)
         if not settle:  # a settled solve writes its final states' K/V into every slot at the end
             cache.put(slot, k, v)
         return fz, r
@@ -148,4 +185,6 @@ def process(
         for slot in range(0 if settle else done, cache.slots):
             cache.put(slot, k, v)
     cache.length += t
+    if model.explicit:  # a layer's relative update is no fixed-point residual: report none
+        return z, solve.iterations[0], np.full(t, np.nan)
     return z, solve.iterations[0], solve.residual[0]

@@ -1,4 +1,5 @@
-"""ONNX export of an EqLM as three self-contained graphs (embed, step, head) plus a JSON manifest.
+"""ONNX export of an EqLM as three self-contained graphs (embed, step, head) plus a JSON manifest (an explicit
+transformer's export, one graph per layer, is export_explicit.py's; export_onnx hands it over).
 
 The caller drives the iterations: embed once, call step once per iteration with the keys/values that earlier
 positions produced at the same iteration (past_k/past_v, possibly empty), then head. This is what lets the
@@ -10,28 +11,18 @@ from __future__ import annotations
 
 import json
 import re
-import warnings
 from pathlib import Path
 
 import torch
 from torch import nn
 
+from .export_explicit import export_explicit_onnx
 from .limits import DEFAULT_MODEL_ID, DEPTH_MAX, DEPTH_MIN, HALTS, SOLVERS, STARTS, model_depths
+from .manifest import fixed_depth
 from .model import RESIDUAL_EPS, EqLM, relative_residual
 from .noise import NOISE_RNG
-
-OPSET = 17
-MANIFEST_FORMAT = "eqlm-onnx-v1"
-EMPTY_PROMPT = "\n"
-
-
-class _Embed(nn.Module):
-    def __init__(self, model: EqLM):
-        super().__init__()
-        self.model = model
-
-    def forward(self, input_ids, positions):
-        return self.model.embed(input_ids, positions)
+from .onnx_io import BHP, BHT, BT, EMBED_IO, EMPTY_PROMPT, HEAD_IO, MANIFEST_FORMAT, export_embed_and_head, export_graph
+from .onnx_io import sha256 as _sha256
 
 
 class _Step(nn.Module):
@@ -44,34 +35,8 @@ class _Step(nn.Module):
         return z_next, k, v, relative_residual(z_next, z)
 
 
-class _Head(nn.Module):
-    def __init__(self, model: EqLM):
-        super().__init__()
-        self.model = model
-
-    def forward(self, z):
-        return self.model.head(z)
-
-
-def _export(module: nn.Module, args: tuple, path: Path, inputs: list[str], outputs: list[str], axes: dict) -> None:
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        torch.onnx.export(
-            module,
-            args,
-            str(path),
-            dynamo=False,
-            input_names=inputs,
-            output_names=outputs,
-            dynamic_axes=axes,
-            opset_version=OPSET,
-            do_constant_folding=True,
-            external_data=False,
-        )
-
-
 def export_onnx(
-    model: EqLM,
+    model,
     out_dir: Path,
     model_id: str = DEFAULT_MODEL_ID,
     extra: dict | None = None,
@@ -81,38 +46,29 @@ def export_onnx(
     """Write embed.onnx, step.onnx, head.onnx (+ step.int8.onnx) and manifest.json; returns the manifest.
 
     `max_depth` is the model's cap on iterations per token (a fixed depth or the cap on halting), which the runtimes
-    enforce: at most limits.DEPTH_CAP_MAX, and not below the model's default depth.
+    enforce: at most limits.DEPTH_CAP_MAX, and not below the model's default depth. An explicit transformer is
+    export_explicit.py's (one graph per layer; its depth is its layer count, so max_depth and int8 do not apply).
     """
+    if model.model_class == "ExplicitLM":
+        return export_explicit_onnx(model, out_dir, model_id=model_id, extra=extra)
     model_depths({"default_depth": model.config.default_depth, "max_depth": max_depth})
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     model = model.eval()
     cfg = model.config
     h, dh, d = cfg.n_heads, cfg.head_dim, cfg.d_model
-    ids = torch.zeros(1, 3, dtype=torch.long)
     z = torch.randn(1, 3, d)
     past = torch.randn(1, h, 2, dh)
-    bt = {0: "batch", 1: "new"}
-    bhp = {0: "batch", 2: "past"}
-    bht = {0: "batch", 2: "new"}
     with torch.no_grad():
-        _export(
-            _Embed(model),
-            (ids, ids),
-            out_dir / "embed.onnx",
-            ["input_ids", "positions"],
-            ["inj"],
-            {"input_ids": bt, "positions": bt, "inj": bt},
-        )
-        _export(
+        export_embed_and_head(model, out_dir)
+        export_graph(
             _Step(model),
             (z, z, past, past),
             out_dir / "step.onnx",
             ["z", "inj", "past_k", "past_v"],
             ["z_next", "k", "v", "residual"],
-            {"z": bt, "inj": bt, "past_k": bhp, "past_v": bhp, "z_next": bt, "k": bht, "v": bht, "residual": bt},
+            {"z": BT, "inj": BT, "past_k": BHP, "past_v": BHP, "z_next": BT, "k": BHT, "v": BHT, "residual": BT},
         )
-        _export(_Head(model), (z,), out_dir / "head.onnx", ["z"], ["logits"], {"z": bt, "logits": bt})
     graphs = {"embed": "embed.onnx", "step": "step.onnx", "head": "head.onnx"}
     if int8:
         from onnxruntime.quantization import QuantType, quantize_dynamic
@@ -147,15 +103,12 @@ def export_onnx(
         # this manifest can never be handed a graph from another export.
         "graph_sha256": {role: _sha256(out_dir / name) for role, name in graphs.items()},
         "io": {
-            "embed": {
-                "inputs": {"input_ids": "[B,T] int64", "positions": "[B,T] int64"},
-                "outputs": {"inj": "[B,T,D]"},
-            },
+            "embed": EMBED_IO,
             "step": {
                 "inputs": {"z": "[B,T,D]", "inj": "[B,T,D]", "past_k": "[B,H,P,Dh]", "past_v": "[B,H,P,Dh]"},
                 "outputs": {"z_next": "[B,T,D]", "k": "[B,H,T,Dh]", "v": "[B,H,T,Dh]", "residual": "[B,T]"},
             },
-            "head": {"inputs": {"z": "[B,T,D]"}, "outputs": {"logits": "[B,T,V]"}},
+            "head": HEAD_IO,
         },
         "semantics": {
             "iteration": "z_next = LN(z + Attn(z) + MLP(z) + inj); iteration i of a position attends to the K/V "
@@ -183,12 +136,6 @@ def export_onnx(
     return manifest
 
 
-def _sha256(path: Path) -> str:
-    import hashlib
-
-    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
-
-
 def word_realness(texts: list[str], vocabulary: set[str]) -> float:
     """Share of generated words (letters only, lower-cased) that occur in the corpus vocabulary."""
     import re
@@ -209,8 +156,9 @@ def export_demo(
 ) -> dict:
     """Export a checkpoint for the demo, measure it with the ONNX files and write metrics.json + manifest.json.
 
-    Held-out bits/byte at depths 1-12 is measured on the whole held-out slice of the corpus (the last 5%) when the
-    corpus is available, and always on the small committed slice that CI re-measures.
+    Held-out bits/byte at depths 1-12 and deeper (an explicit transformer: at its one depth, its layer count) is
+    measured on the whole held-out slice of the corpus (the last 5%) when the corpus is available, and always on the
+    small committed slice that CI re-measures.
     """
     import hashlib
     import time
@@ -224,10 +172,14 @@ def export_demo(
     model, data = load_checkpoint(checkpoint)
     provenance = data["provenance"]
     train_settings = provenance.get("train_settings") or {}
-    corpus_kind = train_settings.get("corpus", "kjv")
+    stage_corpus = (provenance.get("resolved_stage") or {}).get("corpus") or {}
+    corpus_kind = train_settings.get("corpus") or stage_corpus.get("name") or "kjv"
     domain = DOMAINS[corpus_kind]
-    depths = [*range(1, 13), 16, 24, 32, 48, DEPTH_MAX]
-    export_onnx(model, out_dir, int8=int8, model_id=model_id)
+    limitation = EXPLICIT_LIMITATION if model.model_class == "ExplicitLM" else domain["limitation"]
+    fixed = fixed_depth(export_onnx(model, out_dir, int8=int8, model_id=model_id))
+    depths = [fixed] if fixed else [*range(1, 13), 16, 24, 32, 48, DEPTH_MAX]
+    sample_depths = [fixed] if fixed else [2, 4, 8, 12]
+    threads = train_settings.get("threads", provenance.get("threads", 2))
     onnx_model = OnnxEqLM(out_dir, threads=2)
     metrics: dict = {
         "model_id": model_id,
@@ -241,14 +193,14 @@ def export_demo(
             "tokens_seen": provenance.get("tokens"),
             "train_seconds": provenance.get("train_seconds"),
             "seed": provenance.get("seed"),
-            "hardware": f"CPU (2 shared cores, torch.set_num_threads({train_settings.get('threads', 2)}))",
+            "hardware": f"CPU (2 shared cores, torch.set_num_threads({threads}))",
             "supervised_depths": data["config_dict"].get("train_depths"),
             "settings": provenance.get("train_settings"),
             "init_checkpoint_sha256": provenance.get("init_checkpoint_sha256"),
         },
         "provenance": {k: provenance.get(k) for k in PROVENANCE_KEYS_FOR_CARD},
         "measured_with": "onnxruntime on the exported fp32 graphs (eqlm/runtime.py: bits_per_byte)",
-        "limitations": domain["limitation"],
+        "limitations": limitation,
     }
     try:
         corpus, sha = load_code_corpus() if corpus_kind == "code" else load_corpus()
@@ -276,7 +228,7 @@ def export_demo(
         generator = Generator(out_dir)
         prompts = domain["prompts"]
         samples = {}
-        for depth in (2, 4, 8, 12):
+        for depth in sample_depths:
             texts = [generator.generate(GenerationRequest(prompt=p, max_tokens=80, depth=depth)).text for p in prompts]
             samples[str(depth)] = {"real_word_share": round(word_realness(texts, vocabulary), 4), "texts": texts}
         metrics["greedy_samples"] = {"prompts": prompts, "by_depth": samples}
@@ -295,7 +247,7 @@ def export_demo(
         "train_seconds": provenance.get("train_seconds"),
     }
     manifest["provenance"] = metrics["provenance"]
-    manifest["limitations"] = domain["limitation"]
+    manifest["limitations"] = limitation
     (Path(out_dir) / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
     Path(metrics_path).write_text(json.dumps(metrics, indent=2) + "\n")
     return metrics
@@ -321,6 +273,11 @@ CODE_LIMITATION = (
     "A small EqLM trained by this portal's own code on Python source (the pinned Django wheel's *.py files, "
     "byte-level) on shared CPUs, as the second-domain member of the live council. It is not one of the programme's "
     "checkpoints; its numbers say nothing about those models."
+)
+EXPLICIT_LIMITATION = (
+    "A small explicit transformer (the head-to-head's baseline: distinct layers, each applied once, no iteration) "
+    "trained by this portal's own code on one book (the King James Bible, byte-level) on shared CPUs. It is not an "
+    "equilibrium model and not one of the programme's checkpoints; its numbers say nothing about those models."
 )
 DOMAINS = {
     "kjv": {

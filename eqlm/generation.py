@@ -3,7 +3,8 @@
 Greedy, temperature and top-p sampling with a seeded numpy Generator, stop strings, per-token log-probability
 rows and the echoed prompt's, over `decoder.process` (fixed depth, halting by tolerance on the residual or on the
 KL of successive next-byte distributions, a zero, warm or noise start, Picard or Anderson), within the model's own
-depth cap (its manifest's `max_depth`).
+depth cap (its manifest's `max_depth`). An explicit transformer's export decodes through the same loop at its one
+depth, its layer count (decoder.OnnxEqLM.check refuses every other control).
 """
 
 from __future__ import annotations
@@ -213,6 +214,11 @@ class Generator:
 
     def _tokens(self, request: GenerationRequest, stats: StreamStats) -> Iterator[TokenEvent]:
         """Every generated token (before stop-string handling)."""
+        # what the model does not take (an explicit transformer: a depth other than its layer count, a tol, ...)
+        self.model.check(
+            request.depth, request.tol, request.solver, start=request.start, halt=request.halt,
+            warm_start=request.warm_start,
+        )  # fmt: skip
         request.validate(self.max_depth)
         if request.tol is not None:
             depth = int(request.depth or self.max_depth)

@@ -1,4 +1,5 @@
-"""Test helpers: a tiny, randomly initialised EqLM exported to ONNX in a temporary folder (imports torch)."""
+"""Test helpers: a tiny, randomly initialised EqLM (or explicit transformer) exported to ONNX in a temporary folder
+(imports torch)."""
 
 from __future__ import annotations
 
@@ -32,4 +33,23 @@ def export_tiny_model(out_dir: Path, seed: int = 0, max_depth: int = DEPTH_MAX, 
 
     model = tiny_model(seed, **overrides)
     export_onnx(model, Path(out_dir), model_id=DEFAULT_MODEL_ID, extra={"tiny_test_model": True}, max_depth=max_depth)
+    return Path(out_dir)
+
+
+def tiny_explicit_model(seed: int = 0, n_layers: int = 3, **overrides):
+    """A deterministic random explicit transformer (ExplicitLM) of `n_layers` tiny layers; its depth is n_layers."""
+    import torch
+
+    from .model import ExplicitLM
+
+    torch.manual_seed(seed)
+    config = tiny_config(n_layers=n_layers, default_depth=n_layers, train_depths=[n_layers], **overrides)
+    return ExplicitLM(config).eval()
+
+
+def export_tiny_explicit_model(out_dir: Path, seed: int = 0, n_layers: int = 3, model_id: str = "explicit-demo"):
+    """Export tiny_explicit_model(seed, n_layers) into out_dir (one graph per layer); returns out_dir."""
+    from .export import export_onnx
+
+    export_onnx(tiny_explicit_model(seed, n_layers), Path(out_dir), model_id=model_id, extra={"tiny_test_model": True})
     return Path(out_dir)
