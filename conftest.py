@@ -135,6 +135,23 @@ def tiny_onnx_dir(tiny_onnx_export) -> Path:
     return tiny_onnx_export(0)
 
 
+@pytest.fixture(scope="session")
+def tiny_explicit_onnx_export(tmp_path_factory):
+    """`export(n_layers=3, seed=0)`: eqlm.testing's tiny explicit transformer of n_layers layers exported to ONNX
+    (one graph per layer), once per run; read-only, as tiny_onnx_export's folders."""
+    from eqlm.testing import export_tiny_explicit_model
+
+    folders: dict[tuple, Path] = {}
+
+    def export(n_layers: int = 3, seed: int = 0) -> Path:
+        if (n_layers, seed) not in folders:
+            folder = tmp_path_factory.mktemp(f"tiny-explicit-{n_layers}-seed{seed}")
+            folders[n_layers, seed] = export_tiny_explicit_model(folder, seed=seed, n_layers=n_layers)
+        return folders[n_layers, seed]
+
+    return export
+
+
 @pytest.fixture
 def serve_models(settings):
     """`serve_models(models_dir=None, default=None)`: this process serves `models_dir` (as MODELS_DIR) with

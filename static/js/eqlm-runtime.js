@@ -13,12 +13,63 @@
      position iterates against its context's solved states from its first iteration on; "noise": every position,
      the prompt's included, starts at N(0, 1) from eqlm-noise.js (the manifest's `noise_rng`), seeded by `seed`;
    - Anderson acceleration per position (memory 5, float64 algebra, float32 results) as generation._Anderson;
-   - the depth range is the manifest's (`default_depth`, `max_depth`), as limits.model_depths reads it.
+   - the depth range is the manifest's (`default_depth`, `max_depth`), as limits.model_depths reads it;
+   - an explicit transformer (model_class "ExplicitLM", eqlm/export_explicit.py): slot i runs the graph of layer i
+     (`manifest.layers`), the start is the embedding, its depth is its layer count, and it takes no tol, other
+     solver, start or halting rule (refusedControls, eqlm/manifest.py's twin); each session is fed only the inputs
+     it declares (a layer graph takes no `inj`), and no residual is reported (NaN).
    Sampling (temperature > 0) uses its own seeded generator, so sampled text differs from the server's. */
 import * as EqlmTokenizer from "./tokenizer.js";
 
 const STARTS = ["zero", "warm", "noise"];
 const HALTS = ["residual", "kl"];
+const SOLVERS = ["picard", "anderson"];
+const EXPLICIT_CLASS = "ExplicitLM";
+const CONTROLS = ["depth", "tol", "solver", "start", "halt", "warm_start"];
+const EXPLICIT_WHY = {
+  tol: "an explicit transformer applies each of its layers once: nothing iterates to a fixed point, so no position halts and there is no tolerance",
+  solver: "an explicit transformer applies each of its layers once, in order: there is no fixed point to solve (its one solver is 'picard', the plain pass)",
+  start: "an explicit transformer starts from the embedding of its input: there is no start state to choose",
+  warm_start: "an explicit transformer starts from the embedding of its input: there is no warm start",
+  halt: "an explicit transformer does not iterate: there is no halting rule",
+};
+
+function isExplicit(manifest) { return manifest.model_class === EXPLICIT_CLASS; }
+
+/* The graphs a runtime loads (eqlm/manifest.py graph_roles): embed, `step` or every layer in order, head. */
+function graphRoles(manifest) {
+  return ["embed", ...(isExplicit(manifest) ? manifest.layers : ["step"]), "head"];
+}
+
+/* [control, why] for each control in `given` (those a request set) the model does not take, in CONTROLS order:
+   eqlm/manifest.py refused_controls, word for word for an explicit transformer. */
+function refusedControls(manifest, given) {
+  const low = Number(manifest.min_depth ?? 1);
+  const high = Number(manifest.max_depth);
+  const fixed = low === high ? low : null;
+  const lists = { solver: manifest.solvers ?? SOLVERS, start: manifest.starts ?? STARTS, halt: manifest.halts ?? HALTS };
+  const refused = [];
+  for (const control of CONTROLS) {
+    const value = given[control];
+    if (value === undefined || value === null) continue;
+    let bad;
+    if (control === "depth") bad = Number(value) < low || (fixed !== null && Number(value) !== fixed);
+    else if (control === "tol") bad = !lists.halt.length;
+    else if (control === "warm_start") bad = !lists.start.length || (Boolean(value) && !lists.start.includes("warm"));
+    else bad = !lists[control].includes(value);
+    if (!bad) continue;
+    let why;
+    if (isExplicit(manifest)) {
+      why = control === "depth"
+        ? `an explicit transformer's depth is its layer count (${fixed}); depth ${value} does not exist for it`
+        : EXPLICIT_WHY[control];
+    } else {
+      why = `this model does not take ${control} ${value}`;
+    }
+    refused.push([control, why]);
+  }
+  return refused;
+}
 
 /* numpy compares a float32 array with a Python float in float32 (NEP 50): do the same. */
 const f32 = Math.fround;
@@ -213,11 +264,14 @@ class EqlmRuntime {
       if (!bytes.ok) throw new Error(`${manifest.graphs[role]}: HTTP ${bytes.status}`);
       return ort.InferenceSession.create(new Uint8Array(await bytes.arrayBuffer()), options);
     };
-    const [embed, step, head] = await Promise.all(["embed", "step", "head"].map(open));
-    return new EqlmRuntime(ort, manifest, { embed, step, head }, threads, noise);
+    const roles = graphRoles(manifest);
+    const opened = await Promise.all(roles.map(open));
+    const sessions = Object.fromEntries(roles.map((role, i) => [role, opened[i]]));
+    return new EqlmRuntime(ort, manifest, sessions, threads, noise);
   }
 
-  /* noise: the eqlm-noise.js module (NOISE_RNG, startStates), needed by the noise start only. */
+  /* sessions: {role: InferenceSession} for every role of graphRoles(manifest).
+     noise: the eqlm-noise.js module (NOISE_RNG, startStates), needed by the noise start only. */
   constructor(ort, manifest, sessions, threads, noise = null) {
     this.ort = ort;
     this.manifest = manifest;
@@ -235,6 +289,9 @@ class EqlmRuntime {
     }
     this.maxDepth = Number(manifest.max_depth);
     this.defaultDepth = Number(manifest.default_depth);
+    this.minDepth = Number(manifest.min_depth ?? 1);
+    this.explicit = isExplicit(manifest);
+    this.stepSessions = this.explicit ? manifest.layers.map((role) => sessions[role]) : null;
     this.noise = noise;
     this.emptyPrompt = manifest.empty_prompt ?? "\n";
   }
@@ -257,14 +314,17 @@ class EqlmRuntime {
     return out.inj.data;
   }
 
-  async step(z, inj, t, pastK, pastV) {
+  /* One iteration (an EqLM's step) or, for an explicit transformer, layer `slot`. */
+  async step(z, inj, t, pastK, pastV, slot = 0) {
     const dims = [1, t, this.dModel];
-    const out = await this.sessions.step.run({
+    const session = this.explicit ? this.stepSessions[slot] : this.sessions.step;
+    const feed = {
       z: new this.ort.Tensor("float32", z, dims),
       inj: new this.ort.Tensor("float32", inj, dims),
       past_k: pastK,
       past_v: pastV,
-    });
+    };
+    const out = await session.run(Object.fromEntries(session.inputNames.map((name) => [name, feed[name]])));
     return [out.z_next.data, out.k.data, out.v.data, out.residual.data];
   }
 
@@ -281,7 +341,8 @@ class EqlmRuntime {
     const d = this.dModel;
     const p = cache.length;
     const inj = await this.embed(ids, p);
-    let z = z0 ? Float32Array.from(z0) : new Float32Array(t * d);
+    // the start: given, or zero (an EqLM), or the embedding (an explicit transformer)
+    let z = z0 ? Float32Array.from(z0) : this.explicit ? Float32Array.from(inj) : new Float32Array(t * d);
     const active = new Array(t).fill(true);
     const iterations = new Array(t).fill(0);
     const residual = new Array(t).fill(Infinity);
@@ -294,7 +355,7 @@ class EqlmRuntime {
     let done = 0;
     for (let slot = 0; slot < depth; slot++) {
       const [pastK, pastV] = cache.past(slot);
-      const [fz, k, v, r] = await this.step(z, inj, t, pastK, pastV);
+      const [fz, k, v, r] = await this.step(z, inj, t, pastK, pastV, slot);
       if (!settle) cache.put(slot, k, v, t); // a settled solve writes its final K/V into every slot at the end
       const next = anderson ? anderson.update(z, fz) : fz;
       const merged = new Float32Array(t * d);
@@ -324,6 +385,7 @@ class EqlmRuntime {
       for (let slot = settle ? 0 : done; slot < cache.slots; slot++) cache.put(slot, k, v, t);
     }
     cache.length += t;
+    if (this.explicit) residual.fill(NaN); // a layer's relative update is no fixed-point residual
     return { z, iterations, residual, history };
   }
 
@@ -344,10 +406,15 @@ class EqlmRuntime {
   async *generate({ prompt, maxTokens = 64, depth = null, tol = null, warmStart = false, start = null,
                     halt = "residual", solver = "picard", temperature = 0, topP = 1, seed = 0, signal = null }) {
     const tokenizer = EqlmTokenizer;
+    // what the model does not take (eqlm/manifest.py requested_controls: defaults are the model's own)
+    start = start || (warmStart ? "warm" : "zero");
+    const given = { depth, tol, solver: solver !== "picard" ? solver : null, start: start !== "zero" ? start : null,
+                    halt: halt !== "residual" ? halt : null, warm_start: warmStart ? true : null };
+    const refused = refusedControls(this.manifest, given);
+    if (refused.length) throw new Error(`${refused[0][0]}=${given[refused[0][0]]} is refused: ${refused[0][1]}`);
     const adaptive = tol !== null && tol !== undefined;
     const cap = adaptive ? Number(depth || this.maxDepth) : Number(depth || this.defaultDepth);
     if (!(cap >= 1 && cap <= this.maxDepth)) throw new Error(`depth must be between 1 and ${this.maxDepth}`);
-    start = start || (warmStart ? "warm" : "zero");
     if (!STARTS.includes(start)) throw new Error(`start must be one of ${STARTS.join(", ")}`);
     if (warmStart && start !== "warm") throw new Error(`warmStart conflicts with start ${start}`);
     if (!HALTS.includes(halt)) throw new Error(`halt must be one of ${HALTS.join(", ")}`);
@@ -388,4 +455,4 @@ class EqlmRuntime {
   }
 }
 
-export { EqlmRuntime, DecodeCache, chooseToken, STARTS, HALTS };
+export { EqlmRuntime, DecodeCache, chooseToken, graphRoles, refusedControls, STARTS, HALTS };
