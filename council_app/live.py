@@ -12,6 +12,7 @@ from django.urls import reverse
 from rest_framework.authentication import CSRFCheck
 from rest_framework.exceptions import PermissionDenied
 
+from eqlm.council import member_refuses
 from inference.model_ids import COUNCIL_ID
 from inference.v1.council import council_defaults
 from inference.v1.keys import Caller, client_address
@@ -22,14 +23,19 @@ CHAT_SAMPLING = {"temperature": 0.8, "top_p": 0.9, "seed": 0}  # as the dial sam
 
 
 def live_context() -> dict:
-    """The members a reader can pick (every servable model but the council), the defaults checked."""
+    """The members a reader can pick (every servable model that can be a member: not the council, not an explicit
+    transformer), the defaults checked."""
     from inference.serving import model_cards
 
     try:
         cards = model_cards()
     except Exception:  # noqa: BLE001 - the record below must render even when no model can be listed
         cards = {}
-    ids = [card_id for card_id, card in cards.items() if not card.error and card_id != COUNCIL_ID]
+    ids = [
+        card_id
+        for card_id, card in cards.items()
+        if not card.error and card_id != COUNCIL_ID and not member_refuses(card.manifest)  # not an explicit model
+    ]
     defaults = [m for m in DEFAULT_MEMBERS if m in ids]
     if len(defaults) < 2:  # a server without the second-domain model: any two servable models
         defaults = (defaults + [m for m in ids if m not in defaults])[:2]

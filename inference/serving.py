@@ -18,12 +18,11 @@ from pathlib import Path
 
 from eqlm.generation import Generator
 from eqlm.limits import DEFAULT_DEPTH, DEFAULT_MODEL_ID, DEPTH_MAX, model_depths
+from eqlm.manifest import depth_range, graph_roles
 
 from .model_ids import base_id
 
 log = logging.getLogger(__name__)
-
-GRAPH_ROLES = ("embed", "step", "head")
 
 
 class UnknownModel(LookupError):
@@ -105,10 +104,14 @@ def read_card(model_id: str, onnx_dir: Path, source: str, name: str = "") -> Mod
         created = int(manifest_path.stat().st_mtime)
     except (OSError, ValueError):
         return None
-    graphs = {role: str(name_) for role, name_ in (manifest.get("graphs") or {}).items() if role in GRAPH_ROLES}
+    try:  # the graphs a runtime loads: embed, step (an EqLM) or each layer (an explicit transformer), head
+        roles, error = graph_roles(manifest), ""
+    except ValueError as exc:
+        roles, error = (), f"the manifest is refused: {exc}"
+    graphs = {role: str(name_) for role, name_ in (manifest.get("graphs") or {}).items() if role in roles}
     declared = manifest.get("graph_sha256") or {}
-    digests, error = {}, ""
-    for role in GRAPH_ROLES:
+    digests = {}
+    for role in roles:
         if role not in graphs:
             error = error or f"the manifest names no {role} graph"
             continue
@@ -121,6 +124,7 @@ def read_card(model_id: str, onnx_dir: Path, source: str, name: str = "") -> Mod
             error = error or f"the {role} graph does not match the sha256 its manifest declares"
     try:
         default_depth, max_depth = model_depths(manifest)
+        depth_range(manifest)
     except (TypeError, ValueError) as exc:  # the runtime would refuse it too: say why instead of serving it
         default_depth, max_depth = DEFAULT_DEPTH, DEPTH_MAX
         error = error or f"the manifest's depths are refused: {exc}"

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from eqlm.council import council_refuses
+from eqlm.council import council_refuses, member_refuses
 from eqlm.limits import DEFAULT_HALT, DEFAULT_START, DEPTH_MAX
 from inference.model_ids import COUNCIL_ID, is_council_id
 from portal.api import ApiError
@@ -21,12 +21,22 @@ from .serializers import DEFAULT_MEMBERS, KineticSerializer
 
 
 def _member_runtimes(members: list[str]) -> list:
+    """Each member's runtime; a 400 naming kinetic.members[i] for an unknown id or a model that cannot be a member
+    (an explicit transformer: eqlm.council.member_refuses says why), a 503 for one whose files cannot be loaded."""
     from inference.serving import ModelUnavailable, UnknownModel, resolve
 
     runtimes = []
     for index, member in enumerate(members):
         try:
-            runtimes.append(resolve(member).runtime())
+            card = resolve(member)
+            why = member_refuses(card.manifest)
+            if why:
+                raise ApiError(
+                    f"The model '{member}' cannot be a council member: {why}.",
+                    param=f"kinetic.members[{index}]",
+                    code="invalid_member",
+                )
+            runtimes.append(card.runtime())
         except UnknownModel as exc:
             raise ApiError(str(exc), param=f"kinetic.members[{index}]", code="model_not_found")
         except ModelUnavailable as exc:

@@ -43,6 +43,22 @@ MODEL_SCHEMA = {
                     "description": f"the most iterations `depth` may ask for: the manifest's max_depth ({DEPTH_MAX} "
                     f"unless it declares another, at most {DEPTH_CAP_MAX})",
                 },
+                "model_class": {"type": "string", "enum": ["EqLM", "ExplicitLM"]},
+                "controls": {
+                    "type": "object",
+                    "description": "what a request may set, from the manifest (eqlm/manifest.py): an explicit "
+                    "transformer's depth is its layer count, with no tol, start or halting rule and solver picard only",
+                    "properties": {
+                        "min_depth": {"type": "integer"},
+                        "max_depth": {"type": "integer"},
+                        "default_depth": {"type": "integer"},
+                        "solvers": {"type": "array", "items": {"type": "string"}},
+                        "starts": {"type": "array", "items": {"type": "string"}},
+                        "halts": {"type": "array", "items": {"type": "string"}},
+                        "tol": {"type": "boolean", "description": "whether it takes a tol (adaptive halting)"},
+                        "note": {"type": "string", "description": "why its controls are fixed (explicit only)"},
+                    },
+                },
                 "state": {"type": "string", "enum": ["loaded", "not loaded", "failed"]},
                 "error": {"type": "string", "description": "why the model failed to load (state `failed`)"},
             },

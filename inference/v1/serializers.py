@@ -247,7 +247,8 @@ class GenerationParamsSerializer(serializers.Serializer):
         help_text=f"EqLM: iterations of the weight-tied block per token, {DEPTH_MIN} to the model's max_depth "
         f"({DEPTH_MAX} unless its manifest declares another, at most {DEPTH_CAP_MAX}; /v1/models lists each "
         f"model's). Default: the model's default_depth ({DEFAULT_DEPTH} for {DEFAULT_MODEL_ID}); with `tol`, the cap "
-        "on iterations, the model's max_depth when unset.",
+        "on iterations, the model's max_depth when unset. An explicit transformer (explicit-demo) takes only its layer "
+        "count, and none of tol, start, halt, warm_start or a solver but picard (each a 400).",
     )  # fmt: skip
     tol = PositiveFractionField(
         required=False, allow_null=True, default=None, max_value=1.0,
@@ -369,9 +370,9 @@ def parse_suffix(model_id: str) -> dict:
     return {key: serializer.validated_data[key] for key in raw}
 
 
-def apply_suffix(data: dict, body: dict) -> dict:
-    """Fold the model id's controls into validated request data; a body field that disagrees is a 400, and so is a
-    start that disagrees with warm_start across the two."""
+def merge_suffix(data: dict, body: dict) -> dict:
+    """Fold the model id's controls into validated request data; a body field that disagrees is a 400. The start and
+    halting rule are settled afterwards (resolve_start_and_halt), once the model has checked what it takes."""
     controls = parse_suffix(data["model"])
     for key, value in controls.items():
         sent = body.get(key) if isinstance(body, dict) else None
@@ -382,7 +383,7 @@ def apply_suffix(data: dict, body: dict) -> dict:
                 code="conflicting_parameter",
             )
         data[key] = value
-    return resolve_start_and_halt(data)
+    return data
 
 
 class CompletionRequestSerializer(GenerationParamsSerializer):

@@ -22,10 +22,12 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from eqlm.limits import DEPTH_MIN
+from eqlm.manifest import controls_of
 from inference.model_ids import COUNCIL_ID, base_id, is_council_id, suffix_pairs
 from portal.api import ApiError, error_body
 
 from . import council, ratelimit, scoring, wire
+from .controls import check_model_controls, sent_controls, settle_fixed_controls
 from .docs import ERROR_RESPONSES, MODEL_SCHEMA, V1_TAG, completion_response_schema
 from .keys import ApiKeyAuthentication
 from .plan import (
@@ -36,7 +38,13 @@ from .plan import (
     chat_prompt,
     prompt_token_count,
 )
-from .serializers import ChatCompletionRequestSerializer, CompletionRequestSerializer, apply_suffix, parse_suffix
+from .serializers import (
+    ChatCompletionRequestSerializer,
+    CompletionRequestSerializer,
+    merge_suffix,
+    parse_suffix,
+    resolve_start_and_halt,
+)
 
 log = logging.getLogger(__name__)
 
@@ -110,8 +118,10 @@ def check_depth(model_id: str, depth: int | None, max_depth: int) -> None:
 
 
 def model_object(state: dict, created: int) -> dict:
-    """OpenAI's model object, plus an `eqlm` object: the model's name, depths and state in this process."""
-    extra = {k: state[k] for k in ("name", "default", "default_depth", "max_depth", "state", "error") if k in state}
+    """OpenAI's model object, plus an `eqlm` object: the model's name, class, depths, controls and state in this
+    process."""
+    keys = ("name", "default", "model_class", "default_depth", "max_depth", "controls", "state", "error")
+    extra = {k: state[k] for k in keys if k in state}
     return {"id": state["id"], "object": "model", "created": created, "owned_by": "eqlm-portal", "eqlm": extra}
 
 
@@ -124,7 +134,10 @@ def model_objects() -> list[dict]:
     for state in model_states():
         card = cards.get(state["id"])
         if card is not None:
-            state = {**state, "default_depth": card.default_depth, "max_depth": card.max_depth}
+            state = {**state, "model_class": card.manifest.get("model_class", "EqLM")}
+            state |= {"default_depth": card.default_depth, "max_depth": card.max_depth}
+            if not card.error:  # what a request may set (eqlm.manifest.controls_of): an explicit model's depth is fixed
+                state["controls"] = controls_of(card.manifest)
         objects.append(model_object(state, card.created if card else 0))
     return objects
 
@@ -179,8 +192,11 @@ class GenerationView(V1View):
     def post(self, request):
         serializer = self.serializer_class(data=request.data)
         serializer.is_valid(raise_exception=True)
-        data = apply_suffix(serializer.validated_data, request.data)
+        data = merge_suffix(serializer.validated_data, request.data)
+        sent = sent_controls(data, request.data)
         generator, telemetry = council.serve(data, served_runtime)
+        check_model_controls(data["model"], sent, generator.manifest)  # an explicit transformer's 400s
+        data = settle_fixed_controls(resolve_start_and_halt(data), generator.manifest)
         check_depth(data["model"], data.get("depth"), generator.max_depth)
         if data.get("depth") is None and data.get("tol") is None:
             data["depth"] = generator.default_depth  # fixed depth by default, at the model's own default
@@ -328,7 +344,9 @@ class ModelDetailView(V1View):
             return Response({**council.model_object(model_created()), "id": model_id})
         base = base_id(model_id)
         runtime = served_runtime(base)  # 404 for an unknown id, 503 when its files cannot be loaded
-        check_depth(model_id, parse_suffix(model_id).get("depth"), runtime.max_depth)  # 400 for a bad suffix
+        controls = parse_suffix(model_id)  # 400 for a bad suffix, or one its model does not take
+        check_model_controls(model_id, controls, runtime.manifest)
+        check_depth(model_id, controls.get("depth"), runtime.max_depth)
         found = next(m for m in model_objects() if m["id"] == base)
         return Response({**found, "id": model_id})  # a suffixed id is echoed as sent
 
