@@ -20,7 +20,8 @@ from django.templatetags.static import static
 from django.urls import reverse
 
 from benchmarks_app.models import ResultRow
-from eqlm.limits import DEFAULT_DEPTH, DEPTH_MAX
+from eqlm.limits import DEFAULT_DEPTH, DEPTH_MAX, STARTS
+from eqlm.manifest import controls_of
 
 from .models import RegisteredModel
 from .services import DEMO_SLUG
@@ -203,10 +204,15 @@ def training_facts(model_id: str | None = None) -> dict:
 DEPTH_MARKS = (4, 8, 12, 16, 32, 64)
 
 
-def depth_marks(max_depth: int) -> list[dict]:
-    """The dial's labelled notches up to max_depth, each with its position along the slider (percent)."""
-    span = max(1, max_depth - 1)
-    return [{"value": v, "left": f"{(v - 1) / span * 100:.2f}"} for v in DEPTH_MARKS if v <= max_depth]
+def depth_marks(max_depth: int, min_depth: int = 1) -> list[dict]:
+    """The dial's labelled notches from min_depth to max_depth, each with its position along the slider (percent);
+    none when the depth is fixed."""
+    if max_depth <= min_depth:
+        return []
+    span = max_depth - min_depth
+    return [
+        {"value": v, "left": f"{(v - min_depth) / span * 100:.2f}"} for v in DEPTH_MARKS if min_depth <= v <= max_depth
+    ]
 
 
 def dial_models() -> list[dict]:
@@ -241,12 +247,17 @@ def selected_model(request) -> dict:
         raise Http404("No such model.")
     bundled = bundled_model(model_id)
     story = bundled.card()
+    controls = controls_of(card.manifest) if card and not card.error else {}
     return {
         "id": model_id,
         "anchor": "local-demo" if bundled.is_default else f"local-{model_id}",
         "name": bundled.name(),
         "default_depth": card.default_depth if card else DEFAULT_DEPTH,
         "max_depth": card.max_depth if card else DEPTH_MAX,
+        "min_depth": controls.get("min_depth", 1),
+        # what the model takes (eqlm.manifest.controls_of): an explicit transformer's depth is fixed, with a note
+        "controls": controls,
+        "fixed_depth": bool(controls) and controls["min_depth"] == controls["max_depth"],
         "manifest": card.manifest if card else None,
         "card": story,
         "summary": story.get("shows") or story.get("summary", ""),
@@ -263,13 +274,14 @@ def demo(request):
         "manifest_url": manifest_url(model["id"]),
         "model": model,
         "models": dial_models(),
-        "depth_marks": depth_marks(model["max_depth"]),
+        "depth_marks": depth_marks(model["max_depth"], model["min_depth"]),
         "model_available": manifest is not None,
         "manifest": manifest or {},
         "quality": quality,
         "has_blimp": any(row["blimp_accuracy"] is not None for row in quality),
         "training": training_facts(model["id"]),
         "examples": EXAMPLE_PROMPTS,
+        "start_choices": [(start, start.title()) for start in STARTS],
         "page_config": {
             "manifestUrl": manifest_url(model["id"]),
             "model": {"id": model["id"], "defaultDepth": model["default_depth"], "maxDepth": model["max_depth"]},

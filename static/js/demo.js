@@ -1,6 +1,7 @@
 /* The depth-dial page: controls, streaming output shaded by iterations, live figures and the quality chart.
    Generation runs in this tab (static/js/eqlm-runtime.js on onnxruntime-web, the noise start's normals from
-   static/js/eqlm-noise.js); nothing is sent to the server. The depth range is the model's manifest's. */
+   static/js/eqlm-noise.js); nothing is sent to the server. The depth range and the controls a model takes are its
+   manifest's: an explicit transformer's depth is fixed at its layer count, with no tol, halting rule or start. */
 import { EqlmRuntime } from "./eqlm-runtime.js";
 import * as noise from "./eqlm-noise.js";
 import * as EqlmPlotFocus from "./plot-focus.js";
@@ -15,6 +16,7 @@ const els = {
   seed: $("seed"), maxTokens: $("max-tokens"), prompt: $("prompt"), generate: $("generate"), stop: $("stop"),
   status: $("runtime-status"), output: $("output"), tps: $("fig-tps"), iters: $("fig-iters"),
   residual: $("fig-residual"), threads: $("fig-threads"), swatches: $("legend-swatches"),
+  controlsNote: $("controls-note"),
 };
 const model = config.model || {};
 // The server renders the card's range on the slider; once loaded, the runtime's manifest is the word on it.
@@ -30,6 +32,8 @@ function mode() { return form.querySelector('input[name="mode"]:checked').value;
 function start() { return form.querySelector('input[name="start"]:checked').value; }
 function halt() { return form.querySelector('input[name="halt"]:checked').value; }
 function setStatus(text) { els.status.textContent = text; }
+/* A residual as the figures print it: an explicit transformer reports none (NaN). */
+function residualText(value) { return Number.isFinite(value) ? value.toExponential(2) : "n/a"; }
 
 function shade(iterations, cap) {
   const share = cap > 1 ? (iterations - 1) / (cap - 1) : 1;
@@ -148,7 +152,7 @@ function appendToken(event, cap) {
   span.className = "tok";
   span.textContent = event.text;
   span.style.background = shade(event.iterations, cap);
-  span.title = `${event.iterations} iteration${event.iterations === 1 ? "" : "s"}, residual ${event.residual.toExponential(2)}`;
+  span.title = `${event.iterations} iteration${event.iterations === 1 ? "" : "s"}, residual ${residualText(event.residual)}`;
   els.output.append(span);
   span.eqlmResiduals = event.residuals || null; // its residual after each iteration (the convergence panel)
   els.output.dispatchEvent(new CustomEvent("eqlm:token", { detail: { span, event } }));
@@ -167,15 +171,16 @@ async function generate(evt) {
   state.running = true;
   els.generate.disabled = true;
   await stopComparison();
-  const depth = Math.max(1, Math.min(maxDepth, Math.round(Number(els.depth.value)) || defaultDepth));
-  const adaptive = mode() === "adaptive";
+  const runtime = state.runtime;
+  const depth = Math.max(runtime.minDepth, Math.min(maxDepth, Math.round(Number(els.depth.value)) || defaultDepth));
+  const adaptive = mode() === "adaptive" && takes().tol;
   const request = {
     prompt: els.prompt.value,
     maxTokens: Math.max(1, Math.min(512, Number(els.maxTokens.value) || 64)),
     depth,
     tol: adaptive ? tolerance() : null,
     halt: adaptive ? halt() : "residual",
-    start: start(),
+    start: takes().starts.length ? start() : null, // a model without starts (explicit) starts where it must
     temperature: Number(els.temperature.value),
     topP: topP(),
     seed: Number(els.seed.value) || 0,
@@ -197,7 +202,7 @@ async function generate(evt) {
       const seconds = (performance.now() - started) / 1000;
       els.tps.textContent = (count / seconds).toFixed(1);
       els.iters.textContent = (iterSum / count).toFixed(2);
-      els.residual.textContent = residual.toExponential(2);
+      els.residual.textContent = residualText(residual);
       // onnxruntime resolves in microtasks: give the browser a chance to paint the stream every few frames.
       if (performance.now() - lastPaint > 50) {
         await new Promise((resolve) => setTimeout(resolve, 0));
@@ -222,13 +227,32 @@ async function generate(evt) {
 }
 
 // --- start-up ---------------------------------------------------------------------------------------------
-/* The slider's range and default from the loaded model's manifest (runtime.maxDepth, runtime.defaultDepth). */
-function applyDepthRange(runtime) {
+/* What the loaded model takes, from its manifest (eqlm/manifest.py controls_of): starts, halting rules, a tol. */
+function takes() {
+  const manifest = (state.runtime && state.runtime.manifest) || {};
+  const halts = manifest.halts ?? ["residual", "kl"];
+  return { starts: manifest.starts ?? ["zero", "warm", "noise"], halts, tol: halts.length > 0, note: manifest.controls_note || "" };
+}
+
+/* The slider's range and default from the loaded model's manifest (runtime.minDepth, maxDepth, defaultDepth), and the
+   controls it does not take disabled, with the manifest's note: an explicit transformer's depth is its layer count. */
+function applyControls(runtime) {
   const rendered = Number(els.depth.value) === defaultDepth;
   maxDepth = runtime.maxDepth;
   defaultDepth = runtime.defaultDepth;
+  els.depth.min = String(runtime.minDepth);
   els.depth.max = String(maxDepth);
-  if (rendered || Number(els.depth.value) > maxDepth) els.depth.value = String(Math.min(defaultDepth, maxDepth));
+  if (rendered || Number(els.depth.value) > maxDepth || Number(els.depth.value) < runtime.minDepth) {
+    els.depth.value = String(Math.min(defaultDepth, maxDepth));
+  }
+  els.depth.disabled = runtime.minDepth === maxDepth;
+  const taken = takes();
+  for (const radio of form.querySelectorAll('input[name="start"]')) radio.disabled = !taken.starts.includes(radio.value);
+  const adaptiveRadio = form.querySelector('input[name="mode"][value="adaptive"]');
+  adaptiveRadio.disabled = !taken.tol;
+  if (!taken.tol) form.querySelector('input[name="mode"][value="fixed"]').checked = true;
+  els.controlsNote.textContent = taken.note;
+  els.controlsNote.hidden = !taken.note;
   syncControls();
 }
 
@@ -260,9 +284,9 @@ async function startUp() {
   els.threads.textContent = `${threads} (${window.crossOriginIsolated ? "isolated" : "not isolated"})`;
   try {
     state.runtime = await EqlmRuntime.load(config.manifestUrl, { ortPaths: { mjs: config.ortMjs, wasm: config.ortWasm }, threads, noise });
-    applyDepthRange(state.runtime);
+    applyControls(state.runtime);
     // One tiny silent run so that the reader's first generation does not pay for compiling the kernels.
-    for await (const _ of state.runtime.generate({ prompt: "a", maxTokens: 2, depth: 1 })) { /* warm-up */ }
+    for await (const _ of state.runtime.generate({ prompt: "a", maxTokens: 2, depth: state.runtime.minDepth })) { /* warm-up */ }
     els.generate.disabled = false;
     setStatus(`Model loaded (${state.runtime.describe()}). Ready.`);
     document.body.dataset.dialReady = "true";
