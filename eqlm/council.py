@@ -345,8 +345,9 @@ def member_refuses(manifest: dict) -> str:
     equilibrium model's controls (depth, tol, start), which an explicit transformer does not take."""
     if is_explicit(manifest):
         return (
-            "an explicit transformer cannot be a council member: the members share one solve schedule (the request's "
-            "depth, tol and start), and an explicit transformer has one depth, its layer count, and no tol or start"
+            "it is an explicit transformer, and the members share one solve schedule (the request's depth, tol and "
+            "start), which an explicit transformer does not take: it has one depth, its layer count, and no tol or "
+            "start"
         )
     return ""
 
@@ -364,7 +365,7 @@ class CouncilGenerator(Generator):
         for index, member in enumerate(members):
             why = member_refuses(member.manifest)
             if why:
-                raise ValueError(f"kinetic.members[{index}]: {why}")
+                raise ValueError(f"kinetic.members[{index}] cannot be a council member: {why}")
         vocab = {m.model.vocab_size for m in members}
         if len(vocab) != 1:
             raise ValueError("kinetic.members must share one vocabulary")

@@ -140,5 +140,7 @@ def test_an_explicit_transformer_cannot_be_a_council_member(exported, tmp_path):
 
     _, out = exported
     members = [Generator(export_tiny_model(tmp_path)), Generator(out)]
-    with pytest.raises(ValueError, match=r"kinetic.members\[1\]: an explicit transformer cannot be a council member"):
+    with pytest.raises(
+        ValueError, match=r"kinetic.members\[1\] cannot be a council member: it is an explicit transformer"
+    ):
         CouncilGenerator(members, Kinetic())
