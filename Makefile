@@ -164,8 +164,8 @@ train-demo: setup ## Train or resume the served eqlm-demo from eqlm/recipes/eqlm
 train-code: setup ## Train or resume eqlm-code from eqlm/recipes/eqlm-code.toml (the council's second-domain member)
 	nice -n 10 $(BIN)/python manage.py train --recipe eqlm-code --threads $${THREADS:-1}
 
-export-onnx: setup ## Export inference/demo/eqlm-demo.pt to static/models/eqlm-demo/ and re-measure metrics.json
-	$(BIN)/python manage.py export_onnx
+export-onnx: setup ## Export inference/demo/MODEL.pt (default eqlm-demo) to static/models/MODEL/, re-measure its metrics and facts
+	$(BIN)/python manage.py export_onnx --model-id $${MODEL:-eqlm-demo}
 
 .PHONY: card-facts
 card-facts: setup ## Regenerate inference/demo/<id>.facts.json (the cards' training and evaluation facts) from provenance and measurements

@@ -6,7 +6,9 @@ Two sources beside the training loop's own held-out check (which eqlm.card_facts
 - the checkpoint's stored quality-and-convergence rows (fixtures/local_results.json, written by
   `manage.py evaluate_convergence --write-fixture`): bits/byte and the converged share by depth and solver on
   held-out windows, and adaptive halting (mean iterations, bits/byte) at each tolerance.
-A source measured on another checkpoint than the served one is left out and says so.
+A source measured on another checkpoint than the served one is left out and says so. An explicit transformer has one
+depth, its layer count, and nothing that converges: its facts hold the export's figure at that depth and say that the
+rest does not apply (`not_applicable`), rather than a residual or converged share that would mean nothing.
 
 A card's prose names a figure in braces, `{converged.picard@32}`, or another bundled model's figure,
 `{eqlm-demo-unrolled:best.export}`; `split_prose` cuts the prose into text and figure references and the pages print
@@ -123,15 +125,23 @@ def _depth_series(mapping: dict | None) -> dict[int, float]:
     return {int(d): v for d, v in sorted((mapping or {}).items(), key=lambda kv: int(kv[0])) if v is not None}
 
 
-def by_depth_table(export: dict[int, float], local: dict, sources: dict) -> dict:
+EXPLICIT_NOT_APPLICABLE = (
+    "An explicit transformer has one depth, its layer count ({depth}), and applies each layer once: there is no "
+    "fixed point, so residuals, converged shares, adaptive halting and other starts do not apply to it."
+)
+
+
+def by_depth_table(export: dict[int, float], local: dict, sources: dict, explicit: bool = False) -> dict:
     """The card's figures by depth: one row per measured series, a cell per depth of CARD_DEPTHS (None where the
-    series has no value there)."""
+    series has no value there); an explicit transformer's one depth is a column whether or not CARD_DEPTHS has it."""
     rows = []
     if export:
         rows.append(
             {
                 "key": "export.bits_per_byte",
-                "label": "bits/byte, Picard, whole held-out slice (ONNX export)",
+                "label": "bits/byte, one pass through its layers, whole held-out slice (ONNX export)"
+                if explicit
+                else "bits/byte, Picard, whole held-out slice (ONNX export)",
                 "unit": "bits/byte",
                 "source": "export",
                 "series": export,
@@ -158,7 +168,8 @@ def by_depth_table(export: dict[int, float], local: dict, sources: dict) -> dict
                 "series": {d: c["converged"][CARD_TOL] for d, c in cells.items() if CARD_TOL in c["converged"]},
             }
         )
-    depths = [d for d in CARD_DEPTHS if any(d in row["series"] for row in rows)]
+    shown = sorted({*CARD_DEPTHS, *export}) if explicit else CARD_DEPTHS
+    depths = [d for d in shown if any(d in row["series"] for row in rows)]
     for row in rows:
         series = row.pop("series")
         row["values"] = [_round(series.get(d)) for d in depths]
@@ -182,7 +193,8 @@ def named_figures(export: dict[int, float], local: dict, halting: list[dict], wa
 
     bpb.export@d: bits/byte at depth d on the whole held-out slice; bpb.<solver>@d and converged.<solver>@d: on the
     held-out windows (the converged share at CARD_TOL); best.<series>, best_depth.<series>, deepest.<series> and
-    drift.<series> (bits/byte at the deepest depth minus the best) for the series export, picard and anderson;
+    drift.<series> (bits/byte at the deepest depth minus the best) for the series export, picard and anderson (a
+    series of one depth has none of these four); an explicit transformer also has `layers`, its layer count;
     halting.<solver>.{iterations, bpb, converged, gain}: adaptive halting at CARD_TOL with the largest cap, gain being
     fixed depth cap's bits/byte minus halting's (positive: halting is better); halting.cap; tol; warm.{iterations_saved,
     agreement, cap}: the stored warm-start decoding row.
@@ -204,6 +216,8 @@ def named_figures(export: dict[int, float], local: dict, halting: list[dict], wa
         depths = curve if name == "export" else [d for d in CARD_DEPTHS if d in curve]
         for depth in depths:
             put(f"bpb.{name}@{depth}", curve[depth], "bits/byte", source)
+        if len(curve) < 2:  # one depth (an explicit transformer's): no best depth, no drift to speak of
+            continue
         best_depth = min(curve, key=lambda d: (curve[d], d))
         deepest = max(curve)
         put(f"best.{name}", curve[best_depth], "bits/byte", source)
@@ -273,12 +287,18 @@ def build_evaluation(
             }
         )
     warm = metrics.get("warm_start_decoding") if export_ok else None
-    return {
+    explicit = metrics.get("model_class") == "ExplicitLM"
+    out = {
         "sources": sources,
-        "by_depth": by_depth_table(export, local, sources),
+        "by_depth": by_depth_table(export, local, sources, explicit),
         "halting": halting,
         "figures": named_figures(export, local, parsed["halting"], warm),
     }
+    if explicit:  # its depth is its layer count: the one structural figure its prose may name ({layers})
+        layers = int((metrics.get("config") or {})["n_layers"])
+        out["figures"]["layers"] = {"value": layers, "text": str(layers), "source": "export"}
+        out["not_applicable"] = EXPLICIT_NOT_APPLICABLE.format(depth=layers)
+    return out
 
 
 # --- prose that names figures ---------------------------------------------------------------------------------------

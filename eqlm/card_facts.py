@@ -33,7 +33,8 @@ LEGACY_TERMS = {
 
 
 def read_record(path: Path, root: Path) -> dict:
-    """A checkpoint's file (relative to root when inside it), sha256, config and provenance, for `build_facts`."""
+    """A checkpoint's file (relative to root when inside it), sha256, model class, config and provenance, for
+    `build_facts`."""
     from .checkpoint import read_checkpoint
 
     path = Path(path)
@@ -43,7 +44,13 @@ def read_record(path: Path, root: Path) -> dict:
     except ValueError:
         name = str(path)
     sha = hashlib.sha256(path.read_bytes()).hexdigest()
-    return {"file": name, "sha256": sha, "config": data["config_dict"], "provenance": data["provenance"]}
+    return {
+        "file": name,
+        "sha256": sha,
+        "model_class": data["model_class"],
+        "config": data["config_dict"],
+        "provenance": data["provenance"],
+    }
 
 
 # --- what one checkpoint records ------------------------------------------------------------------------------------
@@ -108,13 +115,14 @@ def agrees(recorded: dict, resolved: dict) -> bool:
     return all(key in want and _same(value, want[key]) for key, value in _flat(recorded).items() if key != "note")
 
 
-def heldout_check(provenance: dict) -> list[dict]:
+def heldout_check(provenance: dict, iterates: bool = True) -> list[dict]:
     """The training loop's own held-out check at the end of the stage: bits/byte (and the share of positions with
-    relative residual < 0.01, where recorded) by depth."""
+    relative residual < 0.01, where recorded and the model `iterates`: an explicit transformer has no fixed point, so
+    whatever share its check recorded is no figure) by depth."""
     metrics = provenance.get("metrics") or {}
     rows = []
     for depth, value in sorted((metrics.get("heldout_quick") or {}).items(), key=lambda kv: int(kv[0])):
-        converged = value.get("converged")
+        converged = value.get("converged") if iterates else None
         rows.append(
             {
                 "depth": int(depth),
@@ -152,7 +160,7 @@ def recorded_figures(record: dict) -> dict:
         "lr_schedule": p.get("lr_schedule"),
         "init_checkpoint_sha256": p.get("init_checkpoint_sha256"),
         "teacher_checkpoint_sha256": p.get("teacher_checkpoint_sha256"),
-        "heldout_check": heldout_check(p),
+        "heldout_check": heldout_check(p, iterates=record.get("model_class", "EqLM") != "ExplicitLM"),
         "heldout_check_bytes": settings.get("eval_bytes"),
     }
 

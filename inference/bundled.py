@@ -7,6 +7,9 @@ never edited by hand) and optionally a hand-written card `inference/demo/<id>.ca
 model shows; its prose names figures (`{converged.picard@32}`, see eqlm/card_evaluation.py) and holds no number of
 its own. The default model (`eqlm-demo`) keeps the settings' paths: DEMO_MODEL_ONNX_DIR, DEMO_MODEL_CHECKPOINT and
 the metrics.json beside it.
+
+An id is bundled once either of its files is there: its checkpoint (so `manage.py export_onnx --model-id <id>` and
+`write_card_facts` find a model whose checkpoint was just copied in) or its export's folder (so it is served).
 """
 
 from __future__ import annotations
@@ -51,6 +54,7 @@ class BundledModel:
     metrics_path: Path
     card_path: Path
     facts_path: Path
+    slice_path: Path  # the small held-out slice its export measures and CI re-measures
 
     @property
     def is_default(self) -> bool:
@@ -196,6 +200,7 @@ def bundled_model(model_id: str) -> BundledModel:
             metrics_path=demo_dir / "metrics.json",
             card_path=demo_dir / f"{model_id}.card.json",
             facts_path=demo_dir / f"{model_id}.facts.json",
+            slice_path=demo_dir / "heldout_slice.txt",
         )
     return BundledModel(
         id=model_id,
@@ -204,16 +209,20 @@ def bundled_model(model_id: str) -> BundledModel:
         metrics_path=demo_dir / f"{model_id}.metrics.json",
         card_path=demo_dir / f"{model_id}.card.json",
         facts_path=demo_dir / f"{model_id}.facts.json",
+        slice_path=demo_dir / f"{model_id}.heldout_slice.txt",
     )
 
 
 def bundled_models() -> list[BundledModel]:
-    """The default model, then every other folder of MODELS_DIR with a manifest, by id."""
-    ids = [DEFAULT_MODEL_ID]
-    root = Path(settings.MODELS_DIR)
+    """The default model, then by id every other one with a folder of MODELS_DIR holding a manifest or a checkpoint
+    `<id>.pt` beside the default one's."""
+    root, default_checkpoint = Path(settings.MODELS_DIR), Path(settings.DEMO_MODEL_CHECKPOINT)
+    others = set()
     if root.is_dir():
-        ids += sorted(p.name for p in root.iterdir() if p.is_dir() and (p / "manifest.json").is_file())
-    return [bundled_model(model_id) for model_id in dict.fromkeys(ids)]
+        others |= {p.name for p in root.iterdir() if p.is_dir() and (p / "manifest.json").is_file()}
+    if default_checkpoint.parent.is_dir():
+        others |= {p.stem for p in default_checkpoint.parent.glob("*.pt") if p.is_file() and p != default_checkpoint}
+    return [bundled_model(model_id) for model_id in dict.fromkeys([DEFAULT_MODEL_ID, *sorted(others)])]
 
 
 def register_bundled(model: BundledModel) -> tuple[RegisteredModel | None, bool]:

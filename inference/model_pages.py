@@ -95,6 +95,7 @@ def bundled_entry(model) -> dict:
         "id": model.id,
         "prefix": "demo" if model.is_default else model.id,
         "is_default": model.is_default,
+        "explicit": metrics.get("model_class") == "ExplicitLM",  # one depth, its layer count; nothing converges
         "name": model.name(),
         "card": model.card(),
         "metrics": metrics,

@@ -1,23 +1,27 @@
-"""Export a checkpoint to ONNX (embed/step/head + manifest) and measure it; defaults are the demo model's paths."""
+"""Export a checkpoint to ONNX (graphs + manifest) and measure it; the paths default to the bundled model's."""
 
 from pathlib import Path
 
-from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
 from eqlm.limits import DEFAULT_MODEL_ID
 
 
 class Command(BaseCommand):
-    help = "Export an EqLM checkpoint to ONNX graphs, measure held-out bits/byte with them, write metrics.json."
+    help = (
+        "Export a checkpoint (an EqLM, or an explicit transformer: one graph per layer) to ONNX graphs, measure "
+        "held-out bits/byte with them, write its metrics file. Every path defaults to the bundled model --model-id's: "
+        "inference/demo/<id>.pt to static/models/<id>/ and inference/demo/<id>.metrics.json (eqlm-demo: the "
+        "settings')."
+    )
     requires_system_checks: list = []
 
     def add_arguments(self, parser):
-        parser.add_argument("--checkpoint", default=str(settings.DEMO_MODEL_CHECKPOINT))
-        parser.add_argument("--out", default=str(settings.DEMO_MODEL_ONNX_DIR))
-        parser.add_argument("--metrics", default=str(Path(settings.DEMO_MODEL_CHECKPOINT).parent / "metrics.json"))
-        parser.add_argument("--slice", default=str(Path(settings.DEMO_MODEL_CHECKPOINT).parent / "heldout_slice.txt"))
         parser.add_argument("--model-id", default=DEFAULT_MODEL_ID, help="the id written into the manifest and metrics")
+        parser.add_argument("--checkpoint", default=None, help="default: the bundled model's checkpoint")
+        parser.add_argument("--out", default=None, help="default: the bundled model's ONNX folder")
+        parser.add_argument("--metrics", default=None, help="default: the bundled model's metrics file")
+        parser.add_argument("--slice", default=None, help="default: the bundled model's committed held-out slice")
         parser.add_argument("--int8", action="store_true", help="also write a dynamically quantised step graph")
 
     def handle(self, *args, **opts):
@@ -26,23 +30,26 @@ class Command(BaseCommand):
         from inference.bundled import bundled_model
         from inference.card_facts import write_facts
 
-        if not Path(opts["checkpoint"]).exists():
-            raise CommandError(f"no checkpoint at {opts['checkpoint']}")
+        bundled = bundled_model(opts["model_id"])
+        checkpoint = Path(opts["checkpoint"] or bundled.checkpoint)
+        out = Path(opts["out"] or bundled.onnx_dir)
+        metrics_path = Path(opts["metrics"] or bundled.metrics_path)
+        if not checkpoint.exists():
+            raise CommandError(f"no checkpoint at {checkpoint}")
         try:
             metrics = export_demo(
-                Path(opts["checkpoint"]),
-                Path(opts["out"]),
-                Path(opts["metrics"]),
-                Path(opts["slice"]),
+                checkpoint,
+                out,
+                metrics_path,
+                Path(opts["slice"] or bundled.slice_path),
                 int8=opts["int8"],
                 log=self.stdout.write,
                 model_id=opts["model_id"],
             )
         except CheckpointError as exc:
             raise CommandError(str(exc))
-        self.stdout.write(self.style.SUCCESS(f"wrote {opts['out']} and {opts['metrics']}"))
-        bundled = bundled_model(opts["model_id"])
-        if Path(opts["checkpoint"]).resolve() == bundled.checkpoint.resolve():  # the card's facts follow the export
+        self.stdout.write(self.style.SUCCESS(f"wrote {out} and {metrics_path}"))
+        if checkpoint.resolve() == bundled.checkpoint.resolve():  # the card's facts follow the export
             self.stdout.write(f"wrote {write_facts(bundled)}")
         bpb = metrics.get("held_out_bits_per_byte") or metrics["ci_slice"]["bits_per_byte"]
         self.stdout.write(" ".join(f"d{d}={v}" for d, v in bpb.items()))
