@@ -15,7 +15,7 @@ import hashlib
 import math
 from pathlib import Path
 
-from .recipe import Recipe
+from .recipe import Recipe, RecipeError
 from .terms import TERMS
 
 FLAT_SCHEDULE_KEYS = ("lr", "min_lr_ratio", "warmup_steps", "weight_decay", "penalty_warmup_steps")
@@ -260,7 +260,9 @@ def build_facts(model_id: str, served: dict, recipe: Recipe | None, others: list
     """The card's training and evaluation facts: the recipe's stages in chain order, each with the figures of the
     bundled checkpoint that records it (the served one for the last stage, `others` for earlier ones), and totals.
 
-    Refuses (ValueError) two bundled checkpoints that record the same stage: which one a card shows is not guessed.
+    A stage whose checkpoint records overrides (an experiment's arm trained with steps=3000) plans what the recipe
+    resolves to with them, and lists them under `overrides`. Refuses (ValueError) two bundled checkpoints that record
+    the same stage: which one a card shows is not guessed.
     """
     stages: list[dict] = []
     if recipe is None:
@@ -291,8 +293,13 @@ def build_facts(model_id: str, served: dict, recipe: Recipe | None, others: list
                 raise ValueError(f"{by_stage[name]['file']} and {record['file']} both record stage {name}")
             by_stage[name] = record
         for name in chain:
-            resolved = recipe.resolve(name)
             record = by_stage.get(name)
+            # a stage trained with overrides (an experiment's arm: steps=3000) planned what they resolve to
+            overrides = list((record or {}).get("provenance", {}).get("overrides") or [])
+            try:
+                resolved = recipe.resolve(name, overrides)
+            except RecipeError:  # overrides the recipe no longer takes: its plan as written
+                resolved = recipe.resolve(name)
             figures = recorded_figures(record) if record is not None else None
             if figures is not None and figures["recipe_hash"] is not None:
                 figures["recipe_changed"] = figures["recipe_hash"] != resolved.recipe_hash
@@ -306,6 +313,7 @@ def build_facts(model_id: str, served: dict, recipe: Recipe | None, others: list
                     "planned_bytes": resolved.steps * resolved.data["batch_size"] * resolved.data["seq_len"],
                     "objective": objective_text(trained),
                     "recorded": figures,
+                    **({"overrides": overrides} if overrides else {}),
                 }
             )
     by_sha = {s["recorded"]["sha256"]: s["name"] for s in stages if s["recorded"]}

@@ -120,3 +120,19 @@ def test_the_objective_names_each_term_with_the_parameters_recorded():
     unrolled = recorded_stage({"steps": 10, "train_settings": {"lr": 0.003, "residual_weight": 0.1}}, CONFIG)
     assert objective_text(unrolled).startswith("unrolled: gradients through every iterate from zero")
     assert "cross-entropy at depths 4, 8, 12;" in objective_text(unrolled)
+
+
+def test_a_stage_trained_with_overrides_plans_what_they_resolve_to():
+    """An experiment's arm trains a recipe's stage with overrides (steps=3000): its plan and its recipe hash are the
+    overridden stage's, so the card neither plans the recipe's own steps nor calls the recipe changed."""
+    recipe = load_recipe("explicit-demo")
+    stage = recipe.resolve("explicit", ["steps=3000"])
+    provenance = {
+        "recipe": "explicit-demo", "stage": "explicit", "overrides": ["steps=3000"], "resolved_stage": stage.to_dict(),
+        "recipe_hash": stage.recipe_hash, "steps": 3000, "tokens": 3000 * 8 * 256, "planned_steps": 3000,
+    }  # fmt: skip
+    served = {"file": "explicit-demo.pt", "sha256": "e" * 64, "model_class": "ExplicitLM", "config": CONFIG}
+    facts = build_facts("explicit-demo", {**served, "provenance": provenance}, recipe, [])
+    (only,) = facts["stages"]
+    assert only["planned_steps"] == 3000 and only["overrides"] == ["steps=3000"]
+    assert only["recorded"]["recipe_changed"] is False and facts["totals"]["planned_steps"] == 3000
