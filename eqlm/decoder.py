@@ -17,7 +17,7 @@ import numpy as np
 import onnxruntime as ort
 
 from .fixed_point import FixedPoint, NumpyOps, halting_rule
-from .limits import DEFAULT_HALT, DEFAULT_SOLVER
+from .limits import DEFAULT_HALT, DEFAULT_SOLVER, DEFAULT_START
 from .manifest import check_controls, is_explicit, layer_roles, requested_controls
 
 
@@ -158,9 +158,8 @@ def process(
     An explicit transformer (model.explicit) takes none of tol, another solver, z0, settle or another halting rule
     (ValueError); its depth is its layer count, and the residual it returns is NaN: it has no fixed point.
     """
-    if model.explicit:
-        start = "given" if z0 is not None else None
-        model.check(depth, tol, solver, start=start or "zero", halt=halt, warm_start=settle)
+    if model.explicit:  # a given start state is refused as any start is
+        model.check(depth, tol, solver, start=DEFAULT_START if z0 is None else "given", halt=halt, warm_start=settle)
     t = len(ids)
     p = cache.length
     inj = model.embed(np.asarray([ids]), np.arange(p, p + t)[None, :])

@@ -7,6 +7,8 @@ import httpx
 import pytest
 from django.core.cache import cache
 
+from tests.axe import serious_violations
+
 from .test_demo_browser import PROMPT, generate_in_page
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -37,6 +39,7 @@ def test_the_dial_fixes_an_explicit_models_depth_and_generates_the_apis_text(pag
     assert page.locator("input[name=mode][value=adaptive]").is_disabled()
     assert all(radio.is_disabled() for radio in page.locator("input[name=start]").all())
     assert "its depth is its layer count" in page.locator("#controls-note").inner_text().lower()
+    assert serious_violations(page) == []
 
     run = generate_in_page(page, depth=LAYERS, max_tokens=12)
     assert run["requests"] == [] and run["meanIterations"] == LAYERS
