@@ -248,6 +248,28 @@ def score_mix(mix: Mix, ids: list[str], grid: bool, memory: dict[str, dict], mix
     return rows
 
 
+def paired_interval(mix: Mix, nll: np.ndarray, other: np.ndarray, draws: int = 2000, seed: int = 0) -> dict:
+    """Bits/byte of nll minus other over the mix, with a 95% interval from resampling its passages (both decoders
+    on the same resampled passages: a paired bootstrap)."""
+    ids, at = np.unique(mix.psg, return_inverse=True)
+    gaps = np.bincount(at, weights=nll - other, minlength=len(ids))
+    counts = np.bincount(at, minlength=len(ids)).astype(float)
+    pick = np.random.default_rng(seed).integers(0, len(ids), size=(draws, len(ids)))
+    resampled = gaps[pick].sum(axis=1) / counts[pick].sum(axis=1) / LN2
+    low, high = np.quantile(resampled, [0.025, 0.975])
+    difference = float((nll - other).mean() / LN2)
+    return {"difference": difference, "low": float(low), "high": float(high), "passages": len(ids)}
+
+
+def memory_intervals(mix: Mix, chosen: dict, mixture_share: float) -> dict:
+    """The council with memory at its defaults against the fixed-share mixture and the oracle, passage-paired."""
+    eq = equilibrium(mix.stacked, log_reputation=mix.memory(chosen), beta=chosen["beta"], pool=chosen["pool"])
+    memory = mix.nll_of(eq.log_y)
+    mixture = mix.nll_of(fixed_share_mixture(mix.stacked, mix.reputations(mixture_share)))
+    best = oracle(mix.member_nll, mix.psg, mix.dom)
+    return {"minus_mixture": paired_interval(mix, memory, mixture), "minus_oracle": paired_interval(mix, memory, best)}
+
+
 def best_arm(rows, prefix: str, **controls) -> str:
     """The arm with the lowest mixed bits/byte among those whose label starts with prefix (and, given controls,
     whose label spells them)."""
@@ -349,6 +371,7 @@ def measure(
         gap = figure(mix, "memory (defaults", domain) - min(figure(mix, f"{m} alone", domain) for m in ids)
         targets[f"{mix}: memory within 0.05 of the better member"] = gap <= 0.05
     targets["memory costs at most 1.2x today's council per token"] = timing["memory_vs_council"] <= 1.2
+    intervals = {mix: memory_intervals(mixes[mix], chosen, mixture_share) for mix in ("heldout-128", "heldout-512")}
 
     report = {
         "members": ids,
@@ -383,6 +406,7 @@ def measure(
             "equilibrium_beats_average": default < average,
         },
         "targets": targets,
+        "intervals": intervals,
         "load_average": os.getloadavg()[0],
     }
     return report

@@ -153,3 +153,9 @@ def print_report(report: dict) -> None:
     )
     for target, ok in report["targets"].items():
         print(f"target: {target}: {'holds' if ok else 'MISSED'}")
+    for mix, pairs in report.get("intervals", {}).items():
+        for name, i in pairs.items():
+            print(
+                f"{mix}: memory {name.replace('_', ' ')}: {i['difference']:+.4f} bits/byte, 95% interval "
+                f"[{i['low']:+.4f}, {i['high']:+.4f}] over {i['passages']} resampled passages (paired)"
+            )
