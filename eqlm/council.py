@@ -47,11 +47,18 @@ MAX_MAX_ITER = 256
 DEFAULT_TOL = 1e-5
 MEMORIES = ("none", "fixed_share")
 POOLS = ("geometric", "arithmetic")
-DEFAULT_SHARE = 0.001
+DEFAULT_SHARE = 0.02
 # The council with memory as bench/council.py chose it on its tuning mix (docs/decisions/0001-council-memory.md): the
-# controls /v1 serves once it passes `memory` and `share`. Kinetic's own default stays memory "none" (today's game)
-# until then, because /v1 builds Kinetic field by field and would otherwise change behind its documented controls.
-MEMORY_DEFAULTS = {"memory": "fixed_share", "share": DEFAULT_SHARE, "beta": 0.0}
+# controls /v1 and the chat page serve by default. Kinetic's own defaults keep today's game for the controls that act
+# without memory too (beta, pool), so that code building a Kinetic without naming them computes exactly as before;
+# its share is the served one, and its learning rate 1 is Bayes' rule, the fixed share of the first decision.
+MEMORY_DEFAULTS = {
+    "memory": "fixed_share",
+    "share": DEFAULT_SHARE,
+    "beta": 0.0,
+    "pool": "arithmetic",
+    "learning_rate": 0.5,
+}
 
 
 @dataclass(frozen=True)
