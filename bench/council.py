@@ -10,11 +10,13 @@ default controls and over a beta x tau grid, and by a routing oracle that picks 
 upper reference, not a decoder); per domain and overall, with the cost per token against one member.
 
 Memory: the fixed-share Bayesian mixture (the reputation-weighted arithmetic mean of the members' distributions) as
-a baseline, and the council with memory (w_i = softmax_i(beta <y, l_i> + log pi_i)) over a beta x share grid, run
-over the whole text in order (a row with the memory reset at each window shows what carrying it buys). Controls are
-chosen on a TUNING mix cut from the training side, then judged on the held-out 128-byte mix, a 512-byte mix and each
-domain alone. Targets: beat the oracle (128-byte mix) and the mixture (both), within 0.05 of the oracle (512) and of
-the matching member on each domain, at most 1.2x today's council per token.
+a baseline, and the council with memory (w_i = softmax_i(beta <y, l_i> + log pi_i)) over a pool x beta x share grid
+(the geometric pool, ADR 0008's game, and the arithmetic pool y = sum_i w_i(y) p_i), then over the reputation's
+learning rate x share at each pool's best beta, run over the whole text in order (a row with the memory reset at
+each window shows what carrying it buys). Controls are chosen on a TUNING mix cut from the training side, then
+judged on the held-out 128-byte mix, a 512-byte mix and each domain alone, beside the best of the other pool.
+Targets: beat the oracle (128-byte mix) and the mixture (both), within 0.05 of the oracle (512) and of the matching
+member on each domain, at most 1.2x today's council per token.
 
 --record stores the figures as result rows (experiment "local-council"); --fixture writes records that `manage.py
 seed` loads (fixtures/council_bench.json). Each record's condition names its mix; the held-out 128-byte mix keeps its
@@ -36,34 +38,21 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bench.council_report import EXPERIMENT as EXPERIMENT  # noqa: E402
+from bench.council_report import HELDOUT, MIX_TITLES, PASSAGE, print_report, record, to_records  # noqa: E402
+from bench.council_report import arm_label as arm_label  # noqa: E402
 from eqlm import corpus  # noqa: E402
-from eqlm.council import (  # noqa: E402
-    CouncilGenerator,
-    Kinetic,
-    equilibrium,
-    fixed_share_mixture,
-    fixed_share_reputations,
-    window_log_probs,
-)
+from eqlm.council import POOLS, CouncilGenerator, Kinetic, equilibrium, window_log_probs  # noqa: E402
+from eqlm.council_memory import fixed_share_mixture, fixed_share_reputations  # noqa: E402
 from eqlm.generation import GenerationRequest, Generator  # noqa: E402
-from eqlm.provenance import git_commit  # noqa: E402
 
 LN2 = math.log(2)
-EXPERIMENT = "local-council"
-PASSAGE = 128
 LONG_PASSAGE = 512
 BETAS = (0.5, 2.0, 8.0)
 TAUS = (0.0, 0.5)
 MEMORY_BETAS = (0.0, 0.5, 2.0)
 SHARES = (0.001, 0.002, 0.005, 0.01, 0.02, 0.05)
-HELDOUT = "heldout-128"  # the mix whose arms keep their plain labels
-MIX_TITLES = {
-    "heldout-128": "held-out mix, 128-byte passages",
-    "heldout-512": "held-out mix, 512-byte passages",
-    "tuning-128": "tuning mix (training side), 128-byte passages",
-    "pure-kjv": "held-out KJV alone",
-    "pure-code": "held-out code alone",
-}
+RATES = (0.25, 0.5, 0.75, 1.5)  # the reputation's learning rate beside 1 (Bayes' rule), tried at each pool's best beta
 
 
 def passages(text: bytes, count: int, length: int = PASSAGE) -> list[bytes]:
@@ -113,10 +102,6 @@ def interleaved_times(generators: dict, prompts: list[str], tokens: int, depth: 
     return {name: min(values) for name, values in times.items()}
 
 
-def arm_label(label: str, mix: str) -> str:
-    return label if mix == HELDOUT else f"{label} · {MIX_TITLES[mix]}"
-
-
 class Mix:
     """One text scored in windows: its windows, each scored byte's domain and passage, the members' log-probs."""
 
@@ -135,6 +120,7 @@ class Mix:
         # each member's log-probability of every scored byte [B, T, M], in text order
         self.seen = np.take_along_axis(self.stacked, self.targets[..., None, None], -1)[..., 0]
         self.domains = [(name, d) for name, d in (("kjv", 0), ("code", 1)) if (self.dom == d).any()]
+        self._reputations: dict[tuple, np.ndarray] = {}
 
     def nll_of(self, log_y: np.ndarray) -> np.ndarray:
         return -np.take_along_axis(log_y, self.targets[..., None], -1)[..., 0].ravel()
@@ -146,71 +132,153 @@ class Mix:
             out[name] = float(nll[self.dom == d].mean() / LN2)
         return out
 
-    def reputations(self, share: float, carried: bool = True) -> np.ndarray:
+    def reputations(self, share: float, carried: bool = True, rate: float = 1.0) -> np.ndarray:
         """Log pi before each scored byte [B, T, M]: over the whole text in order, or from uniform in each window."""
-        if not carried:
-            return fixed_share_reputations(self.seen, share)[..., :-1, :]
-        flat = fixed_share_reputations(self.seen.reshape(-1, self.seen.shape[-1]), share)[:-1]
-        return flat.reshape(self.seen.shape)
+        key = (share, carried, rate)
+        if key not in self._reputations:
+            if not carried:
+                log_pi = fixed_share_reputations(self.seen, share, learning_rate=rate)[..., :-1, :]
+            else:
+                flat = self.seen.reshape(-1, self.seen.shape[-1])
+                log_pi = fixed_share_reputations(flat, share, learning_rate=rate)[:-1].reshape(self.seen.shape)
+            self._reputations[key] = log_pi
+        return self._reputations[key]
+
+    def memory(self, config: dict, carried: bool = True) -> np.ndarray:
+        return self.reputations(config["share"], carried, config["learning_rate"])
 
 
-def score_mix(mix: Mix, ids: list[str], grid: bool, memory: tuple[float, float] | None, mixture_share: float | None):
-    """Rows (arm, figures, extra) for one mix. grid: the beta x tau and beta x share grids too; memory: the
-    council with memory at (beta, share); mixture_share: the fixed-share mixture at that share (else every share)."""
+def memory_label(config: dict) -> str:
+    """The memory controls of an arm as its label spells them: "beta=0 share=0.02 rate=0.5 arithmetic" (short: an arm
+    label, with its mix's title, holds at most 100 characters)."""
+    beta, share, pool, rate = (config[k] for k in ("beta", "share", "pool", "learning_rate"))
+    return f"beta={beta:g} share={share:g} rate={rate:g} {pool}"
+
+
+def label_controls(label: str) -> dict:
+    """The memory controls a label spells (memory_label's inverse)."""
+    parts = [part.rstrip(")") for part in label.split()]
+    found = dict(part.split("=", 1) for part in parts if "=" in part)
+    return {
+        "beta": float(found["beta"]),
+        "share": float(found["share"]),
+        "pool": next(part for part in parts if part in POOLS),
+        "learning_rate": float(found["rate"]),
+    }
+
+
+def memory_grid(betas_by_pool: dict[str, float] | None = None) -> list[dict]:
+    """The memory's grid: every pool x beta x share at learning rate 1; or, given each pool's beta, every other
+    learning rate x share at it."""
+    if betas_by_pool is None:
+        return [
+            {"pool": pool, "beta": beta, "share": share, "learning_rate": 1.0}
+            for pool in POOLS
+            for share in SHARES
+            for beta in MEMORY_BETAS
+        ]
+    return [
+        {"pool": pool, "beta": beta, "share": share, "learning_rate": rate}
+        for pool, beta in betas_by_pool.items()
+        for rate in RATES
+        for share in SHARES
+    ]
+
+
+def game_row(mix: Mix, ids: list[str], label: str, log_reputation=None, **controls) -> tuple[str, dict, dict]:
+    """One decoder's row: the game at these controls over the whole mix (arm, bits/byte, extra figures)."""
+    started = time.perf_counter()
+    eq = equilibrium(mix.stacked, log_reputation=log_reputation, **controls)
+    seconds = time.perf_counter() - started
+    weights = eq.weights.reshape(-1, len(ids))
+    extra = {
+        "mean_iterations": float(eq.iterations.mean()),
+        "converged_fraction": float(eq.converged.mean()),
+        "solve_seconds": seconds,
+    }
+    for name, d in mix.domains:
+        extra[f"mean_weights_{name}"] = [float(x) for x in weights[mix.dom == d].mean(axis=0)]
+    if log_reputation is not None:
+        pi = np.exp(log_reputation).reshape(-1, len(ids))
+        for name, d in mix.domains:
+            extra[f"mean_reputations_{name}"] = [float(x) for x in pi[mix.dom == d].mean(axis=0)]
+    return label, mix.scores(mix.nll_of(eq.log_y)), extra
+
+
+def memory_rows(mix: Mix, ids: list[str], configs: list[dict]) -> list[tuple[str, dict, dict]]:
+    """The council with memory at each config, labelled "memory beta=... share=... rate=... <pool>"."""
+    return [
+        game_row(mix, ids, f"memory {memory_label(c)}", mix.memory(c), beta=c["beta"], pool=c["pool"]) for c in configs
+    ]
+
+
+def score_mix(mix: Mix, ids: list[str], grid: bool, memory: dict[str, dict], mixture_share: float | None):
+    """Rows (arm, figures, extra) for one mix. grid: the beta x tau and pool x beta x share grids too; memory: named
+    configs of the council with memory ("defaults" also reset per window); mixture_share: the fixed-share mixture
+    at that share (else every share)."""
     rows: list[tuple[str, dict, dict]] = []
     for member_id, nll in zip(ids, mix.member_nll, strict=True):
         rows.append((f"{member_id} alone", mix.scores(nll), {}))
-
-    def game(label: str, log_reputation=None, **controls) -> None:
-        started = time.perf_counter()
-        eq = equilibrium(mix.stacked, log_reputation=log_reputation, **controls)
-        seconds = time.perf_counter() - started
-        weights = eq.weights.reshape(-1, len(ids))
-        extra = {
-            "mean_iterations": float(eq.iterations.mean()),
-            "converged_fraction": float(eq.converged.mean()),
-            "solve_seconds": seconds,
-        }
-        for name, d in mix.domains:
-            extra[f"mean_weights_{name}"] = [float(x) for x in weights[mix.dom == d].mean(axis=0)]
-        if log_reputation is not None:
-            pi = np.exp(log_reputation).reshape(-1, len(ids))
-            for name, d in mix.domains:
-                extra[f"mean_reputations_{name}"] = [float(x) for x in pi[mix.dom == d].mean(axis=0)]
-        rows.append((label, mix.scores(mix.nll_of(eq.log_y)), extra))
 
     def mixture(share: float, label: str) -> None:
         log_y = fixed_share_mixture(mix.stacked, mix.reputations(share))
         rows.append((label, mix.scores(mix.nll_of(log_y)), {"share": share}))
 
-    game("average (beta=0)", beta=0.0, tau=0.0)
-    game("equilibrium (defaults)")
+    rows.append(game_row(mix, ids, "average (beta=0)", beta=0.0, tau=0.0))
+    rows.append(game_row(mix, ids, "equilibrium (defaults)"))
     if grid:
         for beta in BETAS:
             for tau in TAUS:
                 if (beta, tau) != (2.0, 0.0):
-                    game(f"equilibrium beta={beta:g} tau={tau:g}", beta=beta, tau=tau)
+                    rows.append(game_row(mix, ids, f"equilibrium beta={beta:g} tau={tau:g}", beta=beta, tau=tau))
     if mixture_share is not None:
         mixture(mixture_share, f"fixed-share mixture (share={mixture_share:g})")
     else:
         for share in SHARES:
             mixture(share, f"fixed-share mixture share={share:g}")
-    if memory is not None:
-        beta, share = memory
-        game(f"memory (defaults: beta={beta:g} share={share:g})", mix.reputations(share), beta=beta)
-        game(f"memory reset per window (beta={beta:g} share={share:g})", mix.reputations(share, False), beta=beta)
+    for name, c in memory.items():
+        controls = {"beta": c["beta"], "pool": c["pool"]}
+        rows.append(game_row(mix, ids, f"memory ({name}: {memory_label(c)})", mix.memory(c), **controls))
+        if name == "defaults":
+            label = "memory reset per window (defaults)"
+            rows.append(game_row(mix, ids, label, mix.memory(c, carried=False), **controls))
     if grid:
-        for share in SHARES:
-            log_pi = mix.reputations(share)
-            for beta in MEMORY_BETAS:
-                game(f"memory beta={beta:g} share={share:g}", log_pi, beta=beta)
+        rows += memory_rows(mix, ids, memory_grid())
     rows.append(("oracle (better member per passage)", mix.scores(oracle(mix.member_nll, mix.psg, mix.dom)), {}))
     return rows
 
 
-def best_arm(rows, prefix: str) -> str:
-    """The arm with the lowest mixed bits/byte among those whose label starts with prefix."""
-    return min((r for r in rows if r[0].startswith(prefix)), key=lambda r: r[1]["mixed"])[0]
+def paired_interval(mix: Mix, nll: np.ndarray, other: np.ndarray, draws: int = 2000, seed: int = 0) -> dict:
+    """Bits/byte of nll minus other over the mix, with a 95% interval from resampling its passages (both decoders
+    on the same resampled passages: a paired bootstrap)."""
+    ids, at = np.unique(mix.psg, return_inverse=True)
+    gaps = np.bincount(at, weights=nll - other, minlength=len(ids))
+    counts = np.bincount(at, minlength=len(ids)).astype(float)
+    pick = np.random.default_rng(seed).integers(0, len(ids), size=(draws, len(ids)))
+    resampled = gaps[pick].sum(axis=1) / counts[pick].sum(axis=1) / LN2
+    low, high = np.quantile(resampled, [0.025, 0.975])
+    difference = float((nll - other).mean() / LN2)
+    return {"difference": difference, "low": float(low), "high": float(high), "passages": len(ids)}
+
+
+def memory_intervals(mix: Mix, chosen: dict, mixture_share: float) -> dict:
+    """The council with memory at its defaults against the fixed-share mixture and the oracle, passage-paired."""
+    eq = equilibrium(mix.stacked, log_reputation=mix.memory(chosen), beta=chosen["beta"], pool=chosen["pool"])
+    memory = mix.nll_of(eq.log_y)
+    mixture = mix.nll_of(fixed_share_mixture(mix.stacked, mix.reputations(mixture_share)))
+    best = oracle(mix.member_nll, mix.psg, mix.dom)
+    return {"minus_mixture": paired_interval(mix, memory, mixture), "minus_oracle": paired_interval(mix, memory, best)}
+
+
+def best_arm(rows, prefix: str, **controls) -> str:
+    """The arm with the lowest mixed bits/byte among those whose label starts with prefix (and, given controls,
+    whose label spells them)."""
+
+    def spells(label: str) -> bool:
+        return all(label_controls(label)[k] == v for k, v in controls.items())
+
+    chosen = [r for r in rows if r[0].startswith(prefix) and (not controls or spells(r[0]))]
+    return min(chosen, key=lambda r: r[1]["mixed"])[0]
 
 
 def label_value(label: str, key: str) -> float:
@@ -248,10 +316,16 @@ def measure(
 
     # the tuning mix: the same cut from the training side (its passages never overlap the held-out slices)
     tuning = mixed(kjv_train, code_train, passages_per_domain, PASSAGE, "tuning-128")
-    results = {"tuning-128": score_mix(tuning, ids, grid=True, memory=None, mixture_share=None)}
-    chosen = best_arm(results["tuning-128"], "memory beta=")
-    beta, share = label_value(chosen, "beta"), label_value(chosen, "share")
-    mixture_share = label_value(best_arm(results["tuning-128"], "fixed-share mixture share="), "share")
+    rows = score_mix(tuning, ids, grid=True, memory={}, mixture_share=None)
+    # the learning rate at each pool's best beta (at rate 1), beside the oracle's row
+    betas = {pool: label_controls(best_arm(rows, "memory beta=", pool=pool))["beta"] for pool in POOLS}
+    rows[-1:-1] = memory_rows(tuning, ids, memory_grid(betas))
+    results = {"tuning-128": rows}
+    chosen = label_controls(best_arm(rows, "memory beta="))
+    other = next(pool for pool in POOLS if pool != chosen["pool"])
+    runner_up = "other pool"  # the other pool at its own best controls, scored beside the defaults
+    memory = {"defaults": chosen, runner_up: label_controls(best_arm(rows, "memory beta=", pool=other))}
+    mixture_share = label_value(best_arm(rows, "fixed-share mixture share="), "share")
 
     mixes = {
         "heldout-128": mixed(kjv_held, code_held, passages_per_domain, PASSAGE, "heldout-128"),
@@ -260,7 +334,7 @@ def measure(
         "pure-code": pure(code_held, 1, "pure-code"),
     }
     for name, mix in mixes.items():
-        results[name] = score_mix(mix, ids, grid=name == HELDOUT, memory=(beta, share), mixture_share=mixture_share)
+        results[name] = score_mix(mix, ids, grid=name == HELDOUT, memory=memory, mixture_share=mixture_share)
     mixes["tuning-128"] = tuning
 
     prompts = [line[:24] for line in kjv_held.decode("utf-8", "replace").splitlines() if len(line) > 40]
@@ -269,7 +343,7 @@ def measure(
         {
             "single": members[0],
             "council": CouncilGenerator(members, Kinetic()),
-            "memory": CouncilGenerator(members, Kinetic(beta=beta, memory="fixed_share", share=share)),
+            "memory": CouncilGenerator(members, Kinetic(memory="fixed_share", **chosen)),
         },
         prompts,
         timing_tokens,
@@ -297,6 +371,7 @@ def measure(
         gap = figure(mix, "memory (defaults", domain) - min(figure(mix, f"{m} alone", domain) for m in ids)
         targets[f"{mix}: memory within 0.05 of the better member"] = gap <= 0.05
     targets["memory costs at most 1.2x today's council per token"] = timing["memory_vs_council"] <= 1.2
+    intervals = {mix: memory_intervals(mixes[mix], chosen, mixture_share) for mix in ("heldout-128", "heldout-512")}
 
     report = {
         "members": ids,
@@ -319,13 +394,19 @@ def measure(
             }
             for name, mix in mixes.items()
         },  # fmt: skip
-        "chosen": {"beta": beta, "share": share, "mixture_share": mixture_share, "on": "tuning-128"},
+        "chosen": {
+            **chosen,
+            "mixture_share": mixture_share,
+            "on": "tuning-128",
+            "runner_up": memory[runner_up],
+        },
         "ms_per_token": timing,
         "goal": {
             "equilibrium_beats_best_member": default < best_member,
             "equilibrium_beats_average": default < average,
         },
         "targets": targets,
+        "intervals": intervals,
         "load_average": os.getloadavg()[0],
     }
     return report
@@ -372,126 +453,6 @@ def main() -> int:
     else:
         print_report(report)
     return 0
-
-
-def to_records(report: dict, members: list[Generator], label: str = "") -> list[dict]:
-    """Long-format benchmark records (benchmarks_app.services.ingest_records)."""
-    import hashlib
-
-    ids = report["members"]
-    graphs = [
-        {role: hashlib.sha256((g.model.onnx_dir / name).read_bytes()).hexdigest() for role, name in sorted(
-            (r, n) for r, n in g.manifest["graphs"].items() if r in ("embed", "step", "head"))}
-        for g in members
-    ]  # fmt: skip
-    config = json.dumps({"members": ids, "graphs": graphs, **report["corpora"]}, sort_keys=True)
-    config_hash = hashlib.sha256(config.encode()).hexdigest()[:16]
-    base = {
-        "run": f"{EXPERIMENT}:{'+'.join(ids)}:{config_hash}" + (f":{label}" if label else ""),
-        "experiment": EXPERIMENT,
-        "seed": None,
-        "step": None,
-        "model_family": "eqlm_council",
-        "config_hash": config_hash,
-        "git_commit": git_commit()[:64],
-    }
-    out = []
-    mixes = report.get("mixes") or {HELDOUT: {"rows": report["rows"], "scored_bytes": report["scored_bytes"]}}
-    for mix, result in mixes.items():  # the held-out 128-byte mix first: its arms lead the table
-        passage_bytes = result.get("passage_bytes", PASSAGE)
-        scored = result["scored_bytes"]
-        for row in result["rows"]:
-            arm = arm_label(row["arm"], mix)
-            about = {"mix": mix, "passage_bytes": passage_bytes, "decoder": row["arm"]}
-            for domain, value in row["bits_per_byte"].items():
-                out.append({**base, "arm": arm, "metric": "bits_per_byte", "value": value, "unit": "bits/byte",
-                            "n": scored[domain], "condition": {"domain": domain, **about}})  # fmt: skip
-            if "mean_iterations" in row:
-                out.append({**base, "arm": arm, "metric": "equilibrium_iterations", "value": row["mean_iterations"],
-                            "unit": "iterations", "n": sum(scored[d] for d in ("kjv", "code") if d in scored),
-                            "condition": about})  # fmt: skip
-            for kind in ("weight", "reputation"):
-                for domain in ("kjv", "code"):
-                    for i, value in enumerate(row.get(f"mean_{kind}s_{domain}", [])):
-                        condition = {"domain": domain, "member_index": i, "member": ids[i], **about}
-                        out.append({**base, "arm": arm, "metric": f"mean_{kind}", "value": value, "unit": "fraction",
-                                    "n": scored[domain], "condition": condition})  # fmt: skip
-    timing = report["ms_per_token"]
-    memory_arm = next((r["arm"] for r in report["rows"] if r["arm"].startswith("memory (defaults")), None)
-    timed = [(f"{ids[0]} alone", "single"), ("equilibrium (defaults)", "council"), (memory_arm, "memory")]
-    for arm, key in timed:
-        if arm is not None and key in timing:
-            out.append({**base, "arm": arm, "metric": "ms_per_token", "value": timing[key], "unit": "ms",
-                        "condition": {"mix": "timing", "decoder": arm}})  # fmt: skip
-    return out
-
-
-def record(records: list[dict]) -> int:
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "portal.settings")
-    import django
-
-    django.setup()
-    from benchmarks_app.records import ingest_records
-
-    return ingest_records(records, source_name=f"bench:council:{records[0]['run']}")
-
-
-def print_rows(rows: list[dict]) -> None:
-    print(f"{'condition':52} {'mixed':>7} {'kjv':>7} {'code':>7}  iters  weights kjv / code")
-    for row in rows:
-        b = row["bits_per_byte"]
-        iters = f"{row['mean_iterations']:5.1f}" if "mean_iterations" in row else "     "
-        weights = " / ".join(
-            "(" + ", ".join(f"{w:.2f}" for w in row[f"mean_weights_{d}"]) + ")"
-            for d in ("kjv", "code")
-            if f"mean_weights_{d}" in row
-        )
-        cells = " ".join(f"{b[d]:7.4f}" if d in b else f"{'':7}" for d in ("mixed", "kjv", "code"))
-        print(f"{row['arm']:52} {cells}  {iters}  {weights}")
-
-
-def summary_table(report: dict) -> list[tuple[str, list[float | None]]]:
-    """The decoders with and without memory on the held-out mixes and on each domain alone (bits/byte)."""
-    mixes = report["mixes"]
-    columns = [("heldout-128", "mixed"), ("heldout-512", "mixed"), ("pure-kjv", "kjv"), ("pure-code", "code")]
-
-    def value(mix: str, prefix: str, domain: str) -> float | None:
-        row = next((r for r in mixes[mix]["rows"] if r["arm"].startswith(prefix)), None)
-        return None if row is None else row["bits_per_byte"].get(domain)
-
-    decoders = [(f"{m} alone", f"{m} alone") for m in report["members"]]
-    decoders += [("average (beta=0)", "average (beta=0)"), ("today's equilibrium (defaults)", "equilibrium (defaults)")]
-    decoders += [("fixed-share mixture", "fixed-share mixture"), ("council with memory (defaults)", "memory (defaults")]
-    decoders += [("memory reset per window", "memory reset per window"), ("oracle", "oracle")]
-    return [(label, [value(mix, prefix, d) for mix, d in columns]) for label, prefix in decoders]
-
-
-def print_report(report: dict) -> None:
-    print(f"members: {', '.join(report['members'])}; window {report['window']}")
-    for name, mix in report["mixes"].items():
-        print(f"\n== {mix['title']} ({name}); scored bytes {mix['scored_bytes']}")
-        print_rows(mix["rows"])
-    chosen = report["chosen"]
-    print(
-        f"\nchosen on the tuning mix: memory beta={chosen['beta']:g} share={chosen['share']:g}; "
-        f"fixed-share mixture share={chosen['mixture_share']:g}"
-    )
-    print(f"\n{'decoder':34} {'mixed128':>9} {'mixed512':>9} {'pure KJV':>9} {'pure code':>9}")
-    for label, values in summary_table(report):
-        print(f"{label:34} " + " ".join(f"{v:9.4f}" if v is not None else f"{'':9}" for v in values))
-    t = report["ms_per_token"]
-    print(
-        f"time per token: one member {t['single']:.2f} ms, today's council {t['council']:.2f} ms (x{t['ratio']:.2f}), "
-        f"council with memory {t['memory']:.2f} ms (x{t['memory_vs_council']:.2f} today's council)"
-    )
-    goal = report["goal"]
-    print(
-        f"goal: equilibrium < best member: {'holds' if goal['equilibrium_beats_best_member'] else 'MISSED'}; "
-        f"equilibrium < averaging: {'holds' if goal['equilibrium_beats_average'] else 'MISSED'} "
-        f"(load average {report['load_average']:.1f})"
-    )
-    for target, ok in report["targets"].items():
-        print(f"target: {target}: {'holds' if ok else 'MISSED'}")
 
 
 if __name__ == "__main__":

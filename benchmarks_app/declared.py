@@ -226,11 +226,11 @@ COMPARISONS = [
         "title": "This portal's live council · bits/byte on held-out mixed text (KJV + code)",
         "kind": "council",
         "order": 56,
-        "description": "The portal's own EqLMs decoding together (eqlm-council) on passages of the KJV held-out slice "
-        "interleaved with held-out Python source: each member alone, plain logit averaging (beta = 0), the "
-        "equilibrium of the influence game at the default controls and over a beta x tau grid, and a routing "
-        "oracle that picks the better member per passage (an upper reference, not a decoder). Written by "
-        "bench/council.py (experiment 'local-council'); lower is better.",
+        "description": "The portal's own EqLMs decoding together (eqlm-council) on KJV and Python passages, held "
+        "out: each member alone, logit averaging, the influence game (defaults, beta x tau), the fixed-share mixture, "
+        "the council with memory (both pools x beta x share x learning rate, chosen on a training-side tuning mix; "
+        "judged on 128- and 512-byte mixes and each domain alone), and a per-passage routing oracle (a reference, "
+        "not a decoder). Written by bench/council.py (experiment 'local-council'); lower is better.",
         "treatment_experiment": "local-council",
         "metric": "bits_per_byte",
         "findings": [],

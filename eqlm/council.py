@@ -11,7 +11,9 @@ members' distributions, or one member's). Pure numpy; the members run on eqlm.ge
 
 With `memory="fixed_share"` each member also carries a reputation pi_i, its fixed-share posterior (Herbster & Warmuth
 1998) from its log-probabilities of the bytes already in the context, and w_i(y) = softmax_i(beta <y, l_i> + log pi_i)
-(docs/decisions/0001-council-memory.md). `memory="none"` is the game above, computed exactly as before.
+(docs/decisions/0001-council-memory.md). `memory="none"` is the game above, computed exactly as before. With
+`pool="arithmetic"` the consensus is the fixed point of y = sum_i w_i(y) p_i instead (at beta = 0 with memory, the
+fixed-share mixture); the memory's functions and the arithmetic update are in eqlm.council_memory.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from dataclasses import dataclass, field, fields
 
 import numpy as np
 
+from .council_memory import arithmetic_update, fixed_share_reputations, fixed_share_update
 from .decoder import ContextLengthExceeded, DecodeCache, process
 from .generation import (
     GenerationRequest,
@@ -44,11 +47,19 @@ DEFAULT_MAX_ITER = 32
 MAX_MAX_ITER = 256
 DEFAULT_TOL = 1e-5
 MEMORIES = ("none", "fixed_share")
-DEFAULT_SHARE = 0.001
+POOLS = ("geometric", "arithmetic")
+DEFAULT_SHARE = 0.02
 # The council with memory as bench/council.py chose it on its tuning mix (docs/decisions/0001-council-memory.md): the
-# controls /v1 serves once it passes `memory` and `share`. Kinetic's own default stays memory "none" (today's game)
-# until then, because /v1 builds Kinetic field by field and would otherwise change behind its documented controls.
-MEMORY_DEFAULTS = {"memory": "fixed_share", "share": DEFAULT_SHARE, "beta": 0.0}
+# controls /v1 and the chat page serve by default. Kinetic's own defaults keep today's game for the controls that act
+# without memory too (beta, pool), so that code building a Kinetic without naming them computes exactly as before;
+# its share is the served one, and its learning rate 1 is Bayes' rule, the fixed share of the first decision.
+MEMORY_DEFAULTS = {
+    "memory": "fixed_share",
+    "share": DEFAULT_SHARE,
+    "beta": 0.0,
+    "pool": "arithmetic",
+    "learning_rate": 0.5,
+}
 
 
 @dataclass(frozen=True)
@@ -56,7 +67,10 @@ class Kinetic:
     """The game's controls. `reference` is "mean" or the index of a member in the member list.
 
     `memory` is "none" (the game on the current position alone) or "fixed_share" (each member's reputation over the
-    context weighs its influence); `share` is the fixed-share switching rate, used only with memory.
+    context weighs its influence); `share` is the fixed-share switching rate and `learning_rate` the weight of each
+    byte's evidence in the reputation's update (1: Bayes' rule), both used only with memory. `pool` is how
+    the members' distributions combine: "geometric" (log-linear, the game of ADR 0008) or "arithmetic" (y is the
+    w(y)-weighted mean of the members' distributions).
     """
 
     beta: float = DEFAULT_BETA
@@ -67,6 +81,8 @@ class Kinetic:
     reference: str | int = "mean"
     memory: str = "none"
     share: float = DEFAULT_SHARE
+    pool: str = "geometric"
+    learning_rate: float = 1.0
 
     @classmethod
     def from_dict(cls, controls: Mapping) -> Kinetic:
@@ -94,6 +110,10 @@ class Kinetic:
         share = self.share
         share_ok = isinstance(share, int | float) and not isinstance(share, bool) and 0 <= share < 1
         checks.append(("share", share_ok, "must be a number in [0, 1)"))
+        checks.append(("pool", self.pool in POOLS, "must be 'geometric' or 'arithmetic'"))
+        rate = self.learning_rate
+        rate_ok = isinstance(rate, int | float) and not isinstance(rate, bool) and math.isfinite(rate) and rate > 0
+        checks.append(("learning_rate", rate_ok, "must be a finite number > 0"))
         for name, ok, message in checks:
             if not ok:
                 raise ValueError(f"kinetic.{name} {message}")
@@ -146,16 +166,25 @@ def equilibrium(
     tol: float = DEFAULT_TOL,
     reference: str | int = "mean",
     log_reputation: np.ndarray | None = None,
+    pool: str = "geometric",
 ) -> Equilibrium:
     """The consensus of members' log-probabilities [..., M, V] (any leading batch of positions).
 
     Each position stops updating once its own movement is below tol, so a batch gives exactly what solving the
     positions one at a time gives. `log_reputation` [..., M] is each position's log pi (the memory term), or None.
+    `pool` "arithmetic" solves y = sum_i w_i(y) p_i instead, damped in the probability domain
+    (eqlm.council_memory.arithmetic_update), with tau pulling y toward p_ref as a mixture, not a power.
     """
+    if pool not in POOLS:
+        raise ValueError(f"kinetic.pool must be one of {', '.join(POOLS)}")
     # float64, so that no member's logit offset buys it influence; idempotent on log-probabilities
     lp = log_softmax(log_probs)
     log_ref = reference_log_probs(lp, reference)
-    pull = tau * log_ref if tau else 0.0
+    arithmetic = pool == "arithmetic"
+    if arithmetic:
+        probs, ref = np.exp(lp), np.exp(log_ref) if tau else None
+    else:
+        pull = tau * log_ref if tau else 0.0
     log_y = log_softmax(log_ref)
     batch = lp.shape[:-2]
     iterations = np.zeros(batch, dtype=np.int64)
@@ -167,8 +196,11 @@ def equilibrium(
             break
         y = np.exp(log_y)
         w = influence_weights(y, lp, beta, log_reputation)
-        new = (1 - eta) * log_y + eta * (np.einsum("...m,...mv->...v", w, lp) + pull)
-        new = log_softmax(new)
+        if arithmetic:
+            new = arithmetic_update(y, w, probs, eta, tau, ref)
+        else:
+            new = (1 - eta) * log_y + eta * (np.einsum("...m,...mv->...v", w, lp) + pull)
+            new = log_softmax(new)
         movement = np.abs(np.exp(new) - y).sum(axis=-1)
         log_y = np.where(active[..., None], new, log_y)
         residual = np.where(active, movement, residual)
@@ -188,44 +220,8 @@ def solve(log_probs: np.ndarray, kinetic: Kinetic, log_reputation: np.ndarray | 
         tol=kinetic.tol,
         reference=kinetic.reference,
         log_reputation=log_reputation,
+        pool=kinetic.pool,
     )
-
-
-# --- memory: fixed-share reputations ------------------------------------------------------------------------------
-
-
-def fixed_share_update(log_reputation: np.ndarray, byte_log_probs: np.ndarray, share: float) -> np.ndarray:
-    """One byte of fixed share (Herbster & Warmuth 1998, log loss, learning rate 1): log pi [..., M] -> log pi'.
-
-    Bayes' rule on the members' log-probabilities of the byte seen [..., M], then each member passes the fraction
-    `share` of its posterior equally to the others: pi'_i = (1 - share) v_i + share / (M - 1) (1 - v_i).
-    """
-    post = log_reputation + byte_log_probs
-    post = post - logsumexp(post, axis=-1)[..., None]
-    if not share:
-        return post
-    v = np.exp(post)
-    return np.log((1 - share) * v + share / (post.shape[-1] - 1) * (1 - v))
-
-
-def fixed_share_reputations(byte_log_probs: np.ndarray, share: float, start: np.ndarray | None = None) -> np.ndarray:
-    """Log reputations along a text: byte_log_probs [..., T, M] (each member's log-probability of byte t) ->
-    [..., T + 1, M], row t the reputation before byte t is seen (row 0 `start`, uniform by default), row T after all.
-    """
-    lp = np.asarray(byte_log_probs, dtype=np.float64)
-    members = lp.shape[-1]
-    if start is None:
-        start = np.full(lp.shape[:-2] + (members,), -math.log(members))
-    out = np.empty(lp.shape[:-2] + (lp.shape[-2] + 1, members))
-    out[..., 0, :] = start
-    for t in range(lp.shape[-2]):
-        out[..., t + 1, :] = fixed_share_update(out[..., t, :], lp[..., t, :], share)
-    return out
-
-
-def fixed_share_mixture(log_probs: np.ndarray, log_reputation: np.ndarray) -> np.ndarray:
-    """The classic Bayesian mixture: log sum_i pi_i p_i from log_probs [..., M, V] and log pi [..., M] -> [..., V]."""
-    return logsumexp(log_probs + log_reputation[..., None], axis=-2)
 
 
 # --- decoding -----------------------------------------------------------------------------------------------------
@@ -423,7 +419,8 @@ class CouncilGenerator(Generator):
             own = {key: state.prompt_log_probs() for key, state in distinct.items()}
         if memory:  # the reputations over the prompt: each member's log-probability of every byte after the first
             seen = np.stack([own[id(m)][np.arange(len(ids) - 1), ids[1:]] for m in self.members], axis=-1)
-            prompt_pi = fixed_share_reputations(seen, self.kinetic.share)  # [T, M]: row t at prompt position t
+            rate = self.kinetic.learning_rate  # prompt_pi [T, M]: row t at prompt position t
+            prompt_pi = fixed_share_reputations(seen, self.kinetic.share, learning_rate=rate)
             log_pi = prompt_pi[-1]
         if request.echo_logprobs:  # the game at every prompt position at once (a batch of positions)
             prompt_eq = solve(np.stack([own[id(m)] for m in self.members], axis=-2), self.kinetic, prompt_pi)
@@ -456,7 +453,7 @@ class CouncilGenerator(Generator):
                 stats.finish_reason = "length"
                 return
             if memory:
-                log_pi = fixed_share_update(log_pi, stacked[:, token], self.kinetic.share)
+                log_pi = fixed_share_update(log_pi, stacked[:, token], self.kinetic.share, self.kinetic.learning_rate)
             for state in distinct.values():
                 state.advance(token)
             length += 1

@@ -65,6 +65,10 @@ def test_the_bench_rows_are_the_council_table_on_the_benchmarks_page(db, client,
     best = min(stored["tiny-a alone"]["mixed"], stored["tiny-b alone"]["mixed"])
     assert rows["equilibrium (defaults)"][4] == f"{stored['equilibrium (defaults)']['mixed'] - best:+.4f}"
     assert any(note.startswith("Goal (the equilibrium beats") for note in table["notes"])
+    memory = next(note for note in table["notes"] if note.startswith("The council with memory (defaults: beta="))
+    held_out = {row["arm"]: row["bits_per_byte"]["mixed"] for row in report["mixes"]["heldout-512"]["rows"]}
+    assert f"{held_out['oracle (better member per passage)']:.4f} for the oracle." in memory  # the 512-byte mix's
+    assert any(note.startswith("With memory at its defaults it takes") for note in table["notes"])
     weights = {row["arm"]: row for row in report["rows"]}["equilibrium (defaults)"]
     shown = " · ".join("/".join(f"{w:.2f}" for w in weights[f"mean_weights_{d}"]) for d in ("kjv", "code"))
     assert rows["equilibrium (defaults)"][-1] == shown
@@ -88,3 +92,14 @@ def test_seed_loads_the_shipped_bench_rows_once(db):
     spec = next(c for c in COMPARISONS if c["slug"] == "local-council-mixed")
     table = build_table(Comparison.objects.create(**spec), use_cache=False)
     assert not table["empty"] and table["rows"][0]["id"] == "eqlm-demo alone"
+
+
+def test_the_memorys_margins_come_with_passage_paired_intervals(measured):
+    _, report, _ = measured
+    for mix in ("heldout-128", "heldout-512"):
+        rows = {row["arm"]: row["bits_per_byte"]["mixed"] for row in report["mixes"][mix]["rows"]}
+        memory = next(v for arm, v in rows.items() if arm.startswith("memory (defaults"))
+        mixture = next(v for arm, v in rows.items() if arm.startswith("fixed-share mixture"))
+        found = report["intervals"][mix]["minus_mixture"]
+        assert found["difference"] == pytest.approx(memory - mixture, abs=1e-9)
+        assert found["low"] <= found["difference"] <= found["high"]

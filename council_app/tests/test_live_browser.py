@@ -90,6 +90,8 @@ def test_at_the_default_controls_the_prompts_own_member_leads_and_the_answer_is_
     page.goto("/council/")
     assert page.locator("#live-memory").input_value() == "fixed_share"
     assert page.locator("#live-share-field").is_visible()
+    assert page.locator("#live-pool").input_value() == "arithmetic"  # the served defaults (eqlm.council)
+    assert page.locator("#live-learning_rate").input_value() == "0.5"
     page.locator("#live-compare").uncheck()
     chat(page, prompt, tokens=30)  # as the API test: code often opens with a line's indentation
     led, text = leaders_and_text(page)
@@ -105,6 +107,8 @@ def test_without_memory_the_share_control_hides_and_the_table_has_no_reputations
     page.goto("/council/")
     page.select_option("#live-memory", "none")
     assert not page.locator("#live-share-field").is_visible()
+    assert not page.locator("#live-learning_rate-field").is_visible()
+    page.select_option("#live-pool", "geometric")  # today's game: memory none, the geometric pool
     page.locator("#live-compare").uncheck()
     chat(page, "In the beginning")
     header = page.locator("#live-weights thead th").all_inner_texts()

@@ -7,16 +7,8 @@ import math
 import numpy as np
 import pytest
 
-from eqlm.council import (
-    MEMORY_DEFAULTS,
-    CouncilGenerator,
-    Kinetic,
-    equilibrium,
-    fixed_share_mixture,
-    fixed_share_reputations,
-    fixed_share_update,
-    log_softmax,
-)
+from eqlm.council import MEMORY_DEFAULTS, CouncilGenerator, Kinetic, equilibrium, log_softmax
+from eqlm.council_memory import fixed_share_mixture, fixed_share_reputations, fixed_share_update
 from eqlm.generation import GenerationRequest, Generator
 
 # Today's council (commit 680e7cc, before the memory term) on the tiny members of seeds 1 and 2: the token ids, and
@@ -96,7 +88,15 @@ def council_run(generator, **request):
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
-@pytest.mark.parametrize("memory", [{}, {"memory": "none"}, {"memory": "none", "share": 0.5}])
+@pytest.mark.parametrize(
+    "memory",
+    [
+        {},
+        {"memory": "none"},
+        {"memory": "none", "share": 0.5},
+        {"memory": "none", "pool": "geometric", "learning_rate": 0.5},
+    ],
+)
 def test_memory_none_generates_and_scores_bit_for_bit_as_before(two_models, case, memory):
     controls, request = CASES[case]
     events, stats = council_run(CouncilGenerator(list(two_models), Kinetic(**controls, **memory)), **request)

@@ -98,6 +98,8 @@ def serve(data: dict, plain_runtime):
         reference="mean" if reference == "mean" else members.index(reference),
         memory=kinetic["memory"],
         share=kinetic["share"],
+        pool=kinetic["pool"],
+        learning_rate=kinetic["learning_rate"],
     )
     generator = CouncilGenerator(_member_runtimes(members), controls, model_id=COUNCIL_ID)
     return generator, CouncilTelemetry(members, {**kinetic, "members": members})

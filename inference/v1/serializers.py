@@ -7,6 +7,7 @@ from rest_framework import serializers
 from eqlm.council import DEFAULT_BETA as COUNCIL_BETA
 from eqlm.council import MEMORIES as COUNCIL_MEMORIES
 from eqlm.council import MEMORY_DEFAULTS as COUNCIL_MEMORY_DEFAULTS
+from eqlm.council import POOLS as COUNCIL_POOLS
 from eqlm.limits import (
     DEFAULT_DEPTH,
     DEFAULT_HALT,
@@ -190,6 +191,17 @@ class KineticSerializer(serializers.Serializer):
         required=False, default=COUNCIL_MEMORY_DEFAULTS["share"], min_value=0.0,
         help_text="The memory's switching rate, in [0, 1): the share of reputation passed on after each byte.",
     )  # fmt: skip
+    learning_rate = PositiveFloatField(
+        required=False, default=COUNCIL_MEMORY_DEFAULTS["learning_rate"], max_value=CONTROL_CAP,
+        help_text="The weight of each byte's evidence in the memory's update (> 0; 1 is Bayes' rule).",
+    )  # fmt: skip
+    pool = serializers.ChoiceField(
+        choices=list(COUNCIL_POOLS), required=False, default=None,
+        help_text=(
+            '"geometric": y ∝ exp(Σ w_i l_i) p_ref^τ (log-linear); "arithmetic": y = Σ w_i p_i, the weighted mean of '
+            f'the distributions (default: "{COUNCIL_MEMORY_DEFAULTS["pool"]}" with memory, "geometric" without).'
+        ),
+    )  # fmt: skip
 
     def to_internal_value(self, data):
         if isinstance(data, dict):
@@ -207,6 +219,8 @@ class KineticSerializer(serializers.Serializer):
     def validate(self, attrs):
         if attrs["beta"] is None:
             attrs["beta"] = COUNCIL_MEMORY_DEFAULTS["beta"] if attrs["memory"] != "none" else COUNCIL_BETA
+        if attrs["pool"] is None:
+            attrs["pool"] = COUNCIL_MEMORY_DEFAULTS["pool"] if attrs["memory"] != "none" else "geometric"
         members = attrs.get("members") or list(DEFAULT_MEMBERS)
         if attrs["reference"] != "mean" and attrs["reference"] not in members:
             raise serializers.ValidationError({"reference": ['Must be "mean" or one of the members.']})

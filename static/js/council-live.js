@@ -27,7 +27,10 @@ function start() {
     const number = (name) => parseFloat(form[name].value);
     return {
       members: Array.from(form.querySelectorAll("input[name=member]:checked"), (c) => c.value),
-      kinetic: { tau: number("tau"), beta: number("beta"), eta: number("eta"), memory: form.memory.value, share: number("share") },
+      kinetic: {
+        tau: number("tau"), beta: number("beta"), eta: number("eta"), pool: form.pool.value,
+        memory: form.memory.value, share: number("share"), learning_rate: number("learning_rate"),
+      },
       sampling: { temperature: number("temperature"), top_p: number("top_p"), seed: parseInt(form.seed.value, 10) || 0 },
       maxTokens: Math.max(1, parseInt(form.max_tokens.value, 10) || 48),
     };
@@ -38,10 +41,12 @@ function start() {
     const out = document.getElementById(`live-${name}-value`);
     input.addEventListener("input", () => { out.textContent = input.value; });
   }
-  const shareField = document.getElementById("live-share-field");
-  const showShare = () => { shareField.hidden = form.memory.value !== "fixed_share"; };
-  form.memory.addEventListener("change", showShare);
-  showShare();
+  const memoryFields = ["live-share-field", "live-learning_rate-field"].map((id) => document.getElementById(id));
+  const showMemory = () => {
+    for (const field of memoryFields) { field.hidden = form.memory.value !== "fixed_share"; }
+  };
+  form.memory.addEventListener("change", showMemory);
+  showMemory();
 
   function body(model, messages, c, kinetic, stream) {
     const payload = { model, messages, max_tokens: c.maxTokens, stream, ...c.sampling };
@@ -160,7 +165,7 @@ function start() {
 
   async function council(messages, c) {
     const kinetic = { members: c.members, ...c.kinetic };
-    if (kinetic.memory !== "fixed_share") { delete kinetic.share; }
+    if (kinetic.memory !== "fixed_share") { delete kinetic.share; delete kinetic.learning_rate; }
     const response = await post(body(councilId, messages, c, kinetic, true));
     if (!response.ok) { throw new Error(await errorText(response)); }
     const target = bubble(`Council (${c.members.join(" + ")})`, "chat-council");
@@ -215,7 +220,7 @@ function start() {
         for (const member of new Set(c.members)) {
           await single(`${member} alone`, member, messages, c, null);
         }
-        const averaging = { members: c.members, beta: 0, tau: 0, memory: "none" };
+        const averaging = { members: c.members, beta: 0, tau: 0, memory: "none", pool: "geometric" };
         await single("Averaging (β = 0, τ = 0, no memory)", councilId, messages, c, averaging);
         status.textContent += " The members alone and averaging are beside it.";
       }
