@@ -69,7 +69,7 @@ def _cost(flops: list[tuple[str, dict, float]], arm_models: dict, selector: dict
         for arm, condition, value in flops
         if arm == selector["arm"] and all(condition.get(k) == v for k, v in where.items())
     ]
-    cost = fmt(sum(values) / len(values), 0) if values else "–"
+    cost = f"{sum(values) / len(values):,.0f}" if values else "–"
     params = arm_models.get(selector["arm"], {}).get("parameters")
     return cost, f"{params:,}" if params else "–"
 
@@ -175,6 +175,13 @@ def build_head_to_head(c: Comparison) -> dict:
         f"(/benchmarks/experiments/{experiment.slug}/), its verdicts computed by its own criterion from its rows; "
         f"the programme's are the same tests on the programme's stored rows. {experiment.hypothesis.split(chr(10))[0]}"
     ]
+    absolute = _absolute_figures(experiment.slug, rows_all)
+    if absolute:
+        notes.append(
+            "Each arm at depth 12, mean over seeds from the rows (bits/byte on the whole held-out slice; BLiMP "
+            f"accuracy, where 0.5 is chance for its two-way choices): {absolute}. Where every arm is near chance on "
+            "BLiMP, its ratios compare noise, and the bits/byte rows carry the comparison."
+        )
     provenance = _provenance(experiment.slug)
     return {
         "columns": columns,
@@ -187,6 +194,21 @@ def build_head_to_head(c: Comparison) -> dict:
         "plot": None,
         "outcome": outcome.as_dict(),
     }
+
+
+def _absolute_figures(slug: str, rows) -> str:
+    parts = []
+    for arm in sorted({r.arm for r in rows if r.experiment == slug}):
+        means = {}
+        for metric in ("heldout_bits_per_byte", "blimp_accuracy"):
+            values = [
+                r.value
+                for r in rows
+                if r.experiment == slug and r.arm == arm and r.metric == metric and r.condition.get("depth") == 12
+            ]
+            means[metric] = fmt(sum(values) / len(values), 3) if values else "–"
+        parts.append(f"{arm} {means['heldout_bits_per_byte']} bits/byte, BLiMP {means['blimp_accuracy']}")
+    return "; ".join(parts)
 
 
 def _leaves_of(node: dict) -> list[dict]:
