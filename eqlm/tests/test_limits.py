@@ -16,12 +16,17 @@ MODELS = Path(__file__).resolve().parents[2] / "static" / "models"
 @pytest.mark.parametrize("manifest", sorted(MODELS.glob("*/manifest.json")), ids=lambda p: p.parent.name)
 def test_every_committed_manifest_records_the_limits_and_its_graphs_are_unchanged(manifest):
     data = json.loads(manifest.read_text())
-    assert (data["min_depth"], data["max_depth"]) == (limits.DEPTH_MIN, limits.DEPTH_MAX)
-    assert data["solvers"] == list(limits.SOLVERS)
-    assert data["starts"] == list(limits.STARTS) and data["halts"] == list(limits.HALTS)
-    assert data["noise_rng"] == NOISE_RNG
-    assert limits.DEPTH_MIN <= data["default_depth"] <= limits.DEPTH_MAX
-    assert limits.model_depths(data) == (data["default_depth"], limits.DEPTH_MAX)
+    if data.get("model_class") == "ExplicitLM":  # its depth is its layer count; it takes no other control
+        layers = data["n_layers"]
+        assert (data["min_depth"], data["default_depth"], data["max_depth"]) == (layers, layers, layers)
+        assert data["solvers"] == [limits.DEFAULT_SOLVER] and data["starts"] == [] and data["halts"] == []
+    else:
+        assert (data["min_depth"], data["max_depth"]) == (limits.DEPTH_MIN, limits.DEPTH_MAX)
+        assert data["solvers"] == list(limits.SOLVERS)
+        assert data["starts"] == list(limits.STARTS) and data["halts"] == list(limits.HALTS)
+        assert data["noise_rng"] == NOISE_RNG
+        assert limits.DEPTH_MIN <= data["default_depth"] <= limits.DEPTH_MAX
+        assert limits.model_depths(data) == (data["default_depth"], limits.DEPTH_MAX)
     for role, name in data["graphs"].items():  # the limits were added to the manifests, the graphs not re-exported
         assert hashlib.sha256((manifest.parent / name).read_bytes()).hexdigest() == data["graph_sha256"][role]
 
