@@ -21,7 +21,7 @@ from .limits import DEFAULT_MODEL_ID, DEPTH_MAX, DEPTH_MIN, HALTS, SOLVERS, STAR
 from .manifest import fixed_depth
 from .model import RESIDUAL_EPS, EqLM, relative_residual
 from .noise import NOISE_RNG
-from .onnx_io import BHP, BHT, BT, EMBED_IO, EMPTY_PROMPT, HEAD_IO, MANIFEST_FORMAT, export_embed_and_head, export_graph
+from .onnx_io import BHP, BHT, BT, EMBED_IO, EMPTY_PROMPT, HEAD_IO, export_embed_and_head, export_graph, manifest_head
 from .onnx_io import sha256 as _sha256
 
 
@@ -76,14 +76,7 @@ def export_onnx(
         quantize_dynamic(str(out_dir / "step.onnx"), str(out_dir / "step.int8.onnx"), weight_type=QuantType.QInt8)
         graphs["step_int8"] = "step.int8.onnx"
     manifest = {
-        "format": MANIFEST_FORMAT,
-        "model_id": model_id,
-        "model_class": model.model_class,
-        "tokenizer": "utf-8 bytes (token id = byte value)",
-        "vocab_size": cfg.vocab_size,
-        "d_model": d,
-        "n_heads": h,
-        "head_dim": dh,
+        **manifest_head(model, model_id),
         "max_positions": cfg.max_positions,
         "default_depth": cfg.default_depth,
         # the request limits (eqlm/limits.py) and this model's depth cap, so that a client reads them instead of

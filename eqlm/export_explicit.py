@@ -24,9 +24,9 @@ from .onnx_io import (
     EMBED_IO,
     EMPTY_PROMPT,
     HEAD_IO,
-    MANIFEST_FORMAT,
     export_embed_and_head,
     export_graph,
+    manifest_head,
     sha256,
 )
 
@@ -81,14 +81,7 @@ def export_explicit_onnx(
             )
     graphs = {"embed": "embed.onnx", **{role: f"{role}.onnx" for role in roles}, "head": "head.onnx"}
     manifest = {
-        "format": MANIFEST_FORMAT,
-        "model_id": model_id,
-        "model_class": model.model_class,
-        "tokenizer": "utf-8 bytes (token id = byte value)",
-        "vocab_size": cfg.vocab_size,
-        "d_model": d,
-        "n_heads": h,
-        "head_dim": dh,
+        **manifest_head(model, model_id),
         "n_layers": n,
         "max_positions": cfg.max_positions,
         # its depth is its layer count: the only depth a request may name (eqlm/manifest.py holds requests to it)

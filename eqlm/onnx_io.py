@@ -76,3 +76,18 @@ HEAD_IO = {"inputs": {"z": "[B,T,D]"}, "outputs": {"logits": "[B,T,V]"}}
 
 def sha256(path: Path) -> str:
     return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+def manifest_head(model: nn.Module, model_id: str) -> dict:
+    """The manifest fields every export starts with: its format, the model and its tokenizer and shapes."""
+    cfg = model.config
+    return {
+        "format": MANIFEST_FORMAT,
+        "model_id": model_id,
+        "model_class": model.model_class,
+        "tokenizer": "utf-8 bytes (token id = byte value)",
+        "vocab_size": cfg.vocab_size,
+        "d_model": cfg.d_model,
+        "n_heads": cfg.n_heads,
+        "head_dim": cfg.head_dim,
+    }
