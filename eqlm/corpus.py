@@ -27,8 +27,18 @@ def ensure_bible_installed() -> str:
     raise RuntimeError("the `bible` program is missing: install Debian's bible-kjv package (apt-get install bible-kjv)")
 
 
+KJV_FILE_ENV = "EQLM_KJV_FILE"  # a machine without apt (an accelerator machine) reads the dump from this file
+
+
 def kjv_text() -> str:
-    """One verse per line, references stripped, UTF-8 (in fact ASCII), ending with a newline."""
+    """One verse per line, references stripped, UTF-8 (in fact ASCII), ending with a newline.
+
+    With EQLM_KJV_FILE set, the dump is read from that file instead (written by `manage.py offload_experiment` on a
+    machine that has the package). Its sha256 enters every run hash, so a different text makes a different run, which
+    a resume or an import refuses.
+    """
+    if os.environ.get(KJV_FILE_ENV):
+        return Path(os.environ[KJV_FILE_ENV]).read_text(encoding="utf-8")
     program = ensure_bible_installed()
     raw = subprocess.run([program, "-f", "gen1:1-rev22:21"], check=True, capture_output=True).stdout
     lines = [_REFERENCE.sub("", line) for line in raw.decode("utf-8").splitlines() if line.strip()]

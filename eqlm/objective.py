@@ -116,7 +116,7 @@ def _trajectory(s: StepState, terms, last: int, early: set[int], eps: float, sto
         previous = z
         z, _, _ = model.block(z, inj)
         if i - 1 in early and i > 1:  # the gain at z_(i-1), whose image z_i was just computed
-            probe = torch.randn(previous.shape, generator=s.gen)
+            probe = torch.randn(previous.shape, generator=s.gen).to(previous.device)
             s.early_gains.append(_probe_gain(model, previous, z, inj, probe, eps))
         if i in wanted:
             logits = model.head(z)
@@ -163,7 +163,7 @@ def forward_step(model, x, y, stage: dict, draws: StepDraws, gen, penalty_scale=
             if hook is not None:
                 hook(params, s)
     with torch.no_grad():
-        z = torch.randn(inj.shape, generator=gen) if draws.noise else torch.zeros_like(inj)
+        z = torch.randn(inj.shape, generator=gen).to(inj.device) if draws.noise else torch.zeros_like(inj)
         inj_nograd = inj.detach()
         grad_iters = solve["grad_iters"]
         settle_iters = draws.depth

@@ -10,6 +10,9 @@ from pathlib import Path
 
 
 def git_commit() -> str:
+    """HEAD's commit; EQLM_GIT_COMMIT names it on a machine that got a copy of the tree without its repository."""
+    if os.environ.get("EQLM_GIT_COMMIT"):
+        return os.environ["EQLM_GIT_COMMIT"]
     try:
         out = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, check=True, timeout=10)
         return out.stdout.strip()

@@ -169,7 +169,9 @@ class Jacobian(Term):
     def value(self, p, s):
         import torch
 
-        gain = _probe_gain(s.model, s.z, s.fz(), s.inj, torch.randn(s.z.shape, generator=s.gen), p["eps"])
+        gain = _probe_gain(
+            s.model, s.z, s.fz(), s.inj, torch.randn(s.z.shape, generator=s.gen).to(s.z.device), p["eps"]
+        )
         s.parts["jac"] = gain.detach().mean()
         return _hinge(gain, p["target"])
 

@@ -87,19 +87,44 @@ def quick_convergence(model, data: bytes, depths: list[int], seq_len: int, max_b
     """
     from .convergence import windows_of
 
+    device = str(next(model.parameters()).device)
     if model.model_class == "ExplicitLM":
+        import copy
+
         from .explicit_bpb import explicit_bits_per_byte
 
-        bpb, _ = explicit_bits_per_byte(model, windows_of(data[:max_bytes], seq_len + 1), batch=32)
+        on_cpu = model if device == "cpu" else copy.deepcopy(model).cpu()
+        bpb, _ = explicit_bits_per_byte(on_cpu, windows_of(data[:max_bytes], seq_len + 1), batch=32)
         return {len(model.layers): {"bpb": bpb, "converged": 0.0}}
     from .convergence import TorchBackend, profile_by_depth, tolerance_key
 
     windows = windows_of(data[:max_bytes], seq_len)
-    profile = profile_by_depth(TorchBackend(model), windows, max_depth=max(depths), tolerances=(tol,), batch=32)
+    profile = profile_by_depth(
+        TorchBackend(model, device=device), windows, max_depth=max(depths), tolerances=(tol,), batch=32
+    )
     key = tolerance_key(tol)
     figures = {d: profile.by_depth[d] for d in depths}
     # plain floats: the figures go into the checkpoint's provenance, which weights_only loading reads back
     return {d: {"bpb": float(f.bits_per_byte), "converged": float(f.converged[key])} for d, f in figures.items()}
+
+
+def _finished(state: dict, latest: Path, this_run: str, total: int) -> Path | None:
+    """The stage's final checkpoint when the saved state already ran every step of this run, else None."""
+    if state["step"] < total or not latest.exists():
+        return None
+    done = torch.load(latest, map_location="cpu", weights_only=True)["provenance"]
+    return latest if done.get("run_hash") == this_run and done.get("steps") == state["step"] else None
+
+
+def _cpu(tree):
+    """A state dict's tensors on the CPU, so a run saved on an accelerator loads anywhere."""
+    if isinstance(tree, torch.Tensor):
+        return tree.detach().cpu()
+    if isinstance(tree, dict):
+        return {k: _cpu(v) for k, v in tree.items()}
+    if isinstance(tree, list | tuple):
+        return type(tree)(_cpu(v) for v in tree)
+    return tree
 
 
 def train_stage(
@@ -140,10 +165,11 @@ def train_stage(
     model = build_model(model_class, config.to_dict())
     if init_checkpoint is not None:
         model.load_state_dict(init_model.state_dict())
+    model.to(device)  # built and initialised on the CPU, so a seed gives the same initial weights on every device
     teacher = None
     if stage.teacher is not None:
         teacher, _ = load_checkpoint(stage.teacher)
-        teacher.eval().requires_grad_(False)
+        teacher.eval().requires_grad_(False).to(device)
         teacher_sha = sha256_file(stage.teacher)
     schedule = stage.data["schedule"]
     decay = [p for n, p in model.named_parameters() if p.dim() >= 2]
@@ -168,6 +194,10 @@ def train_stage(
                 f"{state_path} belongs to another run (hash {state['run_hash']}, this one {this_run}): "
                 "use another --out or delete it"
             )
+        finished = _finished(state, latest, this_run, total)
+        if finished is not None:  # nothing left to train, so the threads and device it ran on do not matter
+            log(f"stage {stage.name} finished before ({state['step']} steps, on {state.get('identity')}): {latest}")
+            return TrainOutcome(True, state["step"], total, latest, state_path)
         if state.get("identity", identity) != identity:
             raise ValueError(
                 f"{state_path} was trained on {state['identity']}, this resume asks for {identity}: floating-point "
@@ -176,11 +206,6 @@ def train_stage(
         model.load_state_dict(state["model"])
         opt.load_state_dict(state["optimizer"])
         step, trained_seconds = state["step"], state["train_seconds"]
-        if step >= total and latest.exists():
-            done = torch.load(latest, map_location="cpu", weights_only=True)["provenance"]
-            if done.get("run_hash") == this_run and done.get("steps") == step:
-                log(f"stage {stage.name} finished before ({step} steps): {latest}")
-                return TrainOutcome(True, step, total, latest, state_path)
         log(f"resumed at step {step}/{total} ({trained_seconds:.0f} s trained so far)")
     log(f"{model_class} {model.num_params():,} params, corpus {len(data):,} bytes sha256 {corpus_sha}")
     log(f"recipe {stage.recipe_name}, stage {stage.name}, recipe hash {stage.recipe_hash}, run hash {this_run}")
@@ -218,8 +243,8 @@ def train_stage(
         }
 
     def save_state() -> None:
-        payload = {"run_hash": this_run, "identity": identity, "model": model.state_dict()}
-        payload.update({"optimizer": opt.state_dict(), "step": step, "planned_steps": total})
+        payload = {"run_hash": this_run, "identity": identity, "model": _cpu(model.state_dict())}
+        payload.update({"optimizer": _cpu(opt.state_dict()), "step": step, "planned_steps": total})
         payload["train_seconds"] = seconds()
         atomic_torch_save(payload, state_path)
 
@@ -249,7 +274,7 @@ def train_stage(
         gen = torch.Generator().manual_seed(int(rng.integers(0, 2**62)))
         starts = rng.integers(0, len(train_arr) - seq_len - 1, size=batch_size)
         idx = torch.from_numpy(starts)[:, None] + torch.arange(seq_len + 1)[None, :]
-        batch = train_arr[idx]
+        batch = train_arr[idx].to(device)
         draws = draw_step(stage.data, rng)
         ramp = min(1.0, step / ramp_steps) if ramp_steps else 1.0
         loss, parts = forward_step(model, batch[:, :-1], batch[:, 1:], stage.data, draws, gen, ramp, teacher)

@@ -137,15 +137,23 @@ def update_experiment(experiment: Experiment, changes: dict, *, check_files: boo
     return experiment
 
 
-def launch(experiment: Experiment) -> tuple[list[TrainingRun], int]:
-    """Freeze the experiment and queue one training run per arm and seed; (runs, newly queued). Idempotent."""
-    from .tasks import train_slice
-
+def freeze(experiment: Experiment) -> Experiment:
+    """Mark the experiment launched (its registration read-only from now on), as its first run starts."""
     with transaction.atomic():
         experiment = Experiment.objects.select_for_update().get(pk=experiment.pk)
         if experiment.launched_at is None:
             experiment.launched_at = timezone.now()
             experiment.save(update_fields=["launched_at"])
+    return experiment
+
+
+def launch(experiment: Experiment, enqueue: bool = True) -> tuple[list[TrainingRun], int]:
+    """Freeze the experiment and queue one training run per arm and seed; (runs, newly queued). Idempotent.
+    With enqueue=False the new rows wait for their first message (an import of runs trained elsewhere sends it)."""
+    from .tasks import train_slice
+
+    with transaction.atomic():
+        experiment = freeze(experiment)
         new = []
         for arm in experiment.arms:
             for seed in experiment.seeds:
@@ -154,7 +162,7 @@ def launch(experiment: Experiment) -> tuple[list[TrainingRun], int]:
                 )
                 if created:
                     new.append(run.pk)
-        for pk in new:
+        for pk in new if enqueue else ():
             transaction.on_commit(lambda pk=pk: train_slice.delay(pk, 0))
     return list(experiment.runs.all()), len(new)
 

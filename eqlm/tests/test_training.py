@@ -170,6 +170,25 @@ def test_a_resume_with_another_recipe_or_other_threads_is_refused(tmp_path):
 
 
 @pytest.mark.slow
+def test_a_finished_stage_is_taken_as_finished_whatever_it_ran_on_but_an_unfinished_one_keeps_its_identity(tmp_path):
+    recipe = tiny_recipe(tmp_path)
+    train_stage(recipe.resolve("first"), tmp_path / "done", log=lambda _: None)  # every step, on one thread
+    again = train_stage(recipe.resolve("first"), tmp_path / "done", threads=2, log=lambda _: None)
+    assert again.finished and again.step == 6 and again.checkpoint == tmp_path / "done" / "latest.pt"
+    train_stage(recipe.resolve("first"), tmp_path / "half", stop_after=3, log=lambda _: None)
+    with pytest.raises(ValueError, match="threads"):
+        train_stage(recipe.resolve("first"), tmp_path / "half", threads=2, log=lambda _: None)
+
+
+def test_a_saved_training_state_holds_cpu_tensors_so_it_loads_on_any_machine():
+    from eqlm.trainer import _cpu
+
+    tree = {"a": torch.ones(2), "b": [torch.zeros(1), 3], "c": (torch.ones(1),)}
+    moved = _cpu(tree)
+    assert moved["a"].device.type == "cpu" and moved["b"][1] == 3 and isinstance(moved["c"], tuple)
+
+
+@pytest.mark.slow
 def test_a_stage_chain_trains_each_stage_from_the_one_before(tmp_path):
     from eqlm.trainer import train_chain
 

@@ -1,0 +1,153 @@
+"""`manage.py offload_experiment SLUG --plan DIR | --import DIR`: train an experiment's runs on another machine.
+
+For a machine that cannot reach the broker or the database (an accelerator machine lent for a few minutes):
+
+1. `--plan DIR` freezes the experiment (as a launch does: its registration is read-only from now on) and writes
+   DIR/plan.json, one entry per arm and seed, and DIR/kjv.txt, the corpus dump for a machine without the package.
+2. There, `python -m eqlm.offload DIR --device cuda --jobs N --max-minutes M` trains every run into DIR/runs/.
+3. `--import DIR` takes each run that finished its every stage: it creates the run's row, copies its stages into the
+   run's folder under MEDIA_ROOT, records the device and threads it trained on, and queues it. The worker finds the
+   training finished (same run hash: same resolved recipe, corpus and start) and evaluates it, writing the rows.
+
+A run that did not finish there is left out and reported; `run_experiment SLUG` trains it here from scratch.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+from django.core.management.base import BaseCommand, CommandError
+from django.db import transaction
+
+from experiments_app import services
+from experiments_app.models import Experiment, TrainingRun
+from experiments_app.runs import run_folder, stage_chain
+
+
+def plan_entries(experiment: Experiment) -> list[dict]:
+    entries = []
+    for arm in experiment.arms:
+        for seed in experiment.seeds:
+            chain = stage_chain(arm, seed)
+            entries.append(
+                {
+                    "folder": f"{arm['label']}-seed{seed}",
+                    "arm": arm["label"],
+                    "seed": seed,
+                    "recipe": arm["recipe"],
+                    "stage": arm["stage"],
+                    "overrides": [*arm["overrides"], f"seed={seed}"],
+                    "stages": [s.name for s in chain],
+                    "steps": [s.steps for s in chain],
+                }
+            )
+    return entries
+
+
+def finished_stages(folder: Path, entry: dict) -> tuple[bool, str, dict]:
+    """(every stage finished, why not, the last stage's saved identity)."""
+    import torch
+
+    identity: dict = {}
+    for name, steps in zip(entry["stages"], entry["steps"], strict=True):
+        state, latest = folder / name / "state.pt", folder / name / "latest.pt"
+        if not state.exists():
+            return False, f"stage {name} has no saved state", identity
+        saved = torch.load(state, map_location="cpu", weights_only=True)
+        if not latest.exists():
+            return False, f"stage {name} stopped at step {saved['step']} of {steps}", identity
+        done = torch.load(latest, map_location="cpu", weights_only=True)["provenance"]
+        if saved["step"] < steps or done.get("steps") != saved["step"] or done.get("run_hash") != saved["run_hash"]:
+            return False, f"stage {name} stopped at step {saved['step']} of {steps}", identity
+        identity = saved.get("identity", {})
+    return True, "", identity
+
+
+class Command(BaseCommand):
+    help = "Train an experiment's runs on another machine: write a plan folder, or import the runs trained from it."
+
+    def add_arguments(self, parser):
+        parser.add_argument("slug")
+        mode = parser.add_mutually_exclusive_group(required=True)
+        mode.add_argument("--plan", type=Path, help="write DIR/plan.json and DIR/kjv.txt")
+        mode.add_argument("--import", dest="import_dir", type=Path, help="import the finished runs in DIR/runs/")
+
+    def handle(self, *args, slug: str, plan: Path | None, import_dir: Path | None, **options):
+        experiment = Experiment.objects.filter(slug=slug).first()
+        if experiment is None:
+            raise CommandError(f"no experiment {slug!r}")
+        if plan is not None:
+            self.write_plan(experiment, plan)
+        else:
+            self.import_runs(experiment, import_dir)
+
+    def write_plan(self, experiment: Experiment, root: Path) -> None:
+        from eqlm.corpus import kjv_text
+        from eqlm.offload import PLAN_VERSION
+        from eqlm.provenance import git_commit
+
+        entries = plan_entries(experiment)  # resolves every recipe first: a bad arm fails before anything is frozen
+        experiment = services.freeze(experiment)
+        root.mkdir(parents=True, exist_ok=True)
+        named = {
+            s.data["corpus"].get("name") for arm in experiment.arms for s in stage_chain(arm, 0) if not s.corpus_file
+        }
+        if "kjv" in named:  # a file-based corpus travels by its path in the recipe
+            (root / "kjv.txt").write_text(kjv_text(), encoding="utf-8")
+        body = {
+            "version": PLAN_VERSION,
+            "experiment": experiment.slug,
+            "registration_hash": experiment.registration_hash,
+            "commit": git_commit(),
+            "runs": entries,
+        }
+        (root / "plan.json").write_text(json.dumps(body, indent=1))
+        self.stdout.write(f"{experiment.slug}: {len(entries)} runs planned in {root} (the experiment is now frozen)")
+
+    def import_runs(self, experiment: Experiment, root: Path) -> None:
+        if not (root / "plan.json").exists():
+            raise CommandError(f"{root / 'plan.json'} is missing: pass the plan folder the runs were trained from")
+        body = json.loads((root / "plan.json").read_text())
+        if body.get("experiment") != experiment.slug:
+            raise CommandError(f"{root} holds the plan of {body.get('experiment')!r}, not of {experiment.slug!r}")
+        if body.get("registration_hash") != experiment.registration_hash:
+            raise CommandError(f"{root} was planned from another registration of {experiment.slug!r}")
+        expected = {e["folder"]: e for e in plan_entries(experiment)}
+        services.freeze(experiment)
+        imported = 0
+        for entry in body["runs"]:
+            if expected.get(entry["folder"]) != entry:
+                raise CommandError(f"{entry['folder']}: the plan's arm no longer resolves to the same stages here")
+            ok, why, identity = finished_stages(root / "runs" / entry["folder"], entry)
+            if not ok:
+                self.stdout.write(f"  {entry['folder']}: left out ({why})")
+                continue
+            imported += self.import_one(experiment, entry, root / "runs" / entry["folder"], identity)
+        self.stdout.write(f"{experiment.slug}: {imported} runs imported and queued for evaluation")
+
+    def import_one(self, experiment: Experiment, entry: dict, source: Path, identity: dict) -> int:
+        from experiments_app.tasks import train_slice
+
+        arm = next(a for a in experiment.arms if a["label"] == entry["arm"])
+        with transaction.atomic():
+            run, created = TrainingRun.objects.get_or_create(
+                experiment=experiment, arm_label=arm["label"], seed=entry["seed"], defaults={"arm_hash": arm["hash"]}
+            )
+            target = run_folder(run)
+            if not created and (run.step or run.slice_number or target.exists()):
+                self.stdout.write(f"  {entry['folder']}: left out (its run already trained here: {run.status})")
+                return 0
+            partial = target.with_name(target.name + ".importing")  # renamed whole: never half a folder
+            shutil.rmtree(partial, ignore_errors=True)
+            shutil.copytree(source, partial, ignore=shutil.ignore_patterns("*.log", "*.tmp"))
+            partial.rename(target)
+            TrainingRun.objects.filter(pk=run.pk).update(
+                device=str(identity.get("device", ""))[:16],
+                threads=int(identity.get("threads", 1)),
+                progress_message="trained on another machine; queued for evaluation",
+            )
+            transaction.on_commit(lambda pk=run.pk: train_slice.delay(pk, 0))
+        self.stdout.write(f"  {entry['folder']}: imported ({identity}) into {target}")
+        return 1
