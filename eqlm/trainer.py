@@ -116,6 +116,24 @@ def _finished(state: dict, latest: Path, this_run: str, total: int) -> Path | No
     return latest if done.get("run_hash") == this_run and done.get("steps") == state["step"] else None
 
 
+def hand_over(state_path: Path, threads: int, device: str) -> dict:
+    """Let an unfinished run go on with other threads or on another device, and record it in the state.
+
+    A resume keeps its threads and device, so that a stopped and resumed run equals an uninterrupted one bit for bit.
+    A run handed over gives that up knowingly: the handover (from, to, at which step) is kept in the state and in every
+    checkpoint's provenance from then on. Returns the handover recorded.
+    """
+    state = torch.load(state_path, map_location="cpu", weights_only=True)
+    to = {"threads": threads, "device": device}
+    if state.get("identity") == to:
+        raise ValueError(f"{state_path} already trains on {to}: nothing to hand over")
+    record = {"step": state["step"], "from": state.get("identity"), "to": to}
+    state["handovers"] = [*state.get("handovers", []), record]
+    state["identity"] = to
+    atomic_torch_save(state, Path(state_path))
+    return record
+
+
 def _cpu(tree):
     """A state dict's tensors on the CPU, so a run saved on an accelerator loads anywhere."""
     if isinstance(tree, torch.Tensor):
@@ -187,6 +205,7 @@ def train_stage(
     step, trained_seconds, total = 0, 0.0, stage.steps
     this_run = run_hash(stage, corpus_sha, init_sha, teacher_sha)
     identity = {"threads": threads, "device": device}
+    handovers: list[dict] = []  # where a run moved to other threads or another device mid-way (hand_over)
     if state_path.exists():
         state = torch.load(state_path, map_location="cpu", weights_only=True)
         if state["run_hash"] != this_run:
@@ -206,6 +225,7 @@ def train_stage(
         model.load_state_dict(state["model"])
         opt.load_state_dict(state["optimizer"])
         step, trained_seconds = state["step"], state["train_seconds"]
+        handovers = list(state.get("handovers", []))
         log(f"resumed at step {step}/{total} ({trained_seconds:.0f} s trained so far)")
     log(f"{model_class} {model.num_params():,} params, corpus {len(data):,} bytes sha256 {corpus_sha}")
     log(f"recipe {stage.recipe_name}, stage {stage.name}, recipe hash {stage.recipe_hash}, run hash {this_run}")
@@ -235,6 +255,7 @@ def train_stage(
             "threads": threads,
             "device": device,
             "planned_steps": total,
+            **({"handovers": handovers} if handovers else {}),
             "lr_schedule": "linear warmup, then cosine to min_lr_ratio over planned_steps (by step, not wall clock)",
             "heldout_fraction": HELDOUT_FRACTION,
             "metrics": metrics or {},
@@ -244,6 +265,8 @@ def train_stage(
 
     def save_state() -> None:
         payload = {"run_hash": this_run, "identity": identity, "model": _cpu(model.state_dict())}
+        if handovers:
+            payload["handovers"] = handovers
         payload.update({"optimizer": _cpu(opt.state_dict()), "step": step, "planned_steps": total})
         payload["train_seconds"] = seconds()
         atomic_torch_save(payload, state_path)

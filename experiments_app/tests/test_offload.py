@@ -16,6 +16,11 @@ from .factories import DEPTHS, tiny_experiment
 pytestmark = [pytest.mark.slow, pytest.mark.django_db]
 
 
+@pytest.fixture(autouse=True)
+def own_media(settings, tmp_path):
+    settings.MEDIA_ROOT = tmp_path / "media"  # the run folders of one test never meet another's
+
+
 def test_runs_trained_from_a_plan_are_imported_then_evaluated_without_training_again(
     tmp_path, django_capture_on_commit_callbacks
 ):
@@ -65,3 +70,32 @@ def test_an_import_from_another_experiments_plan_is_refused(tmp_path):
     with pytest.raises(CommandError, match="plan.json is missing"):
         call_command("offload_experiment", "tiny", import_dir=tmp_path / "nowhere")
     assert not TrainingRun.objects.exists()
+
+
+def test_a_run_stopped_part_way_there_is_handed_over_with_a_record_and_finished_here(
+    tmp_path, settings, django_capture_on_commit_callbacks
+):
+    import torch
+
+    settings.EXPERIMENT_TRAIN_THREADS = 2  # not the plan's one thread: the rest trains on another identity
+    tiny_experiment(seeds=[1])
+    call_command("offload_experiment", "tiny", plan=tmp_path)
+    run_plan(tmp_path, "cpu", jobs=2, max_minutes=0)
+    with django_capture_on_commit_callbacks(execute=False) as queued:
+        call_command("offload_experiment", "tiny", import_dir=tmp_path, continue_here=True)
+    assert len(queued) == 2
+    run = TrainingRun.objects.get(arm_label="base")
+    assert run.threads == 2 and run.device == "cpu"
+    assert run.progress_message.startswith("handed over at step 0 from {'threads': 1, 'device': 'cpu'}")
+
+    outcomes = [run_slice(run.pk, n, send_next=lambda number: None) for n in range(3)]
+    run.refresh_from_db()
+    assert outcomes == ["trained", "trained", "evaluated"] and run.status == "done", run.error
+    first = torch.load(run_folder(run) / "first" / "latest.pt", weights_only=True)["provenance"]
+    assert first["steps"] == 8 and first["threads"] == 2
+    assert first["handovers"] == [{"step": 0, "from": {"threads": 1, "device": "cpu"}, "to": first_identity(2)}]
+    assert ResultRow.objects.filter(experiment="tiny", arm_label="base").count() == len(DEPTHS) * 2
+
+
+def first_identity(threads: int) -> dict:
+    return {"threads": threads, "device": "cpu"}

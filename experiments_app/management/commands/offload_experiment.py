@@ -9,15 +9,19 @@ For a machine that cannot reach the broker or the database (an accelerator machi
    run's folder under MEDIA_ROOT, records the device and threads it trained on, and queues it. The worker finds the
    training finished (same run hash: same resolved recipe, corpus and start) and evaluates it, writing the rows.
 
-A run that did not finish there is left out and reported; `run_experiment SLUG` trains it here from scratch.
+A run that did not finish there is left out and reported. With `--continue-here` it is imported too, handed over to
+this machine's workers (`eqlm.trainer.hand_over`: the change of threads or device and the step it happened at are kept
+in its state and in its checkpoint's provenance), and they train the rest before evaluating it.
 """
 
 from __future__ import annotations
 
 import json
 import shutil
+from dataclasses import dataclass
 from pathlib import Path
 
+from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 
@@ -46,23 +50,29 @@ def plan_entries(experiment: Experiment) -> list[dict]:
     return entries
 
 
-def finished_stages(folder: Path, entry: dict) -> tuple[bool, str, dict]:
-    """(every stage finished, why not, the last stage's saved identity)."""
+@dataclass
+class Trained:
+    finished: bool
+    why: str = ""
+    identity: dict | None = None  # the threads and device of the last stage trained there
+    stopped_stage: str = ""  # the stage that stopped part-way (its state can be handed over)
+
+
+def trained_stages(folder: Path, entry: dict) -> Trained:
+    """How far the run got there: every stage finished, or where it stopped."""
     import torch
 
     identity: dict = {}
     for name, steps in zip(entry["stages"], entry["steps"], strict=True):
         state, latest = folder / name / "state.pt", folder / name / "latest.pt"
         if not state.exists():
-            return False, f"stage {name} has no saved state", identity
+            return Trained(False, f"stage {name} has no saved state", identity)
         saved = torch.load(state, map_location="cpu", weights_only=True)
-        if not latest.exists():
-            return False, f"stage {name} stopped at step {saved['step']} of {steps}", identity
-        done = torch.load(latest, map_location="cpu", weights_only=True)["provenance"]
-        if saved["step"] < steps or done.get("steps") != saved["step"] or done.get("run_hash") != saved["run_hash"]:
-            return False, f"stage {name} stopped at step {saved['step']} of {steps}", identity
         identity = saved.get("identity", {})
-    return True, "", identity
+        done = torch.load(latest, map_location="cpu", weights_only=True)["provenance"] if latest.exists() else {}
+        if saved["step"] < steps or done.get("steps") != saved["step"] or done.get("run_hash") != saved["run_hash"]:
+            return Trained(False, f"stage {name} stopped at step {saved['step']} of {steps}", identity, name)
+    return Trained(True, "", identity)
 
 
 class Command(BaseCommand):
@@ -73,15 +83,21 @@ class Command(BaseCommand):
         mode = parser.add_mutually_exclusive_group(required=True)
         mode.add_argument("--plan", type=Path, help="write DIR/plan.json and DIR/kjv.txt")
         mode.add_argument("--import", dest="import_dir", type=Path, help="import the finished runs in DIR/runs/")
+        parser.add_argument(
+            "--continue-here",
+            action="store_true",
+            help="also import the runs that stopped part-way, handed over to this machine's workers (recorded in "
+            "their state and provenance: such a run is no longer bit-equal to an uninterrupted one)",
+        )
 
-    def handle(self, *args, slug: str, plan: Path | None, import_dir: Path | None, **options):
+    def handle(self, *args, slug: str, plan: Path | None, import_dir: Path | None, continue_here: bool, **options):
         experiment = Experiment.objects.filter(slug=slug).first()
         if experiment is None:
             raise CommandError(f"no experiment {slug!r}")
         if plan is not None:
             self.write_plan(experiment, plan)
         else:
-            self.import_runs(experiment, import_dir)
+            self.import_runs(experiment, import_dir, continue_here)
 
     def write_plan(self, experiment: Experiment, root: Path) -> None:
         from eqlm.corpus import kjv_text
@@ -106,7 +122,7 @@ class Command(BaseCommand):
         (root / "plan.json").write_text(json.dumps(body, indent=1))
         self.stdout.write(f"{experiment.slug}: {len(entries)} runs planned in {root} (the experiment is now frozen)")
 
-    def import_runs(self, experiment: Experiment, root: Path) -> None:
+    def import_runs(self, experiment: Experiment, root: Path, continue_here: bool = False) -> None:
         if not (root / "plan.json").exists():
             raise CommandError(f"{root / 'plan.json'} is missing: pass the plan folder the runs were trained from")
         body = json.loads((root / "plan.json").read_text())
@@ -120,14 +136,14 @@ class Command(BaseCommand):
         for entry in body["runs"]:
             if expected.get(entry["folder"]) != entry:
                 raise CommandError(f"{entry['folder']}: the plan's arm no longer resolves to the same stages here")
-            ok, why, identity = finished_stages(root / "runs" / entry["folder"], entry)
-            if not ok:
-                self.stdout.write(f"  {entry['folder']}: left out ({why})")
+            trained = trained_stages(root / "runs" / entry["folder"], entry)
+            if not trained.finished and not (continue_here and trained.stopped_stage):
+                self.stdout.write(f"  {entry['folder']}: left out ({trained.why})")
                 continue
-            imported += self.import_one(experiment, entry, root / "runs" / entry["folder"], identity)
-        self.stdout.write(f"{experiment.slug}: {imported} runs imported and queued for evaluation")
+            imported += self.import_one(experiment, entry, root / "runs" / entry["folder"], trained)
+        self.stdout.write(f"{experiment.slug}: {imported} runs imported and queued")
 
-    def import_one(self, experiment: Experiment, entry: dict, source: Path, identity: dict) -> int:
+    def import_one(self, experiment: Experiment, entry: dict, source: Path, trained: Trained) -> int:
         from experiments_app.tasks import train_slice
 
         arm = next(a for a in experiment.arms if a["label"] == entry["arm"])
@@ -139,15 +155,36 @@ class Command(BaseCommand):
             if not created and (run.step or run.slice_number or target.exists()):
                 self.stdout.write(f"  {entry['folder']}: left out (its run already trained here: {run.status})")
                 return 0
+            if target.exists():
+                raise CommandError(f"{target} exists but belongs to no run of {experiment.slug}: move it away first")
             partial = target.with_name(target.name + ".importing")  # renamed whole: never half a folder
             shutil.rmtree(partial, ignore_errors=True)
             shutil.copytree(source, partial, ignore=shutil.ignore_patterns("*.log", "*.tmp"))
+            identity, message = trained.identity or {}, "trained on another machine; queued for evaluation"
+            if not trained.finished:  # handed over: this machine's workers train the rest
+                from eqlm.trainer import hand_over
+
+                identity = {"threads": settings.EXPERIMENT_TRAIN_THREADS, "device": local_device()}
+                try:
+                    record = hand_over(partial / trained.stopped_stage / "state.pt", **identity)
+                except BaseException:
+                    shutil.rmtree(partial, ignore_errors=True)
+                    raise
+                message = f"handed over at step {record['step']} from {record['from']}; queued to train the rest here"
             partial.rename(target)
             TrainingRun.objects.filter(pk=run.pk).update(
                 device=str(identity.get("device", ""))[:16],
                 threads=int(identity.get("threads", 1)),
-                progress_message="trained on another machine; queued for evaluation",
+                progress_message=message,
             )
             transaction.on_commit(lambda pk=run.pk: train_slice.delay(pk, 0))
-        self.stdout.write(f"  {entry['folder']}: imported ({identity}) into {target}")
+        self.stdout.write(f"  {entry['folder']}: imported into {target}: {message}")
         return 1
+
+
+def local_device() -> str:
+    """The device this machine's workers train on (settings.EXPERIMENT_TRAIN_DEVICE, or the CPU without one)."""
+    import torch
+
+    device = settings.EXPERIMENT_TRAIN_DEVICE
+    return device if device == "cpu" or torch.cuda.is_available() else "cpu"
