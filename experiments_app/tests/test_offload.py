@@ -99,3 +99,14 @@ def test_a_run_stopped_part_way_there_is_handed_over_with_a_record_and_finished_
 
 def first_identity(threads: int) -> dict:
     return {"threads": threads, "device": "cpu"}
+
+
+def test_a_failed_import_leaves_no_row_and_no_folder_behind(tmp_path, settings):
+    settings.EXPERIMENT_TRAIN_THREADS = 1  # the identity it stopped on: there is nothing to hand over
+    tiny_experiment(seeds=[1])
+    call_command("offload_experiment", "tiny", plan=tmp_path)
+    run_plan(tmp_path, "cpu", jobs=2, max_minutes=0)
+    with pytest.raises(ValueError, match="nothing to hand over"):
+        call_command("offload_experiment", "tiny", import_dir=tmp_path, continue_here=True)
+    assert not TrainingRun.objects.exists()
+    assert not list((settings.MEDIA_ROOT / "experiments" / "tiny").iterdir())

@@ -130,6 +130,12 @@ class Command(BaseCommand):
             raise CommandError(f"{root} holds the plan of {body.get('experiment')!r}, not of {experiment.slug!r}")
         if body.get("registration_hash") != experiment.registration_hash:
             raise CommandError(f"{root} was planned from another registration of {experiment.slug!r}")
+        from portal.celery import app
+
+        if app.conf.task_always_eager:
+            self.stdout.write(
+                "no broker (CELERY_BROKER_URL is unset): each run trains and is evaluated in this process"
+            )
         expected = {e["folder"]: e for e in plan_entries(experiment)}
         services.freeze(experiment)
         imported = 0
@@ -144,42 +150,56 @@ class Command(BaseCommand):
         self.stdout.write(f"{experiment.slug}: {imported} runs imported and queued")
 
     def import_one(self, experiment: Experiment, entry: dict, source: Path, trained: Trained) -> int:
-        from experiments_app.tasks import train_slice
-
+        """Create the run's row, put its stages in its folder and queue it, all or nothing: a failure leaves no row
+        and no folder behind."""
         arm = next(a for a in experiment.arms if a["label"] == entry["arm"])
-        with transaction.atomic():
-            run, created = TrainingRun.objects.get_or_create(
-                experiment=experiment, arm_label=arm["label"], seed=entry["seed"], defaults={"arm_hash": arm["hash"]}
-            )
-            target = run_folder(run)
-            if not created and (run.step or run.slice_number or target.exists()):
-                self.stdout.write(f"  {entry['folder']}: left out (its run already trained here: {run.status})")
-                return 0
-            if target.exists():
-                raise CommandError(f"{target} exists but belongs to no run of {experiment.slug}: move it away first")
-            partial = target.with_name(target.name + ".importing")  # renamed whole: never half a folder
-            shutil.rmtree(partial, ignore_errors=True)
-            shutil.copytree(source, partial, ignore=shutil.ignore_patterns("*.log", "*.tmp"))
-            identity, message = trained.identity or {}, "trained on another machine; queued for evaluation"
-            if not trained.finished:  # handed over: this machine's workers train the rest
-                from eqlm.trainer import hand_over
-
-                identity = {"threads": settings.EXPERIMENT_TRAIN_THREADS, "device": local_device()}
-                try:
-                    record = hand_over(partial / trained.stopped_stage / "state.pt", **identity)
-                except BaseException:
-                    shutil.rmtree(partial, ignore_errors=True)
-                    raise
-                message = f"handed over at step {record['step']} from {record['from']}; queued to train the rest here"
-            partial.rename(target)
-            TrainingRun.objects.filter(pk=run.pk).update(
-                device=str(identity.get("device", ""))[:16],
-                threads=int(identity.get("threads", 1)),
-                progress_message=message,
-            )
-            transaction.on_commit(lambda pk=run.pk: train_slice.delay(pk, 0))
+        moved: list[Path] = []
+        try:
+            with transaction.atomic():
+                run, created = TrainingRun.objects.get_or_create(
+                    experiment=experiment,
+                    arm_label=arm["label"],
+                    seed=entry["seed"],
+                    defaults={"arm_hash": arm["hash"]},
+                )
+                target = run_folder(run)
+                if not created and (run.step or run.slice_number or target.exists()):
+                    self.stdout.write(f"  {entry['folder']}: left out (its run already trained here: {run.status})")
+                    return 0
+                if target.exists():
+                    raise CommandError(f"{target} exists but belongs to no run of {experiment.slug}: move it away")
+                message = self.place(source, target, run, trained, moved)
+        except BaseException:
+            for folder in moved:
+                shutil.rmtree(folder, ignore_errors=True)
+            raise
         self.stdout.write(f"  {entry['folder']}: imported into {target}: {message}")
         return 1
+
+    def place(self, source: Path, target: Path, run: TrainingRun, trained: Trained, moved: list[Path]) -> str:
+        """Copy the stages beside the target, hand an unfinished one over, update the row, then rename the copy into
+        place last (the caller removes whatever `moved` names when anything fails)."""
+        from eqlm.trainer import hand_over
+        from experiments_app.tasks import train_slice
+
+        partial = target.with_name(target.name + ".importing")
+        shutil.rmtree(partial, ignore_errors=True)
+        moved.append(partial)
+        shutil.copytree(source, partial, ignore=shutil.ignore_patterns("*.log", "*.tmp"))
+        identity, message = trained.identity or {}, "trained on another machine; queued for evaluation"
+        if not trained.finished:  # handed over: this machine's workers train the rest
+            identity = {"threads": settings.EXPERIMENT_TRAIN_THREADS, "device": local_device()}
+            record = hand_over(partial / trained.stopped_stage / "state.pt", **identity)
+            message = f"handed over at step {record['step']} from {record['from']}; queued to train the rest here"
+        TrainingRun.objects.filter(pk=run.pk).update(
+            device=str(identity.get("device", ""))[:16],
+            threads=int(identity.get("threads", 1)),
+            progress_message=message,
+        )
+        partial.rename(target)
+        moved.append(target)
+        transaction.on_commit(lambda pk=run.pk: train_slice.delay(pk, 0))
+        return message
 
 
 def local_device() -> str:
