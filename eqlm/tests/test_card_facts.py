@@ -136,3 +136,21 @@ def test_a_stage_trained_with_overrides_plans_what_they_resolve_to():
     (only,) = facts["stages"]
     assert only["planned_steps"] == 3000 and only["overrides"] == ["steps=3000"]
     assert only["recorded"]["recipe_changed"] is False and facts["totals"]["planned_steps"] == 3000
+
+
+def test_a_promoted_checkpoint_is_placed_where_its_pinned_recipe_resolves_to_the_stage_it_records():
+    from eqlm.recipe import Recipe, pinned_recipe
+
+    source = load_recipe("depth-random")
+    stage = source.resolve("random", ["steps=3000", "seed=42"])
+    provenance = {"recipe": "depth-random", "stage": "random", "overrides": ["steps=3000", "seed=42"]}
+    provenance |= {"resolved_stage": stage.to_dict(), "recipe_hash": stage.recipe_hash, "steps": 3000}
+    promoted = {"file": "eqlm-demo.pt", "sha256": "f" * 64, "config": CONFIG, "provenance": provenance}
+    pinned = Recipe("eqlm-demo", source.path, pinned_recipe("eqlm-demo", provenance, "t", "d"))
+    assert stage_of(promoted, pinned, pinned.chain()) == "random"
+    facts = build_facts("eqlm-demo", promoted, pinned, [])
+    served = facts["stages"][-1]
+    assert facts["served"]["stage"] == "random" and served["recorded"]["recipe_changed"] is False
+    assert served["planned_steps"] == 3000 and served["overrides"] == ["steps=3000", "seed=42"]
+    unpinned = Recipe("eqlm-demo", source.path, source.raw)  # 20,000 steps: not what the checkpoint trained
+    assert stage_of(promoted, unpinned, unpinned.chain()) is None

@@ -303,6 +303,15 @@ def test_every_bundled_model_has_a_recipe_file_whose_stages_resolve():
         assert len(recipe.resolve().recipe_hash) == 16
 
 
+def test_the_served_recipe_trains_again_the_stage_the_served_checkpoint_records():
+    """eqlm/recipes/eqlm-demo.toml is pinned by `make promote-demo`: the served checkpoint's recipe with its overrides
+    written in, so `make train-demo` (the recipe's last stage, no overrides) trains the same stage again."""
+    provenance = torch.load(ROOT / "inference" / "demo" / "eqlm-demo.pt", weights_only=True)["provenance"]
+    recipe = load_recipe("eqlm-demo")
+    assert recipe.stage_names[-1] == provenance["stage"]
+    assert recipe.resolve().recipe_hash == provenance["recipe_hash"]
+
+
 def test_the_six_stage_recipe_records_what_its_checkpoint_was_trained_with():
     provenance = torch.load(ROOT / "inference" / "demo" / "eqlm-demo-anytime.pt", weights_only=True)["provenance"]
     old = provenance["train_settings"]  # recorded by the loop before recipes, still loadable
