@@ -158,8 +158,13 @@ bench-scoring: setup ## Prompt scoring (echo, max_tokens 0) bytes/s against gene
 
 .PHONY: evaluate-blimp evaluate-convergence bench-decode
 # The committed models' recipes are files (eqlm/recipes/*.toml); training resumes from var/train/<recipe>/<stage>/.
-train-demo: setup ## Train or resume the served eqlm-demo from eqlm/recipes/eqlm-demo.toml (all six stages, one thread)
+train-demo: setup ## Train or resume the served eqlm-demo from eqlm/recipes/eqlm-demo.toml (pinned by promote-demo, one thread)
 	nice -n 10 $(BIN)/python manage.py train --recipe eqlm-demo --threads $${THREADS:-1}
+
+.PHONY: promote-demo
+promote-demo: migrate ## Serve CKPT=path.pt as eqlm-demo: its recipe, card, ONNX, metrics, facts, convergence rows (CARD=card.json)
+	@test -n "$${CKPT:-}" || { echo "Set CKPT=path/to/checkpoint.pt (an EqLM trained from a recipe file)"; exit 2; }
+	nice -n 10 $(BIN)/python manage.py promote_demo "$${CKPT}" $${CARD:+--card "$${CARD}"}
 
 train-code: setup ## Train or resume eqlm-code from eqlm/recipes/eqlm-code.toml (the council's second-domain member)
 	nice -n 10 $(BIN)/python manage.py train --recipe eqlm-code --threads $${THREADS:-1}

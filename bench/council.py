@@ -1,6 +1,6 @@
 """The live council on held-out MIXED text: bits/byte of each member, logit averaging, the equilibrium, an oracle.
 
-Usage: .venv/bin/python bench/council.py [--members eqlm-demo eqlm-code] [--models-dir DIR] [--passages 48]
+Usage: .venv/bin/python bench/council.py [--members eqlm-demo-anytime eqlm-code] [--models-dir DIR] [--passages 48]
        [--passages-512 24] [--record] [--fixture PATH]
 
 The mixed text interleaves 128-byte passages of the KJV held-out slice and of the held-out code (the last 5% of each
@@ -418,7 +418,7 @@ def domain_bytes(mix: Mix) -> dict[str, int]:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--members", nargs="+", default=["eqlm-demo", "eqlm-code"], help="model ids (folders)")
+    parser.add_argument("--members", nargs="+", default=["eqlm-demo-anytime", "eqlm-code"], help="model ids (folders)")
     parser.add_argument("--models-dir", default=str(ROOT / "static" / "models"), help="one ONNX folder per id")
     parser.add_argument("--passages", type=int, default=48, help="passages per domain (128-byte mixes)")
     parser.add_argument("--passages-512", type=int, default=24, help="passages per domain (512-byte mix)")

@@ -242,10 +242,17 @@ def objective_text(stage: dict) -> str:
 
 
 def stage_of(record: dict, recipe: Recipe, chain: list[str]) -> str | None:
-    """The stage of the recipe's chain that a checkpoint records, or None."""
+    """The stage of the recipe's chain that a checkpoint records, or None. A checkpoint trained from another recipe
+    file (promoted under another id, whose recipe is its own with the overrides written in: eqlm.recipe.pinned_recipe)
+    is placed at its stage when this recipe resolves that stage to exactly what it recorded (the same recipe_hash)."""
     p = record["provenance"]
     if "stage" in p and "recipe" in p:
-        return p["stage"] if p["recipe"] == recipe.name and p["stage"] in chain else None
+        if p["stage"] not in chain:
+            return None
+        if p["recipe"] == recipe.name:
+            return p["stage"]
+        same = p.get("recipe_hash") and recipe.resolve(p["stage"]).recipe_hash == p["recipe_hash"]
+        return p["stage"] if same else None
     recorded = recorded_stage(p, record["config"])
     matches = [name for name in chain if agrees(recorded, recipe.resolve(name).hashed())]
     return matches[0] if len(matches) == 1 else None

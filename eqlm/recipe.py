@@ -16,7 +16,9 @@ A recipe file (``eqlm/recipes/<name>.toml``, read with the stdlib ``tomllib``) h
 ``Recipe.resolve(stage, overrides)`` gives a ``Stage``: every key filled from its default, checked against the schema
 (an unknown key or a wrong type is refused with a ``RecipeError`` naming the key), and content-hashed. Overrides are
 ``key=value`` strings with dotted keys into the stage (``schedule.lr=1e-3``, ``terms.jacobian.weight=0``,
-``model.d_model=20``) and TOML values. No Django imports here.
+``model.d_model=20``) and TOML values. ``pinned_recipe`` writes a recipe file that trains one stage chain exactly as
+a checkpoint records it (its recipe's stages with its overrides written in), ``dumps`` the TOML. No Django imports
+here.
 """
 
 from __future__ import annotations
@@ -287,3 +289,86 @@ def load_recipe(name_or_path: str | Path) -> Recipe:
 
 def recipe_names() -> list[str]:
     return sorted(p.stem for p in RECIPES_DIR.glob("*.toml"))
+
+
+# --- writing a recipe ---------------------------------------------------------------------------------------------
+
+BARE_KEY = set("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-")
+
+
+def _key(key: str) -> str:
+    return key if key and set(key) <= BARE_KEY else _toml_value(key)
+
+
+def _toml_value(value) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        return repr(value)  # 0.003, 1e-05, inf: all TOML floats
+    if isinstance(value, str):
+        return json.dumps(value, ensure_ascii=False).replace("\x7f", "\\u007f")
+    if isinstance(value, list):
+        return "[" + ", ".join(_toml_value(v) for v in value) + "]"
+    if isinstance(value, dict) and not value:
+        return "{}"
+    if isinstance(value, dict):
+        return "{ " + ", ".join(f"{_key(k)} = {_toml_value(v)}" for k, v in value.items()) + " }"
+    raise RecipeError(f"cannot write {type(value).__name__} {value!r} to TOML")
+
+
+def dumps(data: dict) -> str:
+    """TOML text for a recipe's raw table (strings, numbers, booleans, lists, tables); tomllib reads it back equal."""
+    lines: list[str] = []
+
+    def table(path: list[str], body: dict) -> None:
+        scalars = [(k, v) for k, v in body.items() if not isinstance(v, dict) or not v]
+        tables = [(k, v) for k, v in body.items() if isinstance(v, dict) and v]
+        if path and scalars:
+            lines.extend(["", f"[{'.'.join(_key(k) for k in path)}]"])
+        lines.extend(f"{_key(k)} = {_toml_value(v)}" for k, v in scalars)
+        for key, value in tables:
+            table([*path, key], value)
+
+    table([], data)
+    return "\n".join(lines).lstrip("\n") + "\n"
+
+
+def _without_none(data: dict) -> dict:
+    return {k: _without_none(v) if isinstance(v, dict) else v for k, v in data.items() if v is not None}
+
+
+def pinned_recipe(name: str, provenance: dict, title: str, description: str) -> dict:
+    """The raw table of a recipe `name` that trains the stage chain a checkpoint records exactly as it was trained:
+    its recipe's model, corpus and defaults, the stages its recorded stage starts from, each with the recorded
+    overrides written in (the trainer applies them to every stage of the chain). Refuses (RecipeError) a checkpoint
+    that records no recipe, or one whose recipe no longer resolves to the stage it recorded (its recipe_hash)."""
+    if not provenance.get("recipe") or not provenance.get("stage"):
+        raise RecipeError("the checkpoint records no recipe and stage (trained before recipes?)")
+    source = load_recipe(provenance["recipe"])
+    overrides = list(provenance.get("overrides") or [])
+    stage = provenance["stage"]
+    resolved = source.resolve(stage, overrides)
+    if provenance.get("recipe_hash") and resolved.recipe_hash != provenance["recipe_hash"]:
+        raise RecipeError(
+            f"{source.path.name} stage {stage} with {overrides or 'no overrides'} resolves to recipe_hash "
+            f"{resolved.recipe_hash}, but the checkpoint records {provenance['recipe_hash']}: the recipe changed since"
+        )
+    chain = source.chain(stage)
+    stages = {}
+    for link in chain:
+        written = copy.deepcopy(source.raw["stages"][link])
+        for text in overrides:
+            keys, value = parse_override(text)
+            _set(written, keys, value)
+        stages[link] = written
+    raw = {"title": title, "description": description}
+    raw |= {k: copy.deepcopy(source.raw[k]) for k in ("model", "corpus", "defaults") if k in source.raw}
+    pinned = Recipe(name, source.path, raw | {"stages": stages})
+    if all(pinned.resolve(link).recipe_hash == source.resolve(link, overrides).recipe_hash for link in chain):
+        return pinned.raw
+    # an override that replaces a whole table would merge with the defaults here: write each stage out in full
+    # (TOML has no null; a key left out is its default, None)
+    stages = {link: _without_none(source.resolve(link, overrides).to_dict()) for link in chain}
+    return {k: v for k, v in raw.items() if k != "defaults"} | {"stages": stages}

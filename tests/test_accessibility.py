@@ -91,9 +91,10 @@ def test_the_depth_dial_can_be_driven_from_the_keyboard_alone(page):
     page.goto("/demo/")
     wait_until(page, "!document.getElementById('generate').disabled", 60)
     tab_to(page, "depth")
+    start = int(page.locator("#depth-value").inner_text())  # the served model's default depth
     for _ in range(4):
         page.keyboard.press("ArrowLeft")
-    assert page.locator("#depth-value").inner_text() == "4"
+    assert page.locator("#depth-value").inner_text() == str(max(start - 4, 1))
     tab_to(page, "max-tokens")
     page.keyboard.press("Control+A")
     page.keyboard.type("6")

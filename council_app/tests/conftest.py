@@ -22,10 +22,12 @@ def council(db, council_data):
 
 @pytest.fixture(scope="session")
 def council_models_dir(tmp_path_factory, tiny_onnx_export):
-    """A MODELS_DIR with eqlm-demo and eqlm-code as two tiny random EqLMs (seeds 1 and 2), like the council's default
-    members (read-only: the folders are copies of the run's shared exports)."""
+    """A MODELS_DIR with eqlm-demo-anytime and eqlm-code as two tiny random EqLMs (seeds 1 and 2), like the council's
+    default members, beside the default model eqlm-demo (seed 0), which is not one (read-only: the folders are copies
+    of the run's shared exports)."""
     root = tmp_path_factory.mktemp("council-models")
-    shutil.copytree(tiny_onnx_export(1), root / "eqlm-demo")
+    shutil.copytree(tiny_onnx_export(0), root / "eqlm-demo")
+    shutil.copytree(tiny_onnx_export(1), root / "eqlm-demo-anytime")
     shutil.copytree(tiny_onnx_export(2), root / "eqlm-code")
     return root
 

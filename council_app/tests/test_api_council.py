@@ -26,9 +26,9 @@ def complete(api, **body):
 def test_models_list_the_council_with_its_default_members(api):
     data = api.get("/v1/models").json()["data"]
     council = next(m for m in data if m["id"] == "eqlm-council")
-    assert council["members"] == ["eqlm-demo", "eqlm-code"]
+    assert council["members"] == ["eqlm-demo-anytime", "eqlm-code"]
     assert "eqlm-demo-unrolled" not in council["members"]
-    assert api.get("/v1/models/eqlm-council").json()["members"] == ["eqlm-demo", "eqlm-code"]
+    assert api.get("/v1/models/eqlm-council").json()["members"] == ["eqlm-demo-anytime", "eqlm-code"]
 
 
 def test_a_configuration_suffix_names_the_councils_member_controls_like_the_body_fields(api):
@@ -38,14 +38,16 @@ def test_a_configuration_suffix_names_the_councils_member_controls_like_the_body
     assert by_suffix["model"] == "eqlm-council@depth=6"
     assert all(m["iterations"] == 6 for e in by_suffix["eqlm"]["council"]["tokens"] for m in e["members"])
     detail = api.get("/v1/models/eqlm-council@depth=6").json()
-    assert detail["id"] == "eqlm-council@depth=6" and detail["members"] == ["eqlm-demo", "eqlm-code"]
+    assert detail["id"] == "eqlm-council@depth=6" and detail["members"] == ["eqlm-demo-anytime", "eqlm-code"]
     assert api.get("/v1/models/eqlm-council@depth=99").status_code == 400
 
 
 def test_a_council_of_one_model_listed_twice_gives_that_models_greedy_text(api):
     for prompt in PROMPTS:
-        alone = complete(api, model="eqlm-demo", prompt=prompt, depth=6)
-        twice = complete(api, model="eqlm-council", prompt=prompt, depth=6, kinetic={"members": ["eqlm-demo"] * 2})
+        alone = complete(api, model="eqlm-demo-anytime", prompt=prompt, depth=6)
+        twice = complete(
+            api, model="eqlm-council", prompt=prompt, depth=6, kinetic={"members": ["eqlm-demo-anytime"] * 2}
+        )
         assert twice["choices"][0]["text"] == alone["choices"][0]["text"]
         assert twice["model"] == "eqlm-council"
 
@@ -53,7 +55,7 @@ def test_a_council_of_one_model_listed_twice_gives_that_models_greedy_text(api):
 def test_every_generated_token_reports_a_distribution_of_weights_and_its_leader(api):
     body = complete(api, model="eqlm-council", prompt=PROMPTS[0], kinetic={"beta": 8})
     council = body["eqlm"]["council"]
-    assert council["members"] == ["eqlm-demo", "eqlm-code"]
+    assert council["members"] == ["eqlm-demo-anytime", "eqlm-code"]
     assert council["kinetic"]["beta"] == 8 and council["kinetic"]["tau"] == 0
     tokens = council["tokens"]
     assert len(tokens) == body["usage"]["completion_tokens"] == 12
@@ -121,7 +123,7 @@ def test_the_council_takes_the_warm_start_by_either_name_and_reports_it(api):
 
 
 def test_a_very_large_tau_toward_a_member_gives_that_members_greedy_text(api):
-    for member in ("eqlm-demo", "eqlm-code"):
+    for member in ("eqlm-demo-anytime", "eqlm-code"):
         alone = complete(api, model=member, prompt=PROMPTS[2])
         pinned = complete(
             api,
@@ -177,10 +179,10 @@ def test_n_seed_and_stop_work_with_the_council(api):
 @pytest.mark.parametrize(
     ("kinetic", "param"),
     [
-        ({"members": ["eqlm-demo"]}, "kinetic.members"),
-        ({"members": ["eqlm-demo"] * 9}, "kinetic.members"),
-        ({"members": ["eqlm-demo", "no-such-model"]}, "kinetic.members[1]"),
-        ({"members": ["eqlm-demo", "eqlm-council"]}, "kinetic.members[1]"),
+        ({"members": ["eqlm-demo-anytime"]}, "kinetic.members"),
+        ({"members": ["eqlm-demo-anytime"] * 9}, "kinetic.members"),
+        ({"members": ["eqlm-demo-anytime", "no-such-model"]}, "kinetic.members[1]"),
+        ({"members": ["eqlm-demo-anytime", "eqlm-council"]}, "kinetic.members[1]"),
         ({"tau": -0.5}, "kinetic.tau"),
         ({"beta": -1}, "kinetic.beta"),
         ({"beta": "high"}, "kinetic.beta"),
@@ -226,9 +228,9 @@ def test_the_pages_chat_endpoint_needs_its_csrf_token_but_no_api_key(settings, a
 
 def test_a_council_of_one_model_listed_twice_gives_that_models_logprobs(api):
     for prompt in PROMPTS:
-        alone = complete(api, model="eqlm-demo", prompt=prompt, logprobs=5, echo=True)
+        alone = complete(api, model="eqlm-demo-anytime", prompt=prompt, logprobs=5, echo=True)
         twice = complete(api, model="eqlm-council", prompt=prompt, logprobs=5, echo=True,
-                         kinetic={"members": ["eqlm-demo", "eqlm-demo"]})  # fmt: skip
+                         kinetic={"members": ["eqlm-demo-anytime", "eqlm-demo-anytime"]})  # fmt: skip
         a, b = alone["choices"][0]["logprobs"], twice["choices"][0]["logprobs"]
         assert b["tokens"] == a["tokens"]
         assert a["token_logprobs"][0] is None and b["token_logprobs"][0] is None
@@ -257,7 +259,7 @@ def test_beta_zero_tau_zero_is_logit_averaging_of_the_members(api):
         return out
 
     for context in ("In the beginnin", "And God sai"):
-        demo, code, game = (last_logprobs(m, context) for m in ("eqlm-demo", "eqlm-code", "eqlm-council"))
+        demo, code, game = (last_logprobs(m, context) for m in ("eqlm-demo-anytime", "eqlm-code", "eqlm-council"))
         for k in range(1, len(endings)):
             expected = ((demo[k] - demo[0]) + (code[k] - code[0])) / 2
             assert game[k] - game[0] == pytest.approx(expected, abs=1e-4)
@@ -273,7 +275,7 @@ def test_the_telemetry_is_an_object_chosen_per_request_and_nothing_is_patched_on
     _, plain = council.serve({"model": "eqlm-demo", "kinetic": None}, served_runtime)
     assert plain is council.PLAIN and plain.add_to_summary({"a": 1}, []) == {"a": 1}
     generator, telemetry = council.serve({"model": "eqlm-council@depth=4", "kinetic": None}, served_runtime)
-    assert isinstance(telemetry, council.CouncilTelemetry) and telemetry.members == ["eqlm-demo", "eqlm-code"]
+    assert isinstance(telemetry, council.CouncilTelemetry) and telemetry.members == ["eqlm-demo-anytime", "eqlm-code"]
     assert not {"member_ids", "kinetic_json"} & set(vars(generator))
     streams = [generator.stream(GenerationRequest(prompt=p, max_tokens=5, temperature=0, depth=4)) for p in PROMPTS[:2]]
     followed = [telemetry.follow(stream) for stream in streams]

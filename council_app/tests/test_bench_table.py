@@ -91,7 +91,7 @@ def test_seed_loads_the_shipped_bench_rows_once(db):
     assert council_seed.load_bench() == 0  # idempotent
     spec = next(c for c in COMPARISONS if c["slug"] == "local-council-mixed")
     table = build_table(Comparison.objects.create(**spec), use_cache=False)
-    assert not table["empty"] and table["rows"][0]["id"] == "eqlm-demo alone"
+    assert not table["empty"] and table["rows"][0]["id"] == "eqlm-demo-anytime alone"
 
 
 def test_the_memorys_margins_come_with_passage_paired_intervals(measured):

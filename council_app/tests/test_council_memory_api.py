@@ -25,7 +25,7 @@ def leaders(body: dict) -> list[str]:
 
 
 @pytest.mark.django_db
-@pytest.mark.parametrize(("prompt", "member"), [(SCRIPTURE, "eqlm-demo"), (CODE, "eqlm-code")])
+@pytest.mark.parametrize(("prompt", "member"), [(SCRIPTURE, "eqlm-demo-anytime"), (CODE, "eqlm-code")])
 def test_at_the_defaults_the_member_of_the_prompts_domain_leads_and_the_answer_is_text(prompt, member):
     body = chat(prompt)
     led = leaders(body)
@@ -41,7 +41,7 @@ def test_at_the_defaults_the_member_of_the_prompts_domain_leads_and_the_answer_i
 def test_without_memory_the_old_game_answers_the_scripture_prompt_led_by_the_code_member():
     """Why the memory: the memoryless game at beta 2 leans on the code model even on scripture."""
     led = leaders(chat(SCRIPTURE, kinetic={"memory": "none"}))
-    assert led.count("eqlm-code") > led.count("eqlm-demo")
+    assert led.count("eqlm-code") > led.count("eqlm-demo-anytime")
 
 
 @pytest.mark.django_db

@@ -52,7 +52,7 @@ def test_at_beta_zero_with_memory_the_arithmetic_pool_scores_the_text_as_the_fix
     share, rate = 0.05, 0.5
     kinetic = {"pool": "arithmetic", "beta": 0, "memory": "fixed_share", "share": share, "learning_rate": rate}
     council = echoed(api, "eqlm-council", kinetic={**kinetic, "tol": 1e-14, "max_iter": 256})
-    seen = np.array([echoed(api, m) for m in ("eqlm-demo", "eqlm-code")]).T  # [T - 1, M]: each member's byte
+    seen = np.array([echoed(api, m) for m in ("eqlm-demo-anytime", "eqlm-code")]).T  # [T - 1, M]: each member's byte
     log_pi = fixed_share_reputations(seen, share, learning_rate=rate)[:-1]  # before each byte
     np.testing.assert_allclose(council, logsumexp(log_pi + seen, axis=-1), atol=1e-6)
     assert not np.allclose(seen[:, 0], seen[:, 1], atol=1e-3)  # the members differ, so the test can fail

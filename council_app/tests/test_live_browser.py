@@ -36,29 +36,39 @@ def test_chat_with_the_council_and_see_each_token_coloured_by_its_leader(page, s
     assert tokens.count() >= 1
     first = tokens.first
     leader = first.get_attribute("data-leader")
-    assert leader in ("eqlm-demo", "eqlm-code")
-    index = ["eqlm-demo", "eqlm-code"].index(leader)
+    assert leader in ("eqlm-demo-anytime", "eqlm-code")
+    index = ["eqlm-demo-anytime", "eqlm-code"].index(leader)
     assert f"lead-{index}" in first.get_attribute("class")
     colour = first.evaluate("e => getComputedStyle(e).backgroundColor")
     assert colour == page.locator(f"#live-legend .lead-{index}").evaluate("e => getComputedStyle(e).backgroundColor")
 
     first.focus()  # weights on focus
     tip = page.locator("#live-tip")
-    assert tip.is_visible() and "eqlm-demo" in tip.inner_text() and "eqlm-code" in tip.inner_text()
+    assert tip.is_visible() and "eqlm-demo-anytime" in tip.inner_text() and "eqlm-code" in tip.inner_text()
 
     header = page.locator("#live-weights thead th").all_inner_texts()
-    assert header[:7] == ["#", "Token", "Leader", "w eqlm-demo", "w eqlm-code", "π eqlm-demo", "π eqlm-code"]
+    assert header[:7] == [
+        "#",
+        "Token",
+        "Leader",
+        "w eqlm-demo-anytime",
+        "w eqlm-code",
+        "π eqlm-demo-anytime",
+        "π eqlm-code",
+    ]
     row = page.locator("#live-weights tbody tr").first.locator("td").all_inner_texts()
     weights = [float(row[3]), float(row[4])]
     assert sum(weights) == pytest.approx(1, abs=2e-3)
-    assert weights[["eqlm-demo", "eqlm-code"].index(row[2])] == max(weights)  # the leader holds the largest weight
+    assert weights[["eqlm-demo-anytime", "eqlm-code"].index(row[2])] == max(
+        weights
+    )  # the leader holds the largest weight
 
     # beside it: each member alone, then beta = 0 averaging, one after another
     expect(page.locator("#live-alone li")).to_have_count(3, timeout=60_000)
     for answer in page.locator("#live-alone .live-alone-text").all():
         expect(answer).not_to_have_text("…", timeout=60_000)
     labels = page.locator("#live-alone h4").all_inner_texts()
-    assert labels == ["eqlm-demo alone", "eqlm-code alone", "Averaging (β = 0, τ = 0, no memory)"]
+    assert labels == ["eqlm-demo-anytime alone", "eqlm-code alone", "Averaging (β = 0, τ = 0, no memory)"]
     assert serious_violations(page) == []
     page.watch.assert_clean()
 
@@ -83,7 +93,8 @@ def leaders_and_text(page) -> tuple[list[str], str]:
 
 
 @pytest.mark.parametrize(
-    ("prompt", "member"), [("And God said", "eqlm-demo"), ("def get_queryset(self):\n        return", "eqlm-code")]
+    ("prompt", "member"),
+    [("And God said", "eqlm-demo-anytime"), ("def get_queryset(self):\n        return", "eqlm-code")],
 )
 def test_at_the_default_controls_the_prompts_own_member_leads_and_the_answer_is_text(page, prompt, member):
     """With the bundled members (the tiny test members have no domain to lead)."""
@@ -112,5 +123,5 @@ def test_without_memory_the_share_control_hides_and_the_table_has_no_reputations
     page.locator("#live-compare").uncheck()
     chat(page, "In the beginning")
     header = page.locator("#live-weights thead th").all_inner_texts()
-    assert header == ["#", "Token", "Leader", "w eqlm-demo", "w eqlm-code", "Iterations", "Converged"]
+    assert header == ["#", "Token", "Leader", "w eqlm-demo-anytime", "w eqlm-code", "Iterations", "Converged"]
     page.watch.assert_clean()

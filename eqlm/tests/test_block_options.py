@@ -91,7 +91,7 @@ def test_a_block_option_gets_a_gradient_everywhere_and_changes_the_config_hash(o
 
 def test_the_original_block_keeps_the_config_hash_its_checkpoints_recorded():
     demo = {"d_model": 64, "d_mlp": 256}
-    assert EqLMConfig(**demo).config_hash() == "9d4e0549d5cf2816"  # eqlm-demo's recorded config_hash
+    assert EqLMConfig(**demo).config_hash() == "9d4e0549d5cf2816"  # eqlm-demo-anytime's recorded config_hash
     assert EqLMConfig(**demo, norm="post", recall="sum").config_hash() == "9d4e0549d5cf2816"
     with pytest.raises(ValueError, match="unknown norm"):
         EqLMConfig(norm="pre")

@@ -8,7 +8,7 @@ from eqlm.card_facts import agrees, build_facts, objective_text, recorded_stage,
 from eqlm.recipe import load_recipe
 
 KJV_SHA = "b5c4940bcfeee072c0935b5200d0f9d88a00a0199cb0961d16133458fcdfae5d"
-# What the loop before recipes recorded for the served model's third stage (inference/demo/candidates/eqlm-demo-res.pt)
+# What the loop before recipes recorded for eqlm-demo-anytime's third stage (candidates/eqlm-demo-anytime-res.pt)
 RESIDUAL_STAGE_SETTINGS = {
     "seed": 0,
     "batch_size": 8,
@@ -54,7 +54,7 @@ def record(name: str, steps: int = 1000, seconds: float = 100.0, init: str | Non
 
 @pytest.fixture(scope="module")
 def demo_recipe():
-    return load_recipe("eqlm-demo")
+    return load_recipe("eqlm-demo-anytime")
 
 
 def test_a_checkpoint_from_before_recipes_is_placed_by_the_settings_it_records(demo_recipe):
@@ -80,21 +80,21 @@ def test_a_key_the_old_settings_do_not_record_is_not_compared(demo_recipe):
 
 def test_a_recipe_checkpoint_is_placed_by_its_recorded_stage_and_says_when_the_recipe_changed(demo_recipe):
     stage = demo_recipe.resolve("deep")
-    provenance = {"recipe": "eqlm-demo", "stage": "deep", "resolved_stage": stage.to_dict(), "steps": 1500}
+    provenance = {"recipe": "eqlm-demo-anytime", "stage": "deep", "resolved_stage": stage.to_dict(), "steps": 1500}
     current = {"file": "deep.pt", "sha256": "d" * 64, "config": CONFIG}
     served = {**current, "provenance": {**provenance, "recipe_hash": stage.recipe_hash}}
-    facts = build_facts("eqlm-demo", served, demo_recipe, [])
+    facts = build_facts("eqlm-demo-anytime", served, demo_recipe, [])
     deep = next(s for s in facts["stages"] if s["name"] == "deep")
     assert facts["served"]["stage"] == "deep" and deep["recorded"]["recipe_changed"] is False
     served["provenance"]["recipe_hash"] = "0" * 16
-    deep = next(s for s in build_facts("eqlm-demo", served, demo_recipe, [])["stages"] if s["name"] == "deep")
+    deep = next(s for s in build_facts("eqlm-demo-anytime", served, demo_recipe, [])["stages"] if s["name"] == "deep")
     assert deep["recorded"]["recipe_changed"] is True
 
 
 def test_totals_add_up_the_recorded_stages_and_name_the_others(demo_recipe):
     residual = record("r", seconds=862.7)
     early = record("e", seconds=475.6, init=residual["sha256"], early_gain_weight=0.01)
-    facts = build_facts("eqlm-demo", early, demo_recipe, [residual])
+    facts = build_facts("eqlm-demo-anytime", early, demo_recipe, [residual])
     totals = facts["totals"]
     assert [s["name"] for s in facts["stages"]] == demo_recipe.chain()
     assert totals["stages"] == 6 and totals["recorded_stages"] == 2
@@ -109,7 +109,7 @@ def test_totals_add_up_the_recorded_stages_and_name_the_others(demo_recipe):
 def test_two_checkpoints_of_one_stage_are_refused(demo_recipe):
     served = record("s", anytime_depths=[4, 8, 12, 16])  # no stage: only the candidates are placed
     with pytest.raises(ValueError, match="both record stage residual"):
-        build_facts("eqlm-demo", served, demo_recipe, [record("a"), record("b")])
+        build_facts("eqlm-demo-anytime", served, demo_recipe, [record("a"), record("b")])
 
 
 def test_the_objective_names_each_term_with_the_parameters_recorded():
@@ -136,3 +136,21 @@ def test_a_stage_trained_with_overrides_plans_what_they_resolve_to():
     (only,) = facts["stages"]
     assert only["planned_steps"] == 3000 and only["overrides"] == ["steps=3000"]
     assert only["recorded"]["recipe_changed"] is False and facts["totals"]["planned_steps"] == 3000
+
+
+def test_a_promoted_checkpoint_is_placed_where_its_pinned_recipe_resolves_to_the_stage_it_records():
+    from eqlm.recipe import Recipe, pinned_recipe
+
+    source = load_recipe("depth-random")
+    stage = source.resolve("random", ["steps=3000", "seed=42"])
+    provenance = {"recipe": "depth-random", "stage": "random", "overrides": ["steps=3000", "seed=42"]}
+    provenance |= {"resolved_stage": stage.to_dict(), "recipe_hash": stage.recipe_hash, "steps": 3000}
+    promoted = {"file": "eqlm-demo.pt", "sha256": "f" * 64, "config": CONFIG, "provenance": provenance}
+    pinned = Recipe("eqlm-demo", source.path, pinned_recipe("eqlm-demo", provenance, "t", "d"))
+    assert stage_of(promoted, pinned, pinned.chain()) == "random"
+    facts = build_facts("eqlm-demo", promoted, pinned, [])
+    served = facts["stages"][-1]
+    assert facts["served"]["stage"] == "random" and served["recorded"]["recipe_changed"] is False
+    assert served["planned_steps"] == 3000 and served["overrides"] == ["steps=3000", "seed=42"]
+    unpinned = Recipe("eqlm-demo", source.path, source.raw)  # 20,000 steps: not what the checkpoint trained
+    assert stage_of(promoted, unpinned, unpinned.chain()) is None

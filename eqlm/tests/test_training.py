@@ -250,7 +250,7 @@ BEFORE_THE_TERM_OBJECTS = {
     ),
 }
 UNROLLED_BEFORE = ("65c7cf8f9424d320", "130e2ed6308c204c")
-SERVED_LAST_STAGE_BEFORE = ("5ef5ec0d82a7a845", "3561018767f20ef7")
+ANYTIME_LAST_STAGE_BEFORE = ("5ef5ec0d82a7a845", "3561018767f20ef7")
 
 
 def trained_digest(tmp_path, schedule: dict, solve: dict, terms: dict) -> str:
@@ -285,13 +285,13 @@ def test_the_unrolled_recipe_reproduces_the_loop_it_replaced_bit_for_bit(tmp_pat
     assert trained_digest(tmp_path, schedule, {"kind": "unrolled"}, terms) in UNROLLED_BEFORE
 
 
-@pytest.mark.slow  # the KJV corpus and three steps of the served model's last stage
-def test_the_served_models_last_stage_reproduces_the_loop_it_replaced_bit_for_bit(tmp_path):
-    stage = load_recipe("eqlm-demo").resolve("flat")
-    stage.data["from"] = None  # start from the served model itself: any start shows the step is the same
-    served = ROOT / "inference" / "demo" / "eqlm-demo.pt"
+@pytest.mark.slow  # the KJV corpus and three steps of the six-stage model's last stage
+def test_the_six_stage_models_last_stage_reproduces_the_loop_it_replaced_bit_for_bit(tmp_path):
+    stage = load_recipe("eqlm-demo-anytime").resolve("flat")
+    stage.data["from"] = None  # start from the model itself: any start shows the step is the same
+    served = ROOT / "inference" / "demo" / "eqlm-demo-anytime.pt"
     train_stage(stage, tmp_path / "run", init_checkpoint=served, stop_after=3, log=lambda _: None)
-    assert digest(tmp_path / "run" / "state.pt") in SERVED_LAST_STAGE_BEFORE
+    assert digest(tmp_path / "run" / "state.pt") in ANYTIME_LAST_STAGE_BEFORE
 
 
 def test_every_bundled_model_has_a_recipe_file_whose_stages_resolve():
@@ -303,10 +303,19 @@ def test_every_bundled_model_has_a_recipe_file_whose_stages_resolve():
         assert len(recipe.resolve().recipe_hash) == 16
 
 
-def test_the_served_recipe_records_what_the_served_checkpoint_was_trained_with():
+def test_the_served_recipe_trains_again_the_stage_the_served_checkpoint_records():
+    """eqlm/recipes/eqlm-demo.toml is pinned by `make promote-demo`: the served checkpoint's recipe with its overrides
+    written in, so `make train-demo` (the recipe's last stage, no overrides) trains the same stage again."""
     provenance = torch.load(ROOT / "inference" / "demo" / "eqlm-demo.pt", weights_only=True)["provenance"]
+    recipe = load_recipe("eqlm-demo")
+    assert recipe.stage_names[-1] == provenance["stage"]
+    assert recipe.resolve().recipe_hash == provenance["recipe_hash"]
+
+
+def test_the_six_stage_recipe_records_what_its_checkpoint_was_trained_with():
+    provenance = torch.load(ROOT / "inference" / "demo" / "eqlm-demo-anytime.pt", weights_only=True)["provenance"]
     old = provenance["train_settings"]  # recorded by the loop before recipes, still loadable
-    stage = load_recipe("eqlm-demo").resolve().data
+    stage = load_recipe("eqlm-demo-anytime").resolve().data
     assert stage["steps"] == old["steps"] and stage["schedule"]["lr"] == old["lr"]
     assert stage["terms"]["anytime_ce"]["depths"] == old["anytime_depths"]
     assert (stage["solve"]["depth"]["min"], stage["solve"]["depth"]["max"]) == (
@@ -406,13 +415,15 @@ def test_the_settled_warm_term_trains_the_warm_start_path():
 
 def test_a_deep_solves_last_step_probes_a_slower_direction_than_a_random_one():
     """The slow-mode penalty's probe: after a deep Picard solve the last update points along the map's
-    slowest-contracting direction (power iteration). On the committed eqlm-demo, whose random-direction gain the
+    slowest-contracting direction (power iteration). On the committed eqlm-demo-anytime, whose random-direction gain the
     Jacobian penalty holds near its target, the gain along that direction is several times larger."""
     from eqlm.checkpoint import load_checkpoint
     from eqlm.terms import _probe_gain
 
-    model, _ = load_checkpoint(ROOT / "inference" / "demo" / "eqlm-demo.pt")
-    batch = torch.tensor([list((ROOT / "inference" / "demo" / "heldout_slice.txt").read_bytes()[:256])])
+    model, _ = load_checkpoint(ROOT / "inference" / "demo" / "eqlm-demo-anytime.pt")
+    batch = torch.tensor(
+        [list((ROOT / "inference" / "demo" / "eqlm-demo-anytime.heldout_slice.txt").read_bytes()[:256])]
+    )
     with torch.no_grad():
         inj = model.embed(batch)
         z = torch.zeros_like(inj)

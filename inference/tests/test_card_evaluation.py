@@ -175,8 +175,8 @@ def test_the_figure_pattern_catches_what_cards_used_to_type():
 def test_what_the_prose_says_in_words_holds_on_the_figures():
     """The cards' qualitative claims, checked on the generated figures, so that new measurements that turn one of
     them false fail here instead of leaving the prose wrong."""
-    demo, unrolled, code = "eqlm-demo", "eqlm-demo-unrolled", "eqlm-code"
-    # eqlm-demo: almost every position reaches the fixed point; halting pays; goals still missed; Anderson's basin
+    demo, unrolled, code = "eqlm-demo-anytime", "eqlm-demo-unrolled", "eqlm-code"
+    # eqlm-demo-anytime: almost every position reaches the fixed point; halting pays; goals missed; Anderson's basin
     assert figure(demo, "converged.picard@64") > 0.95 > figure(unrolled, "converged.picard@64")
     assert figure(demo, "drift.picard") < figure(unrolled, "drift.picard")
     assert figure(demo, "halting.picard.gain") > 0

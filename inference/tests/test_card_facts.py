@@ -64,12 +64,12 @@ def test_each_served_checkpoint_is_its_recipes_last_stage_with_the_figures_it_re
         assert served["checkpoint"] == str(bundled_model(model_id).checkpoint.resolve().relative_to(root))
 
 
-def test_the_served_demo_models_earlier_stages_are_found_among_the_kept_candidates(regenerated):
-    stages = {s["name"]: s["recorded"] for s in regenerated["eqlm-demo"]["stages"]}
-    assert stages["phantom"]["checkpoint"].endswith("candidates/eqlm-demo-deep.pt")
+def test_the_six_stage_models_earlier_stages_are_found_among_the_kept_candidates(regenerated):
+    stages = {s["name"]: s["recorded"] for s in regenerated["eqlm-demo-anytime"]["stages"]}
+    assert stages["phantom"]["checkpoint"].endswith("candidates/eqlm-demo-anytime-deep.pt")
     assert stages["early-gain"]["continues"] == "residual"
     assert stages["deep"] is None and stages["teach"] is None  # their checkpoints are not bundled
-    totals = regenerated["eqlm-demo"]["totals"]
+    totals = regenerated["eqlm-demo-anytime"]["totals"]
     assert totals["bytes_seen"] == sum(r["bytes_seen"] for r in stages.values() if r)
 
 
@@ -97,9 +97,9 @@ def test_the_models_page_shows_the_generated_facts_for_every_stage(client, bundl
 
 
 def test_the_stage_table_downloads_have_one_row_per_stage(client, regenerated):
-    rows = client.get("/models/eqlm-demo/stages.json").json()["rows"]
-    assert [r["stage"] for r in rows] == [s["name"] for s in regenerated["eqlm-demo"]["stages"]]
-    assert rows[-1]["bytes_seen"] == regenerated["eqlm-demo"]["stages"][-1]["recorded"]["bytes_seen"]
+    rows = client.get("/models/eqlm-demo-anytime/stages.json").json()["rows"]
+    assert [r["stage"] for r in rows] == [s["name"] for s in regenerated["eqlm-demo-anytime"]["stages"]]
+    assert rows[-1]["bytes_seen"] == regenerated["eqlm-demo-anytime"]["stages"][-1]["recorded"]["bytes_seen"]
     csv = client.get("/models/eqlm-code/stages.csv").content.decode().splitlines()
     assert len(csv) == 1 + len(regenerated["eqlm-code"]["stages"])
 
@@ -113,7 +113,7 @@ def test_the_demo_banner_shows_the_generated_facts(client, bundled_model_ids, re
         assert shown["demo-bytes"] == str(totals["bytes_seen"])
         assert shown["demo-minutes"] == str(round(totals["seconds"] / 60))
         assert regenerated[model_id]["served"]["corpus"].split(" (")[0] in banner
-    demo = client.get("/demo/").content.decode()
+    demo = client.get("/demo/?model=eqlm-demo-anytime").content.decode()
     assert "4,096,000 bytes seen" not in demo and "of its 6 training stages" in demo
 
 
@@ -130,7 +130,7 @@ def test_no_card_prose_states_a_training_figure(bundled_model_ids):
 
 
 def test_a_cards_recipe_file_is_served_as_text(client):
-    response = client.get("/models/recipes/eqlm-demo.toml")
+    response = client.get("/models/recipes/eqlm-demo-anytime.toml")
     assert response.status_code == 200 and response["Content-Type"].startswith("text/plain")
     assert "[stages.flat]" in response.content.decode()
     assert client.get("/models/recipes/nope.toml").status_code == 404
@@ -163,9 +163,9 @@ def test_the_apis_label_the_exports_training_figures_as_the_last_stages(client, 
     /api/models/ say so and give the generated totals beside them."""
     from inference.bundled import register_bundled_models
 
-    facts = regenerated["eqlm-demo"]
+    facts = regenerated["eqlm-demo-anytime"]  # six stages: the totals are more than the last stage's
     last = facts["stages"][-1]["recorded"]
-    manifest = client.get("/demo/models/eqlm-demo/manifest.json").json()
+    manifest = client.get("/demo/models/eqlm-demo-anytime/manifest.json").json()
     assert "tokens_seen" not in manifest["metrics"] and "tokens" not in manifest["provenance"]
     assert manifest["metrics"]["last_stage"] == {
         "stage": facts["served"]["stage"],
@@ -175,7 +175,7 @@ def test_the_apis_label_the_exports_training_figures_as_the_last_stages(client, 
     assert manifest["metrics"]["training"]["bytes_seen"] == facts["totals"]["bytes_seen"] > last["bytes_seen"]
     assert manifest["provenance"]["last_stage"]["steps"] == last["steps"]
     register_bundled_models()
-    listed = {m["slug"]: m for m in client.get("/api/models/").json()}["eqlm-demo"]
+    listed = {m["slug"]: m for m in client.get("/api/models/").json()}["eqlm-demo-anytime"]
     assert listed["metrics"]["training"]["bytes_seen"] == facts["totals"]["bytes_seen"]
     assert "tokens" not in listed["provenance"] and listed["provenance"]["last_stage"]["tokens"] == last["bytes_seen"]
     assert listed["provenance"]["last_stage"]["stage"] == facts["served"]["stage"]

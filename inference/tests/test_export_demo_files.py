@@ -49,7 +49,7 @@ def test_committed_checkpoint_loads_weights_only_and_matches_its_onnx_export(met
 
 def test_manifest_matches_the_model_and_carries_its_metrics_and_limitation(metrics):
     manifest = json.loads((ONNX_DIR / "manifest.json").read_text())
-    assert manifest["model_id"] == "eqlm-demo" and manifest["default_depth"] == 8
+    assert manifest["model_id"] == "eqlm-demo" and manifest["default_depth"] == metrics["config"]["default_depth"]
     assert manifest["d_model"] == metrics["config"]["d_model"]
     assert manifest["metrics"]["held_out_bits_per_byte"] == metrics["held_out_bits_per_byte"]
     assert "not one of the programme" in manifest["limitations"]

@@ -26,7 +26,9 @@ from portal.api import ApiError
 
 MAX_TOP_LOGPROBS = 20
 # The council's default members: the KJV equilibrium model and the second-domain (code) model; never the unrolled one.
-DEFAULT_MEMBERS = ("eqlm-demo", "eqlm-code")
+# They are the members the council bench measured and tuned the defaults on (fixtures/council_bench.json): the KJV one
+# is the six-stage model, eqlm-demo until the experiments' winner took that id. Another member is a new bench run first.
+DEFAULT_MEMBERS = ("eqlm-demo-anytime", "eqlm-code")
 MAX_MEMBERS = 8
 CONTROL_CAP = 1e6  # beta and tau beyond this only overflow; the game is already routing / pinned there
 
