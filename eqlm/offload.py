@@ -31,13 +31,10 @@ def _train_one(entry: dict, root: str, device: str, max_minutes: float | None, c
         os.environ["EQLM_KJV_FILE"] = str(Path(root) / "kjv.txt")
     if commit:
         os.environ["EQLM_GIT_COMMIT"] = commit
-    import torch
-
     from .recipe import load_recipe
-    from .trainer import train_chain
+    from .trainer import resolve_device, train_chain
 
-    if device != "cpu" and not torch.cuda.is_available():
-        device = "cpu"  # as the trainer falls back, so the summary names where it ran
+    device = resolve_device(device)  # as the trainer falls back, so the summary names where it ran
 
     out = Path(root) / "runs" / entry["folder"]
     out.mkdir(parents=True, exist_ok=True)

@@ -108,12 +108,18 @@ def quick_convergence(model, data: bytes, depths: list[int], seq_len: int, max_b
     return {d: {"bpb": float(f.bits_per_byte), "converged": float(f.converged[key])} for d, f in figures.items()}
 
 
-def _finished(state: dict, latest: Path, this_run: str, total: int) -> Path | None:
-    """The stage's final checkpoint when the saved state already ran every step of this run, else None."""
+def resolve_device(device: str) -> str:
+    """The device a run trains on: the one asked for, or the CPU on a machine without an accelerator (as the
+    evaluations fall back)."""
+    return device if device == "cpu" or torch.cuda.is_available() else "cpu"
+
+
+def finished_checkpoint(state: dict, latest: Path, total: int) -> Path | None:
+    """The stage's final checkpoint when its saved state already ran all `total` steps of its run, else None."""
     if state["step"] < total or not latest.exists():
         return None
     done = torch.load(latest, map_location="cpu", weights_only=True)["provenance"]
-    return latest if done.get("run_hash") == this_run and done.get("steps") == state["step"] else None
+    return latest if done.get("run_hash") == state["run_hash"] and done.get("steps") == state["step"] else None
 
 
 def hand_over(state_path: Path, threads: int, device: str) -> dict:
@@ -167,8 +173,7 @@ def train_stage(
     """
     if stage.from_stage and init_checkpoint is None:
         raise ValueError(f"stage {stage.name} starts from stage {stage.from_stage}: pass its checkpoint")
-    if device != "cpu" and not torch.cuda.is_available():
-        device = "cpu"  # a worker without an accelerator trains on the CPU, as the evaluations do
+    device = resolve_device(device)
     torch.set_num_threads(threads)
     torch.manual_seed(stage.seed)
     data, corpus_sha, corpus_name = load_training_corpus(stage)
@@ -213,8 +218,9 @@ def train_stage(
                 f"{state_path} belongs to another run (hash {state['run_hash']}, this one {this_run}): "
                 "use another --out or delete it"
             )
-        finished = _finished(state, latest, this_run, total)
-        if finished is not None:  # nothing left to train, so the threads and device it ran on do not matter
+        if (
+            finished_checkpoint(state, latest, total) is not None
+        ):  # nothing left to train, so the threads and device it ran on do not matter
             log(f"stage {stage.name} finished before ({state['step']} steps, on {state.get('identity')}): {latest}")
             return TrainOutcome(True, state["step"], total, latest, state_path)
         if state.get("identity", identity) != identity:

@@ -147,9 +147,15 @@ def freeze(experiment: Experiment) -> Experiment:
     return experiment
 
 
-def launch(experiment: Experiment, enqueue: bool = True) -> tuple[list[TrainingRun], int]:
-    """Freeze the experiment and queue one training run per arm and seed; (runs, newly queued). Idempotent.
-    With enqueue=False the new rows wait for their first message (an import of runs trained elsewhere sends it)."""
+def run_row(experiment: Experiment, arm: dict, seed: int) -> tuple[TrainingRun, bool]:
+    """The training run of one arm and seed, created when missing: (run, created)."""
+    return TrainingRun.objects.get_or_create(
+        experiment=experiment, arm_label=arm["label"], seed=seed, defaults={"arm_hash": arm["hash"]}
+    )
+
+
+def launch(experiment: Experiment) -> tuple[list[TrainingRun], int]:
+    """Freeze the experiment and queue one training run per arm and seed; (runs, newly queued). Idempotent."""
     from .tasks import train_slice
 
     with transaction.atomic():
@@ -157,12 +163,10 @@ def launch(experiment: Experiment, enqueue: bool = True) -> tuple[list[TrainingR
         new = []
         for arm in experiment.arms:
             for seed in experiment.seeds:
-                run, created = TrainingRun.objects.get_or_create(
-                    experiment=experiment, arm_label=arm["label"], seed=seed, defaults={"arm_hash": arm["hash"]}
-                )
+                run, created = run_row(experiment, arm, seed)
                 if created:
                     new.append(run.pk)
-        for pk in new if enqueue else ():
+        for pk in new:
             transaction.on_commit(lambda pk=pk: train_slice.delay(pk, 0))
     return list(experiment.runs.all()), len(new)
 

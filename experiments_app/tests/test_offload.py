@@ -93,12 +93,10 @@ def test_a_run_stopped_part_way_there_is_handed_over_with_a_record_and_finished_
     assert outcomes == ["trained", "trained", "evaluated"] and run.status == "done", run.error
     first = torch.load(run_folder(run) / "first" / "latest.pt", weights_only=True)["provenance"]
     assert first["steps"] == 8 and first["threads"] == 2
-    assert first["handovers"] == [{"step": 0, "from": {"threads": 1, "device": "cpu"}, "to": first_identity(2)}]
+    assert first["handovers"] == [
+        {"step": 0, "from": {"threads": 1, "device": "cpu"}, "to": {"threads": 2, "device": "cpu"}}
+    ]
     assert ResultRow.objects.filter(experiment="tiny", arm_label="base").count() == len(DEPTHS) * 2
-
-
-def first_identity(threads: int) -> dict:
-    return {"threads": threads, "device": "cpu"}
 
 
 def test_a_failed_import_leaves_no_row_and_no_folder_behind(tmp_path, settings):

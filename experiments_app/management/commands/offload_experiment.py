@@ -45,6 +45,7 @@ def plan_entries(experiment: Experiment) -> list[dict]:
                     "overrides": [*arm["overrides"], f"seed={seed}"],
                     "stages": [s.name for s in chain],
                     "steps": [s.steps for s in chain],
+                    "corpora": sorted({"file" if s.corpus_file else s.data["corpus"]["name"] for s in chain}),
                 }
             )
     return entries
@@ -62,15 +63,16 @@ def trained_stages(folder: Path, entry: dict) -> Trained:
     """How far the run got there: every stage finished, or where it stopped."""
     import torch
 
+    from eqlm.trainer import finished_checkpoint
+
     identity: dict = {}
     for name, steps in zip(entry["stages"], entry["steps"], strict=True):
-        state, latest = folder / name / "state.pt", folder / name / "latest.pt"
+        state = folder / name / "state.pt"
         if not state.exists():
             return Trained(False, f"stage {name} has no saved state", identity)
         saved = torch.load(state, map_location="cpu", weights_only=True)
         identity = saved.get("identity", {})
-        done = torch.load(latest, map_location="cpu", weights_only=True)["provenance"] if latest.exists() else {}
-        if saved["step"] < steps or done.get("steps") != saved["step"] or done.get("run_hash") != saved["run_hash"]:
+        if finished_checkpoint(saved, folder / name / "latest.pt", steps) is None:
             return Trained(False, f"stage {name} stopped at step {saved['step']} of {steps}", identity, name)
     return Trained(True, "", identity)
 
@@ -107,10 +109,7 @@ class Command(BaseCommand):
         entries = plan_entries(experiment)  # resolves every recipe first: a bad arm fails before anything is frozen
         experiment = services.freeze(experiment)
         root.mkdir(parents=True, exist_ok=True)
-        named = {
-            s.data["corpus"].get("name") for arm in experiment.arms for s in stage_chain(arm, 0) if not s.corpus_file
-        }
-        if "kjv" in named:  # a file-based corpus travels by its path in the recipe
+        if any("kjv" in e["corpora"] for e in entries):  # a file-based corpus travels by its path in the recipe
             (root / "kjv.txt").write_text(kjv_text(), encoding="utf-8")
         body = {
             "version": PLAN_VERSION,
@@ -156,12 +155,7 @@ class Command(BaseCommand):
         moved: list[Path] = []
         try:
             with transaction.atomic():
-                run, created = TrainingRun.objects.get_or_create(
-                    experiment=experiment,
-                    arm_label=arm["label"],
-                    seed=entry["seed"],
-                    defaults={"arm_hash": arm["hash"]},
-                )
+                run, created = services.run_row(experiment, arm, entry["seed"])
                 target = run_folder(run)
                 if not created and (run.step or run.slice_number or target.exists()):
                     self.stdout.write(f"  {entry['folder']}: left out (its run already trained here: {run.status})")
@@ -179,7 +173,7 @@ class Command(BaseCommand):
     def place(self, source: Path, target: Path, run: TrainingRun, trained: Trained, moved: list[Path]) -> str:
         """Copy the stages beside the target, hand an unfinished one over, update the row, then rename the copy into
         place last (the caller removes whatever `moved` names when anything fails)."""
-        from eqlm.trainer import hand_over
+        from eqlm.trainer import hand_over, resolve_device
         from experiments_app.tasks import train_slice
 
         partial = target.with_name(target.name + ".importing")
@@ -188,7 +182,8 @@ class Command(BaseCommand):
         shutil.copytree(source, partial, ignore=shutil.ignore_patterns("*.log", "*.tmp"))
         identity, message = trained.identity or {}, "trained on another machine; queued for evaluation"
         if not trained.finished:  # handed over: this machine's workers train the rest
-            identity = {"threads": settings.EXPERIMENT_TRAIN_THREADS, "device": local_device()}
+            device = resolve_device(settings.EXPERIMENT_TRAIN_DEVICE)
+            identity = {"threads": settings.EXPERIMENT_TRAIN_THREADS, "device": device}
             record = hand_over(partial / trained.stopped_stage / "state.pt", **identity)
             message = f"handed over at step {record['step']} from {record['from']}; queued to train the rest here"
         TrainingRun.objects.filter(pk=run.pk).update(
@@ -200,11 +195,3 @@ class Command(BaseCommand):
         moved.append(target)
         transaction.on_commit(lambda pk=run.pk: train_slice.delay(pk, 0))
         return message
-
-
-def local_device() -> str:
-    """The device this machine's workers train on (settings.EXPERIMENT_TRAIN_DEVICE, or the CPU without one)."""
-    import torch
-
-    device = settings.EXPERIMENT_TRAIN_DEVICE
-    return device if device == "cpu" or torch.cuda.is_available() else "cpu"
