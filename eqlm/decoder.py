@@ -17,7 +17,7 @@ import numpy as np
 import onnxruntime as ort
 
 from .fixed_point import FixedPoint, NumpyOps, halting_rule
-from .limits import DEFAULT_HALT, DEFAULT_SOLVER, DEFAULT_START
+from .limits import ANDERSON_PICARD_FIRST, DEFAULT_HALT, DEFAULT_SOLVER, DEFAULT_START
 from .manifest import check_controls, is_explicit, layer_roles, requested_controls
 
 
@@ -155,11 +155,16 @@ def process(
     processed later iterate against these solved states (the context's fixed point) from their first iteration on,
     instead of against the states this solve passed through.
 
+    Anderson always settles: a secant method needs the map it accelerates to stay put, and against the per-iteration
+    cache the context's K/V change at every iteration (bench/decode.py measured it slower than Picard there). It also
+    runs limits.ANDERSON_PICARD_FIRST Picard iterations before it mixes.
+
     An explicit transformer (model.explicit) takes none of tol, another solver, z0, settle or another halting rule
     (ValueError); its depth is its layer count, and the residual it returns is NaN: it has no fixed point.
     """
     if model.explicit:  # a given start state is refused as any start is
         model.check(depth, tol, solver, start=DEFAULT_START if z0 is None else "given", halt=halt, warm_start=settle)
+    settle = settle or solver == "anderson"
     t = len(ids)
     p = cache.length
     inj = model.embed(np.asarray([ids]), np.arange(p, p + t)[None, :])
@@ -173,7 +178,15 @@ def process(
         return fz, r
 
     ops = NumpyOps()
-    solve = FixedPoint(step, z, depth, ops=ops, solver=solver, halt=halting_rule(halt, tol, model.head, ops))
+    solve = FixedPoint(
+        step,
+        z,
+        depth,
+        ops=ops,
+        solver=solver,
+        halt=halting_rule(halt, tol, model.head, ops),
+        anderson_picard_first=ANDERSON_PICARD_FIRST,
+    )
     for _ in solve:
         if history is not None:
             history.append(solve.step_residual[0].astype(np.float64))

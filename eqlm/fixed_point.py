@@ -67,14 +67,19 @@ def halting_rule(halt: str, tol: float | None, head: Callable[[Any], Any], ops: 
 
 
 class NumpyAnderson:
-    """Per-position Anderson acceleration (type II, memory m, mixing 1) over D-vectors; the algebra in float64."""
+    """Per-position Anderson acceleration (type II, memory m, mixing 1) over D-vectors; the algebra in float64.
 
-    def __init__(self, m: int = 5, reg: float = 1e-6):
-        self.m, self.reg = m, reg
+    The first `picard_first` updates are Picard's (f(x), nothing remembered); the mix starts after them."""
+
+    def __init__(self, m: int = 5, reg: float = 1e-6, picard_first: int = 0):
+        self.m, self.reg, self.picard_left = m, reg, picard_first
         self.xs: list[np.ndarray] = []
         self.gs: list[np.ndarray] = []
 
     def update(self, x: np.ndarray, fx: np.ndarray) -> np.ndarray:
+        if self.picard_left > 0:
+            self.picard_left -= 1
+            return fx
         self.xs = [*self.xs, x][-self.m :]
         self.gs = [*self.gs, fx - x][-self.m :]
         n = len(self.gs)
@@ -93,15 +98,18 @@ class NumpyAnderson:
 class TorchAnderson:
     """NumpyAnderson's torch twin. `dtype` (e.g. float64) runs the whole update in it; None keeps the input's."""
 
-    def __init__(self, m: int = 5, reg: float = 1e-6, dtype=None):
+    def __init__(self, m: int = 5, reg: float = 1e-6, dtype=None, picard_first: int = 0):
         import torch
 
         self.torch = torch
-        self.m, self.reg, self.dtype = m, reg, dtype
+        self.m, self.reg, self.dtype, self.picard_left = m, reg, dtype, picard_first
         self.xs: list = []
         self.gs: list = []
 
     def update(self, x, fx):
+        if self.picard_left > 0:
+            self.picard_left -= 1
+            return fx
         torch = self.torch
         out_dtype = x.dtype
         if self.dtype is not None:
@@ -140,8 +148,8 @@ class NumpyOps:
         """a where mask holds, else b; a mask [...] applies to every component of states [..., D]."""
         return np.where(mask.reshape(mask.shape + (1,) * (np.ndim(a) - mask.ndim)), a, b)
 
-    def anderson(self, m: int):
-        return NumpyAnderson(m)
+    def anderson(self, m: int, picard_first: int = 0):
+        return NumpyAnderson(m, picard_first=picard_first)
 
     def log_probs(self, head, z) -> np.ndarray:
         """log-softmax of head(z) over the last axis, in float64."""
@@ -175,8 +183,8 @@ class TorchOps:
     def where(self, mask, a, b):
         return self.torch.where(mask.reshape(mask.shape + (1,) * (a.dim() - mask.dim())), a, b)
 
-    def anderson(self, m: int):
-        return TorchAnderson(m, dtype=self.anderson_dtype)
+    def anderson(self, m: int, picard_first: int = 0):
+        return TorchAnderson(m, dtype=self.anderson_dtype, picard_first=picard_first)
 
     def log_probs(self, head, z):
         """NumpyOps.log_probs's twin; outside autograd (a halting decision carries no gradient)."""
@@ -214,6 +222,7 @@ class FixedPoint:
         tol: float | None = None,
         halt: HaltRule | None = None,
         anderson_m: int = 5,
+        anderson_picard_first: int = 0,
     ):
         if solver not in SOLVERS:
             raise ValueError(f"unknown solver {solver!r}")
@@ -221,7 +230,7 @@ class FixedPoint:
             raise ValueError("give tol or a halting rule, not both")
         self.step, self.max_iter, self.ops = step, int(max_iter), ops
         self.halt = halt if halt is not None else residual_below(tol) if tol is not None else None
-        self.anderson = ops.anderson(anderson_m) if solver == "anderson" else None
+        self.anderson = ops.anderson(anderson_m, anderson_picard_first) if solver == "anderson" else None
         self.z = z
         self.active = ops.mask(z)
         self.updated = self.active

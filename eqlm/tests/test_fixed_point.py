@@ -74,6 +74,21 @@ def test_anderson_twins_give_the_same_mix_of_random_iterates():
         np.testing.assert_allclose(numpy_anderson.update(x, fx), got, rtol=0, atol=1e-10)
 
 
+@pytest.mark.parametrize("ops", [NumpyOps(), TorchOps()], ids=["numpy", "torch"])
+def test_anderson_iterates_as_picard_for_its_picard_first_iterations_then_mixes(ops):
+    z0, numpy_step, torch_step = random_map(5)
+    step, z = (numpy_step, z0) if isinstance(ops, NumpyOps) else (torch_step, torch.from_numpy(z0))
+
+    def states(solver, **options):
+        solve = FixedPoint(step, z, 8, ops=ops, solver=solver, **options)
+        return [np.asarray(solve.z).copy() for _ in solve]
+
+    picard, anderson = states("picard"), states("anderson", anderson_picard_first=4)
+    for i in range(4):
+        np.testing.assert_array_equal(anderson[i], picard[i])
+    assert not np.allclose(anderson[5], picard[5])  # the mix starts at the 5th update, from its 2nd remembered step
+
+
 def test_a_halted_position_stays_frozen_and_keeps_its_count_and_last_residual():
     z0, numpy_step, _ = random_map(4)
     solve = FixedPoint(numpy_step, z0, 40, ops=NumpyOps(), tol=1e-3)

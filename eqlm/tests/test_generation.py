@@ -134,6 +134,26 @@ def test_a_settled_solve_leaves_its_final_states_keys_and_values_in_every_iterat
     assert not np.array_equal(cold.past(0)[0], cold.past(11)[0])
 
 
+def test_an_anderson_solve_settles_as_a_warm_start_does(tiny_onnx_dir):
+    """Anderson needs the map to stay put: its positions iterate against, and leave, the context's solved states."""
+    model = OnnxEqLM(tiny_onnx_dir)
+    ids = list(b"grace and peace")
+    cache = DecodeCache(model, 12)
+    z, _, _ = process(model, cache, ids, 12, 0.05, "anderson")
+    empty = model.empty_kv()
+    _, k, v, _ = model.step(z, model.embed(np.asarray([ids]), np.arange(len(ids))[None, :]), empty, empty)
+    for slot in range(12):
+        past_k, past_v = cache.past(slot)
+        assert np.array_equal(past_k, k) and np.array_equal(past_v, v)
+
+
+def test_the_browser_runtime_runs_anderson_after_as_many_picard_iterations_as_the_server():
+    from eqlm.limits import ANDERSON_PICARD_FIRST
+
+    source = (ROOT / "static" / "js" / "eqlm-runtime.js").read_text()
+    assert f"const ANDERSON_PICARD_FIRST = {ANDERSON_PICARD_FIRST};" in source
+
+
 def test_anderson_solver_runs_and_reports_residuals(generator):
     result = generator.generate(GenerationRequest(prompt="Selah", max_tokens=6, tol=0.05, solver="anderson"))
     assert len(result.tokens) == 6

@@ -19,7 +19,7 @@ CASES = {
     "adaptive": {"depth": 12, "tol": 0.05},
     "warm start": {"depth": 6, "warm_start": True},
     "adaptive + warm": {"depth": 10, "tol": 0.03, "warm_start": True},
-    "anderson": {"depth": 6, "solver": "anderson"},
+    "anderson": {"depth": 10, "solver": "anderson"},  # mixes from the 7th iteration (ANDERSON_PICARD_FIRST)
     "noise": {"depth": 8, "start": "noise", "seed": 0},
     "noise, seed 7": {"depth": 8, "start": "noise", "seed": 7},
     "start warm": {"depth": 6, "start": "warm"},

@@ -19,7 +19,7 @@ CASES = {
     "fixed depth": {"depth": 6},
     "adaptive": {"depth": 20, "tol": 0.05},
     "adaptive + warm": {"depth": 20, "tol": 0.05, "warm_start": True},
-    "anderson": {"depth": 8, "tol": 0.02, "solver": "anderson"},
+    "anderson": {"depth": 14, "tol": 0.02, "solver": "anderson"},
 }
 
 

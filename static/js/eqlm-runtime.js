@@ -12,7 +12,9 @@
      instead of 0, and every position's K/V in every slot are then those of its final state (`settle`), so a new
      position iterates against its context's solved states from its first iteration on; "noise": every position,
      the prompt's included, starts at N(0, 1) from eqlm-noise.js (the manifest's `noise_rng`), seeded by `seed`;
-   - Anderson acceleration per position (memory 5, float64 algebra, float32 results) as generation._Anderson;
+   - Anderson acceleration per position (memory 5, float64 algebra, float32 results) as fixed_point.NumpyAnderson,
+     after ANDERSON_PICARD_FIRST Picard iterations; an Anderson solve always settles (decoder.process): a secant
+     method needs the map to stay put, and the per-iteration cache changes it at every iteration;
    - the depth range is the manifest's (`default_depth`, `max_depth`), as limits.model_depths reads it;
    - an explicit transformer (model_class "ExplicitLM", eqlm/export_explicit.py): slot i runs the graph of layer i
      (`manifest.layers`), the start is the embedding, its depth is its layer count, and it takes no tol, other
@@ -24,6 +26,7 @@ import * as EqlmTokenizer from "./tokenizer.js";
 const STARTS = ["zero", "warm", "noise"];
 const HALTS = ["residual", "kl"];
 const SOLVERS = ["picard", "anderson"];
+const ANDERSON_PICARD_FIRST = 6; // limits.ANDERSON_PICARD_FIRST
 const EXPLICIT_CLASS = "ExplicitLM";
 const CONTROLS = ["depth", "tol", "solver", "start", "halt", "warm_start"];
 const EXPLICIT_WHY = {
@@ -136,13 +139,17 @@ function solve(a, b, n) {
   return x;
 }
 
-/* Per-position Anderson acceleration over [T, D] float32 states (generation._Anderson). */
+/* Per-position Anderson acceleration over [T, D] float32 states (fixed_point.NumpyAnderson). */
 class Anderson {
-  constructor(t, d, m = 5, reg = 1e-6) {
-    Object.assign(this, { t, d, m, reg, xs: [], gs: [] });
+  constructor(t, d, m = 5, reg = 1e-6, picardFirst = 0) {
+    Object.assign(this, { t, d, m, reg, picardLeft: picardFirst, xs: [], gs: [] });
   }
 
   update(x, fx) {
+    if (this.picardLeft > 0) {
+      this.picardLeft -= 1;
+      return fx;
+    }
     const { t, d } = this;
     const g = new Float32Array(x.length);
     for (let i = 0; i < x.length; i++) g[i] = fx[i] - x[i];
@@ -337,6 +344,7 @@ class EqlmRuntime {
   /* Run T new positions after the cached ones and fill the cache (decoder.process); with tol, `halt` names the
      rule: "residual" (float32 compare, as numpy does) or "kl" (float64, one head call per iteration). */
   async process(cache, ids, depth, tol, solver, z0 = null, settle = false, halt = "residual") {
+    settle = settle || solver === "anderson"; // Anderson iterates against the context's solved states
     const t = ids.length;
     const d = this.dModel;
     const p = cache.length;
@@ -347,7 +355,7 @@ class EqlmRuntime {
     const iterations = new Array(t).fill(0);
     const residual = new Array(t).fill(Infinity);
     const history = Array.from({ length: t }, () => []); // each position's residual at each of its iterations
-    const anderson = solver === "anderson" ? new Anderson(t, d) : null;
+    const anderson = solver === "anderson" ? new Anderson(t, d, 5, 1e-6, ANDERSON_PICARD_FIRST) : null;
     const adaptive = tol !== null && tol !== undefined;
     const tol32 = adaptive && halt !== "kl" ? f32(tol) : null;
     const byKl = adaptive && halt === "kl";
