@@ -17,7 +17,7 @@ import torch
 from torch import nn
 
 from .export_explicit import export_explicit_onnx
-from .limits import DEFAULT_MODEL_ID, DEPTH_MAX, DEPTH_MIN, HALTS, SOLVERS, STARTS, model_depths
+from .limits import DEFAULT_MODEL_ID, DEPTH_CAP_MAX, DEPTH_MAX, DEPTH_MIN, HALTS, SOLVERS, STARTS, model_depths
 from .manifest import fixed_depth
 from .model import RESIDUAL_EPS, EqLM, relative_residual
 from .noise import NOISE_RNG
@@ -137,6 +137,14 @@ def word_realness(texts: list[str], vocabulary: set[str]) -> float:
     return sum(w in vocabulary for w in words) / len(words) if words else 0.0
 
 
+def trained_max_depth(provenance: dict) -> int:
+    """The depth cap a checkpoint is served with: the deepest depth its stage's solve drew (solve.depth.max) when that
+    goes past limits.DEPTH_MAX, up to DEPTH_CAP_MAX; DEPTH_MAX otherwise (a fixed-depth or older recipe)."""
+    solve = (provenance.get("resolved_stage") or {}).get("solve") or {}
+    deepest = (solve.get("depth") or {}).get("max") if solve.get("kind") == "equilibrium" else None
+    return max(DEPTH_MAX, min(DEPTH_CAP_MAX, int(deepest or DEPTH_MAX)))
+
+
 def export_demo(
     checkpoint: Path,
     out_dir: Path,
@@ -149,9 +157,10 @@ def export_demo(
 ) -> dict:
     """Export a checkpoint for the demo, measure it with the ONNX files and write metrics.json + manifest.json.
 
-    Held-out bits/byte at depths 1-12 and deeper (an explicit transformer: at its one depth, its layer count) is
-    measured on the whole held-out slice of the corpus (the last 5%) when the corpus is available, and always on the
-    small committed slice that CI re-measures.
+    The model's depth cap is `trained_max_depth`: 128 for a recipe that trained depths up to 128, else 64. Held-out
+    bits/byte at depths 1-12 and deeper, up to the cap (an explicit transformer: at its one depth, its layer count),
+    is measured on the whole held-out slice of the corpus (the last 5%) when the corpus is available, and always on
+    the small committed slice that CI re-measures.
     """
     import hashlib
     import time
@@ -169,8 +178,9 @@ def export_demo(
     corpus_kind = train_settings.get("corpus") or stage_corpus.get("name") or "kjv"
     domain = DOMAINS[corpus_kind]
     limitation = EXPLICIT_LIMITATION if model.model_class == "ExplicitLM" else domain["limitation"]
-    fixed = fixed_depth(export_onnx(model, out_dir, int8=int8, model_id=model_id))
-    depths = [fixed] if fixed else [*range(1, 13), 16, 24, 32, 48, DEPTH_MAX]
+    max_depth = trained_max_depth(provenance)
+    fixed = fixed_depth(export_onnx(model, out_dir, int8=int8, model_id=model_id, max_depth=max_depth))
+    depths = [fixed] if fixed else [*range(1, 13), *(d for d in (16, 24, 32, 48, 64, 96, 128) if d <= max_depth)]
     sample_depths = [fixed] if fixed else [2, 4, 8, 12]
     threads = train_settings.get("threads", provenance.get("threads", 2))
     onnx_model = OnnxEqLM(out_dir, threads=2)

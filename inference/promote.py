@@ -100,10 +100,10 @@ def generated_card(provenance: dict) -> dict:
         ),
         "shows": (
             "On the whole held-out slice it is best at depth {best_depth.export} ({best.export} bits/byte); at depth "
-            "4 it is {bpb.export@4}, at 12 {bpb.export@12} and at 64 {bpb.export@64}, a drift of {drift.export} from "
-            "its best depth. On held-out windows {converged.picard@32} of positions settle below a relative residual "
-            "of {tol} by depth 32 and {converged.picard@64} by 64. The six-stage model it replaced, "
-            "eqlm-demo-anytime, is best at {eqlm-demo-anytime:best.export} bits/byte and gives "
+            "4 it is {bpb.export@4}, at 12 {bpb.export@12} and at 64 {bpb.export@64}; by its deepest measured depth "
+            "it drifts {drift.export} from its best depth. On held-out windows {converged.picard@32} of positions "
+            "settle below a relative residual of {tol} by depth 32 and {converged.picard@64} by 64. The six-stage "
+            "model it replaced, eqlm-demo-anytime, is best at {eqlm-demo-anytime:best.export} bits/byte and gives "
             "{eqlm-demo-anytime:bpb.export@12} at depth 12."
         ),
         "halting_and_warm_start": (

@@ -201,7 +201,7 @@ def training_facts(model_id: str | None = None) -> dict:
     return training_summary(bundled_model(model_id or DEFAULT_MODEL_ID).facts())
 
 
-DEPTH_MARKS = (4, 8, 12, 16, 32, 64)
+DEPTH_MARKS = (4, 8, 12, 16, 32, 64, 128)
 
 
 def depth_marks(max_depth: int, min_depth: int = 1) -> list[dict]:

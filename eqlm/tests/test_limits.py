@@ -7,10 +7,13 @@ from pathlib import Path
 import pytest
 
 from eqlm import limits
+from eqlm.checkpoint import load_checkpoint
+from eqlm.export import trained_max_depth
 from eqlm.generation import GenerationRequest
 from eqlm.noise import NOISE_RNG
 
 MODELS = Path(__file__).resolve().parents[2] / "static" / "models"
+CHECKPOINTS = Path(__file__).resolve().parents[2] / "inference" / "demo"
 
 
 @pytest.mark.parametrize("manifest", sorted(MODELS.glob("*/manifest.json")), ids=lambda p: p.parent.name)
@@ -21,14 +24,26 @@ def test_every_committed_manifest_records_the_limits_and_its_graphs_are_unchange
         assert (data["min_depth"], data["default_depth"], data["max_depth"]) == (layers, layers, layers)
         assert data["solvers"] == [limits.DEFAULT_SOLVER] and data["starts"] == [] and data["halts"] == []
     else:
-        assert (data["min_depth"], data["max_depth"]) == (limits.DEPTH_MIN, limits.DEPTH_MAX)
+        # the cap is the deepest depth the model's recipe trained, 64 at least (eqlm.export.trained_max_depth)
+        _, checkpoint = load_checkpoint(CHECKPOINTS / f"{data['model_id']}.pt")
+        assert (data["min_depth"], data["max_depth"]) == (limits.DEPTH_MIN, trained_max_depth(checkpoint["provenance"]))
         assert data["solvers"] == list(limits.SOLVERS)
         assert data["starts"] == list(limits.STARTS) and data["halts"] == list(limits.HALTS)
         assert data["noise_rng"] == NOISE_RNG
-        assert limits.DEPTH_MIN <= data["default_depth"] <= limits.DEPTH_MAX
-        assert limits.model_depths(data) == (data["default_depth"], limits.DEPTH_MAX)
+        assert limits.DEPTH_MIN <= data["default_depth"] <= data["max_depth"]
+        assert limits.model_depths(data) == (data["default_depth"], data["max_depth"])
     for role, name in data["graphs"].items():  # the limits were added to the manifests, the graphs not re-exported
         assert hashlib.sha256((manifest.parent / name).read_bytes()).hexdigest() == data["graph_sha256"][role]
+
+
+def test_the_served_model_goes_to_depth_128_because_its_recipe_trained_depths_up_to_128():
+    served = json.loads((MODELS / limits.DEFAULT_MODEL_ID / "manifest.json").read_text())
+    recipe = json.loads((MODELS / "depth-random" / "manifest.json").read_text())
+    assert served["max_depth"] == limits.DEPTH_CAP_MAX == 128
+    assert recipe["max_depth"] == limits.DEPTH_MAX  # depth-random's solve drew depths up to 64
+    assert trained_max_depth({"resolved_stage": {"solve": {"kind": "equilibrium", "depth": {"max": 512}}}}) == 128
+    assert trained_max_depth({"resolved_stage": {"solve": {"kind": "unrolled", "depth": {"max": 128}}}}) == 64
+    assert trained_max_depth({}) == limits.DEPTH_MAX
 
 
 def test_a_request_is_held_to_the_limits():

@@ -24,7 +24,7 @@ def test_the_dial_offers_every_model_and_defaults_to_eqlm_demo(client, bundled_m
     assert options[0][1] == " selected"
     config = page_config(html)
     default_depth = serving.resolve("eqlm-demo").manifest["default_depth"]  # whichever model the lead ships
-    assert config["model"] == {"id": "eqlm-demo", "defaultDepth": default_depth, "maxDepth": 64}
+    assert config["model"] == {"id": "eqlm-demo", "defaultDepth": default_depth, "maxDepth": 128}
     assert config["manifestUrl"] == "/demo/models/eqlm-demo/manifest.json"
 
 
@@ -33,6 +33,13 @@ def test_the_dial_spans_depths_1_to_64_starting_at_the_models_default(client):
     slider = re.search(r'<input type="range" id="depth"[^>]*>', html)[0]
     assert 'min="1"' in slider and 'max="64"' in slider and 'value="8"' in slider
     assert re.findall(r'<option value="(\d+)" label', html) == ["4", "8", "12", "16", "32", "64"]
+
+
+def test_the_dial_spans_depths_1_to_128_for_the_served_model(client):
+    html = client.get("/demo/?model=eqlm-demo").content.decode()
+    slider = re.search(r'<input type="range" id="depth"[^>]*>', html)[0]
+    assert 'min="1"' in slider and 'max="128"' in slider
+    assert re.findall(r'<option value="(\d+)" label', html) == ["4", "8", "12", "16", "32", "64", "128"]
 
 
 def test_the_unrolled_models_page_on_the_dial_carries_its_card_and_measured_table(client):

@@ -111,7 +111,7 @@ def test_demo_metric_tables_download_as_csv_and_json(client):
     csv = client.get("/models/eqlm-demo/bpb.csv")
     assert csv.status_code == 200 and csv.content.decode().startswith("depth,held_out_bits_per_byte")
     data = client.get("/models/eqlm-demo/bpb.json").json()
-    assert [r["depth"] for r in data["rows"]] == [*range(1, 13), 16, 24, 32, 48, 64]
+    assert [r["depth"] for r in data["rows"]] == [*range(1, 13), 16, 24, 32, 48, 64, 96, 128]
     samples = client.get("/models/eqlm-demo/samples.csv")
     assert samples.status_code == 200 and samples.content.decode().startswith("depth,prompt,real_word_share,text")
     assert client.get("/models/nothing/blimp.json").status_code == 404
