@@ -46,6 +46,15 @@ def test_the_served_model_goes_to_depth_128_because_its_recipe_trained_depths_up
     assert trained_max_depth({}) == limits.DEPTH_MAX
 
 
+def test_the_served_model_generates_at_depth_128_and_refuses_129():
+    from eqlm.generation import Generator
+
+    generator = Generator(MODELS / limits.DEFAULT_MODEL_ID)
+    assert generator.generate(GenerationRequest("In the beginning", max_tokens=2, depth=128)).completion_tokens == 2
+    with pytest.raises(ValueError, match="between 1 and 128"):
+        generator.generate(GenerationRequest("In the beginning", max_tokens=2, depth=129))
+
+
 def test_a_request_is_held_to_the_limits():
     GenerationRequest("a", depth=limits.DEPTH_MIN).validate()
     GenerationRequest("a", depth=limits.DEPTH_MAX).validate()
