@@ -156,7 +156,7 @@ def process(
     instead of against the states this solve passed through.
 
     Anderson always settles: a secant method needs the map it accelerates to stay put, and against the per-iteration
-    cache the context's K/V change at every iteration (bench/decode.py measured it slower than Picard there). It also
+    cache the context's K/V change at every iteration (it was slower than Picard there; bench/anderson.py). It also
     runs limits.ANDERSON_PICARD_FIRST Picard iterations before it mixes.
 
     An explicit transformer (model.explicit) takes none of tol, another solver, z0, settle or another halting rule

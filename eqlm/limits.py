@@ -13,7 +13,7 @@ DEFAULT_DEPTH = 8  # when neither the request nor the model's manifest says othe
 SOLVERS = ("picard", "anderson")  # fixed-point solvers (eqlm/fixed_point.py); the first is the default
 DEFAULT_SOLVER = SOLVERS[0]
 # the runtime's Anderson (decoder.process, eqlm-runtime.js) runs this many Picard iterations before it mixes: the
-# first iterates from the start move far, and a secant model of them misleads the mix (measured in bench/decode.py)
+# first iterates from the start move far, and a secant model of them misleads the mix (bench/anderson.py)
 ANDERSON_PICARD_FIRST = 6
 # where a new position's solve starts: 0; the previous position's final state; N(0, 1) from eqlm/noise.py
 STARTS = ("zero", "warm", "noise")

@@ -218,9 +218,8 @@ def train_stage(
                 f"{state_path} belongs to another run (hash {state['run_hash']}, this one {this_run}): "
                 "use another --out or delete it"
             )
-        if (
-            finished_checkpoint(state, latest, total) is not None
-        ):  # nothing left to train, so the threads and device it ran on do not matter
+        # nothing left to train, so the threads and device it ran on do not matter
+        if finished_checkpoint(state, latest, total) is not None:
             log(f"stage {stage.name} finished before ({state['step']} steps, on {state.get('identity')}): {latest}")
             return TrainOutcome(True, state["step"], total, latest, state_path)
         if state.get("identity", identity) != identity:
