@@ -18,8 +18,10 @@ residual rule, eqlm/decoder.process for the KL rule; both identical to decoding 
 start by decoding the window one byte at a time (each position starts from the previous position's final state and
 iterates against the solved states before it), as generation does.
 --heldout uses the whole held-out slice of the corpus (needs Debian's bible-kjv) instead of the committed 4 KB
-slice. --basins diagnoses a warm start that misses: one position at a time, iterated against its context's solved
-states from four starts, and the share of each that reaches the joint fixed point.
+slice. Every prompt whose warm continuation leaves the cold one is diagnosed at the first token they differ (the
+settled context's unconverged positions, and the choice from zero against it). --basins diagnoses a warm start that
+misses: one position at a time, iterated against its context's solved states from four starts, and the share of each
+that reaches the joint fixed point.
 
 Targets, printed part by part and as a whole (a target holds only when every part does):
 - halting pays: tol 0.01 (cap 64) uses <= 16 iterations per token on average, costs <= 0.02 bits/byte against fixed
@@ -61,6 +63,7 @@ def decode(generator: Generator, prompts: list[str], tokens: int, **request) -> 
     count = sum(len(r.tokens) for r in results)
     return {
         "tokens": [[e.token_id for e in r.tokens] for r in results],
+        "iterations": [[e.iterations for e in r.tokens] for r in results],
         "mean_iterations": sum(later) / len(later) if later else float("nan"),
         "tokens_per_second": count / seconds if seconds else float("nan"),
         "seconds": seconds,
@@ -105,6 +108,38 @@ def settled_bits_per_byte(
             iterations += int(its[0]) if position else 0  # the first position has nothing to start from
             count += 1
     return nll / count / LN2, iterations / (count - len(windows))
+
+
+def divergences(model: OnnxEqLM, prompts: list[str], cold: dict, warm: dict, cap: int, tol: float, solver: str):
+    """Where each warm continuation first leaves the cold one, and what its context looks like once settled.
+
+    For the decision at that token the context (the prompt and the tokens both modes chose before it) is solved
+    jointly from zero for `cap` iterations; a context position still above tol there has no fixed point within the
+    cap (a cycle, or a very slow approach). Cold decoding lets the new position iterate against such a context as it
+    moves; the warm start iterates against the snapshot it settled at. The decision is then solved from zero against
+    the settled context, the third opinion.
+    """
+    rows = []
+    for index, (prompt, c, w) in enumerate(zip(prompts, cold["tokens"], warm["tokens"], strict=True)):
+        k = next((j for j, (a, b) in enumerate(zip(c, w, strict=False)) if a != b), None)
+        if k is None:
+            continue
+        ids = list(prompt.encode("utf-8")) + c[:k]
+        cache = DecodeCache(model, cap)
+        _, _, residual = process(model, cache, ids[:-1], cap, None, solver, settle=True)
+        z, _, _ = process(model, cache, ids[-1:], cap, tol, solver, settle=True)
+        rows.append(
+            {
+                "prompt": index,
+                "token": k,
+                "cold": {"byte": c[k], "iterations": cold["iterations"][index][k]},
+                "warm": {"byte": w[k], "iterations": warm["iterations"][index][k]},
+                "context_positions_above_tol": int((residual >= tol).sum()),
+                "context_max_residual": float(residual.max()),
+                "zero_start_on_settled_context": int(np.argmax(model.head(z)[0, -1])),
+            }
+        )
+    return rows
 
 
 BASIN_STARTS = ("converged + 30% noise", "joint iterate 4", "zero", "predecessor (warm start)")
@@ -268,6 +303,8 @@ def main() -> int:
             "seconds": round(time.perf_counter() - started, 1),
         }
 
+    report["divergences"] = divergences(model, prompts, cold, warm, args.cap, args.tol, args.solver)
+
     if args.basins:
         started = time.perf_counter()
         source = Path(args.slice).read_bytes()
@@ -335,6 +372,14 @@ def main() -> int:
         + "".join(f", {name} vs fixed {g[f'{name}_vs_fixed']:.4f}" for name in kl_rows)
         + "".join(f", warm {name} vs cold {g[f'warm_{name}_vs_cold']:.4f}" for name in warm_kl_rows)
     )
+    for d in report["divergences"]:
+        print(
+            f"warm leaves cold at prompt {d['prompt']}, token {d['token']}: cold {bytes([d['cold']['byte']])!r} "
+            f"({d['cold']['iterations']} its), warm {bytes([d['warm']['byte']])!r} ({d['warm']['iterations']} its); "
+            f"settled context: {d['context_positions_above_tol']} position(s) above tol after {args.cap} iterations "
+            f"(max residual {d['context_max_residual']:.2g}); from zero against it: "
+            f"{bytes([d['zero_start_on_settled_context']])!r}"
+        )
     if "basins" in report:
         b = report["basins"]
         print(
