@@ -59,11 +59,12 @@ def decode(generator: Generator, prompts: list[str], tokens: int, **request) -> 
     for prompt in prompts:
         results.append(generator.generate(GenerationRequest(prompt=prompt, max_tokens=tokens, **request)))
     seconds = time.perf_counter() - started
-    later = [e.iterations for r in results for e in r.tokens[1:]]
+    iterations = [[e.iterations for e in r.tokens] for r in results]
+    later = [i for its in iterations for i in its[1:]]
     count = sum(len(r.tokens) for r in results)
     return {
         "tokens": [[e.token_id for e in r.tokens] for r in results],
-        "iterations": [[e.iterations for e in r.tokens] for r in results],
+        "iterations": iterations,
         "mean_iterations": sum(later) / len(later) if later else float("nan"),
         "tokens_per_second": count / seconds if seconds else float("nan"),
         "seconds": seconds,
@@ -124,7 +125,7 @@ def divergences(model: OnnxEqLM, prompts: list[str], cold: dict, warm: dict, cap
         k = next((j for j, (a, b) in enumerate(zip(c, w, strict=False)) if a != b), None)
         if k is None:
             continue
-        ids = list(prompt.encode("utf-8")) + c[:k]
+        ids = GenerationRequest(prompt=prompt).ids() + c[:k]  # the prompt's ids as the generator takes them
         cache = DecodeCache(model, cap)
         _, _, residual = process(model, cache, ids[:-1], cap, None, solver, settle=True)
         z, _, _ = process(model, cache, ids[-1:], cap, tol, solver, settle=True)

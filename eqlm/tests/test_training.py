@@ -303,6 +303,14 @@ def test_every_bundled_model_has_a_recipe_file_whose_stages_resolve():
         assert len(recipe.resolve().recipe_hash) == 16
 
 
+def test_depth_settles_first_stage_is_the_served_models_stage():
+    """eqlm/recipes/depth-settle.toml copies eqlm-demo's stage (recipes do not include one another): it must stay the
+    same stage (the same hash, which a run's identity covers), so its deep stage continues the served recipe."""
+    settle, served = load_recipe("depth-settle").resolve("random"), load_recipe("eqlm-demo").resolve("random")
+    assert settle.recipe_hash == served.recipe_hash
+    assert load_recipe("depth-settle").chain("deep") == ["random", "deep"]
+
+
 def test_the_served_recipe_trains_again_the_stage_the_served_checkpoint_records():
     """eqlm/recipes/eqlm-demo.toml is pinned by `make promote-demo`: the served checkpoint's recipe with its overrides
     written in, so `make train-demo` (the recipe's last stage, no overrides) trains the same stage again."""
