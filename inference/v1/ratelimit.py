@@ -1,7 +1,15 @@
 """Per-caller rate limits for /v1/ (requests and tokens per minute) and the cap on concurrent generations.
 
-Counters are fixed one-minute windows in Django's cache: with the embedded local-memory cache they are per
-process; configure a shared cache (e.g. Redis) to share them between processes.
+Each limit is a generic cell rate algorithm (GCRA): a budget of N per minute refills continuously, one unit every
+60/N seconds, and holds at most N. Django's cache keeps one number per caller and limit, the time at which its
+budget will be full again (its "theoretical arrival time"). A request fits when that time, pushed on by the
+request's cost, is at most a minute ahead; the Retry-After of a refusal is how long until it would fit. There is
+no window boundary, so no burst of 2N across one (the fixed windows this replaces let two requests a minute
+apart by 0.1 s both through at a limit of 1).
+
+With the embedded local-memory cache the budgets are per process; configure a shared cache (e.g. Redis) to
+share them between processes. A lock makes each read-and-write atomic within a process; between processes
+two requests arriving together may both fit where only one should.
 """
 
 import math
@@ -15,6 +23,8 @@ from portal.api import ApiError
 
 WINDOW_SECONDS = 60
 
+_budget_lock = threading.Lock()
+
 
 class RateLimited(ApiError):
     def __init__(self, message: str, retry_after: int, code: str):
@@ -22,57 +32,74 @@ class RateLimited(ApiError):
         self.wait = retry_after  # DRF turns `wait` into the Retry-After header
 
 
-def _window() -> tuple[int, int]:
-    now = time.time()
-    start = int(now // WINDOW_SECONDS) * WINDOW_SECONDS
-    return start, max(1, math.ceil(start + WINDOW_SECONDS - now))
+def _key(kind: str, identity: str) -> str:
+    return f"v1-gcra:{kind}:{identity}"
 
 
-def _counter(kind: str, identity: str, start: int) -> str:
-    return f"v1-rl:{kind}:{identity}:{start}"
+def _full_at(key: str, now: float) -> float:
+    """When the budget at `key` is full again (never earlier than now)."""
+    return max(float(cache.get(key) or 0.0), now)
 
 
-def _read(key: str) -> int:
-    return int(cache.get(key) or 0)
+def _spend(kind: str, identity: str, per_minute: int, cost: float, *, charge=True, force=False) -> float | None:
+    """Spend `cost` units of `identity`'s per-minute budget of `kind` when they fit; return the wait.
+
+    The wait is 0.0 when they fit (and were spent, if `charge`), the seconds until they would fit otherwise
+    (nothing spent), or None when they never can (more than the whole budget). With `force` the cost is spent
+    whatever it comes to: `charge_tokens` charges the tokens used, after the fact.
+    """
+    if per_minute <= 0:
+        return 0.0 if force else None
+    if cost > per_minute and not force:
+        return None
+    key = _key(kind, identity)
+    with _budget_lock:
+        now = time.time()
+        full_at = _full_at(key, now) + cost * WINDOW_SECONDS / per_minute
+        over = full_at - now - WINDOW_SECONDS
+        if over > 1e-9 and not force:
+            return over
+        if charge:
+            cache.set(key, full_at, timeout=math.ceil(full_at - now) + 5)
+        return 0.0
 
 
-def _add(key: str, amount: int) -> int:
-    cache.add(key, 0, timeout=WINDOW_SECONDS + 5)
-    try:
-        return cache.incr(key, amount)
-    except ValueError:  # expired between add and incr
-        cache.set(key, amount, timeout=WINDOW_SECONDS + 5)
-        return amount
+def _refuse(message: str, wait: float | None, code: str) -> RateLimited:
+    if wait is None:
+        return RateLimited(f"{message} It can never fit; ask for less.", WINDOW_SECONDS, code)
+    seconds = max(1, math.ceil(wait))
+    return RateLimited(f"{message} Try again in {seconds} s.", seconds, code)
 
 
 def admit(caller, reserve_tokens: int) -> None:
-    """Count one request for `caller`; refuse (429) when its request or token budget for this minute is spent.
+    """Count one request for `caller`; refuse (429) when its request or token budget is spent.
 
     `reserve_tokens` (prompt + the most completion tokens the request may produce) must fit in what is left of the
-    token budget; the tokens actually used are charged afterwards with `charge_tokens`.
+    token budget; the tokens actually used are charged afterwards with `charge_tokens`. A refused request spends
+    nothing.
     """
-    start, retry_after = _window()
-    used_tokens = _read(_counter("tok", caller.identity, start))
-    if used_tokens + reserve_tokens > caller.tokens_per_minute:
-        raise RateLimited(
-            f"Rate limit reached: {caller.tokens_per_minute} tokens per minute "
-            f"({used_tokens} used, this request may need {reserve_tokens}). Try again in {retry_after} s.",
-            retry_after,
-            "tokens_per_minute_exceeded",
-        )
-    requests = _add(_counter("req", caller.identity, start), 1)
-    if requests > caller.requests_per_minute:
-        raise RateLimited(
-            f"Rate limit reached: {caller.requests_per_minute} requests per minute. Try again in {retry_after} s.",
-            retry_after,
+    if reserve_tokens > 0:
+        wait = _spend("tok", caller.identity, caller.tokens_per_minute, reserve_tokens, charge=False)
+        if wait != 0.0:
+            raise _refuse(
+                f"Rate limit reached: {caller.tokens_per_minute} tokens per minute "
+                f"(this request may need {reserve_tokens}).",
+                wait,
+                "tokens_per_minute_exceeded",
+            )
+    wait = _spend("req", caller.identity, caller.requests_per_minute, 1)
+    if wait != 0.0:
+        raise _refuse(
+            f"Rate limit reached: {caller.requests_per_minute} requests per minute.",
+            wait,
             "requests_per_minute_exceeded",
         )
 
 
 def charge_tokens(caller, tokens: int) -> None:
+    """Charge the tokens a request used; a charge past the budget pushes its refill time further out."""
     if tokens > 0:
-        start, _ = _window()
-        _add(_counter("tok", caller.identity, start), tokens)
+        _spend("tok", caller.identity, caller.tokens_per_minute, tokens, force=True)
 
 
 _slots_lock = threading.Lock()
