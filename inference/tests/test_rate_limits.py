@@ -82,3 +82,14 @@ def test_a_reservation_larger_than_the_whole_budget_says_it_can_never_fit(clock)
 def test_callers_have_budgets_of_their_own(clock):
     ratelimit.admit(caller(rpm=1, name="ip:192.0.2.1"), 0)
     ratelimit.admit(caller(rpm=1, name="ip:192.0.2.2"), 0)
+
+
+def test_a_limit_raised_in_the_admin_keeps_what_was_used_and_refills_at_the_new_rate(clock):
+    ratelimit.admit(caller(rpm=1), 0)
+    with pytest.raises(ratelimit.RateLimited):
+        ratelimit.admit(caller(rpm=1), 0)
+    for _ in range(59):  # one of sixty used
+        ratelimit.admit(caller(rpm=60), 0)
+    with pytest.raises(ratelimit.RateLimited) as refused:
+        ratelimit.admit(caller(rpm=60), 0)
+    assert refused.value.wait == 1

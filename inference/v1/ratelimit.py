@@ -1,11 +1,10 @@
 """Per-caller rate limits for /v1/ (requests and tokens per minute) and the cap on concurrent generations.
 
-Each limit is a generic cell rate algorithm (GCRA): a budget of N per minute refills continuously, one unit every
-60/N seconds, and holds at most N. Django's cache keeps one number per caller and limit, the time at which its
-budget will be full again (its "theoretical arrival time"). A request fits when that time, pushed on by the
-request's cost, is at most a minute ahead; the Retry-After of a refusal is how long until it would fit. There is
-no window boundary, so no burst of 2N across one (the fixed windows this replaces let two requests a minute
-apart by 0.1 s both through at a limit of 1).
+Each limit is a budget of N a minute that holds at most N and refills continuously, one unit every 60/N seconds (a
+leaky bucket, the generic cell rate algorithm's equivalent). Django's cache keeps, per caller and limit, the units in
+use and when they were counted. A request fits when its cost fits in what is free; the Retry-After of a refusal is
+how long until it would. There is no window boundary, so no burst of 2N across one (the fixed windows this replaces
+let two requests 75 ms apart, either side of a minute, both through at a limit of 1).
 
 With the embedded local-memory cache the budgets are per process; configure a shared cache (e.g. Redis) to
 share them between processes. A lock makes each read-and-write atomic within a process; between processes
@@ -36,9 +35,10 @@ def _key(kind: str, identity: str) -> str:
     return f"v1-gcra:{kind}:{identity}"
 
 
-def _full_at(key: str, now: float) -> float:
-    """When the budget at `key` is full again (never earlier than now)."""
-    return max(float(cache.get(key) or 0.0), now)
+def _level(key: str, per_minute: int, now: float) -> float:
+    """The units of the budget at `key` in use now: what was stored, less what has refilled since."""
+    level, stamp = cache.get(key) or (0.0, now)
+    return max(0.0, level - (now - stamp) * per_minute / WINDOW_SECONDS)
 
 
 def _spend(kind: str, identity: str, per_minute: int, cost: float, *, charge=True, force=False) -> float | None:
@@ -46,7 +46,8 @@ def _spend(kind: str, identity: str, per_minute: int, cost: float, *, charge=Tru
 
     The wait is 0.0 when they fit (and were spent, if `charge`), the seconds until they would fit otherwise
     (nothing spent), or None when they never can (more than the whole budget). With `force` the cost is spent
-    whatever it comes to: `charge_tokens` charges the tokens used, after the fact.
+    whatever it comes to: `charge_tokens` charges the tokens used, after the fact. The budget is kept in units, not
+    seconds, so a limit changed in the admin keeps what was used and refills at the new rate.
     """
     if per_minute <= 0:
         return 0.0 if force else None
@@ -55,12 +56,12 @@ def _spend(kind: str, identity: str, per_minute: int, cost: float, *, charge=Tru
     key = _key(kind, identity)
     with _budget_lock:
         now = time.time()
-        full_at = _full_at(key, now) + cost * WINDOW_SECONDS / per_minute
-        over = full_at - now - WINDOW_SECONDS
+        level = _level(key, per_minute, now) + cost
+        over = (level - per_minute) * WINDOW_SECONDS / per_minute
         if over > 1e-9 and not force:
             return over
         if charge:
-            cache.set(key, full_at, timeout=math.ceil(full_at - now) + 5)
+            cache.set(key, (level, now), timeout=math.ceil(level * WINDOW_SECONDS / per_minute) + 5)
         return 0.0
 
 
