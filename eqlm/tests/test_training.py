@@ -230,27 +230,28 @@ def test_a_chains_checkpoints_give_the_card_facts_of_each_stage_as_recorded(tmp_
 # 72835c1, eqlm/training.py's TrainSettings and equilibrium_loss), on one thread. The term objects must reproduce it
 # bit for bit, RNG draws included. torch's CPU kernels round differently on different CPUs, so each case holds one
 # record per machine kind it was recorded on, each made by running 72835c1's own loop there (never typed by hand);
-# a run must equal the old loop's digest on one of them: (first machine, AMD EPYC with AVX-512).
+# a run must equal the old loop's digest on one of them: (first machine, AMD EPYC with AVX-512, Intel Xeon with
+# AVX-512 FP16). eqlm/tests/old_loop_digests.py runs the old loop on a new kind.
 BEFORE_THE_TERM_OBJECTS = {
-    "tiny": ({}, {}, ("112517d28f644a7a", "5be5c3026f6bc879")),
+    "tiny": ({}, {}, ("112517d28f644a7a", "5be5c3026f6bc879", "033112740f4c5aae")),
     "full gradient with the slow-mode term": (
         {"grad_iters": 0, "start": {"noise": 0.0}},
         {"slow_mode": {"weight": 0.5}},
-        ("0aa69bf33f3330d4", "0ad2267f0b70e021"),
+        ("0aa69bf33f3330d4", "0ad2267f0b70e021", "390b455603f2fbe7"),
     ),
     "warm starts and the settled warm term": (
         {"start": {"noise": 0.5, "warm": 0.5}},
         {"settled_warm": {"weight": 0.5}},
-        ("8ca872596314be8c", "682d4b70c4f92beb"),
+        ("8ca872596314be8c", "682d4b70c4f92beb", "af93f329f9c4c764"),
     ),
     "early gain, implicit gradient, self-distillation": (
         {"implicit_iters": 4},
         {"early_gain": {"weight": 0.5}, "distill": {"weight": 0.5, "depth": 2}},
-        ("d25de4f16d490ec9", "c8d9aad71bf8a5e1"),
+        ("d25de4f16d490ec9", "c8d9aad71bf8a5e1", "2562925e231c9ab1"),
     ),
 }
-UNROLLED_BEFORE = ("65c7cf8f9424d320", "130e2ed6308c204c")
-ANYTIME_LAST_STAGE_BEFORE = ("5ef5ec0d82a7a845", "3561018767f20ef7")
+UNROLLED_BEFORE = ("65c7cf8f9424d320", "130e2ed6308c204c", "3f7bf7cf348b2057")
+ANYTIME_LAST_STAGE_BEFORE = ("5ef5ec0d82a7a845", "3561018767f20ef7", "0210e9b75e04efba")
 
 
 def trained_digest(tmp_path, schedule: dict, solve: dict, terms: dict) -> str:
