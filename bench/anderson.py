@@ -1,7 +1,7 @@
 """Anderson against Picard on a model: the same fixed point in fewer iterations? Both solvers in the same run.
 
-Usage: .venv/bin/python bench/anderson.py [--model eqlm-demo] [--tol 0.01 0.001] [--cap 128] [--windows 16]
-       [--heldout] [--prompts 34] [--tokens 25] [--json]
+Usage: .venv/bin/python bench/anderson.py [--model eqlm-demo] [--onnx-dir DIR] [--tol 0.01 0.001] [--cap 128]
+       [--windows 16] [--heldout] [--prompts 34] [--tokens 25] [--json]
 
 The runtime's Anderson (decoder.process) iterates every new position against its context's solved states (a secant
 method needs the map to stay put) and mixes after limits.ANDERSON_PICARD_FIRST Picard iterations. The fair baseline
@@ -37,6 +37,7 @@ SAME_POINT = 0.01  # bits/byte
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", default="eqlm-demo", help="a bundled model id (static/models/<id>/)")
+    parser.add_argument("--onnx-dir", help="an exported model folder (overrides --model)")
     parser.add_argument("--tol", type=float, nargs="+", default=[0.01, 0.001])
     parser.add_argument("--cap", type=int, default=128)
     parser.add_argument("--windows", type=int, default=16, help="held-out windows of 256 bytes")
@@ -46,7 +47,7 @@ def main() -> int:
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     args = parser.parse_args()
 
-    generator = Generator(ROOT / "static" / "models" / args.model, threads=1)
+    generator = Generator(Path(args.onnx_dir) if args.onnx_dir else ROOT / "static" / "models" / args.model, threads=1)
     model = generator.model
     if args.heldout:
         from eqlm.corpus import load_corpus, split
