@@ -85,7 +85,7 @@ worker: setup ## Start the Celery workers: default and gpu queues with the lost-
 	trap 'kill $$train_pid 2>/dev/null; wait $$train_pid 2>/dev/null' EXIT INT TERM; \
 	$(BIN)/celery -A portal worker -B -s "$${VAR_DIR:-var}/celerybeat-schedule" -Q default,gpu --loglevel INFO
 
-system-deps: ## Install missing system packages (redis-server, chromium) with apt when run as root
+system-deps: ## Install missing system packages (redis-server, chromium, bible-kjv) with apt when run as root
 	@missing=""; \
 	command -v redis-server >/dev/null || missing="$$missing redis-server"; \
 	[ -x /usr/bin/chromium ] || missing="$$missing chromium"; \
@@ -93,6 +93,11 @@ system-deps: ## Install missing system packages (redis-server, chromium) with ap
 	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
 	  else echo "Missing system packages:$$missing (install them, or run make test as root)"; exit 1; fi; \
 	fi
+	@# the KJV corpus (training, the --heldout benches): wanted, not needed by the tests, so its absence only warns
+	@command -v bible >/dev/null || { [ "$$(id -u)" = 0 ] && export DEBIAN_FRONTEND=noninteractive && \
+	  { apt-get install -y -qq bible-kjv >/dev/null 2>&1 || \
+	    { apt-get update -qq && apt-get install -y -qq bible-kjv >/dev/null 2>&1; }; }; } || \
+	  echo "bible-kjv is not installed: training on the KJV and the --heldout benches need it (apt-get install bible-kjv)"
 
 services: system-deps ## Start Redis and PostgreSQL when they are installed but not running
 	@redis-cli -p $(TEST_REDIS_PORT) ping >/dev/null 2>&1 || \

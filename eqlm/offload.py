@@ -71,10 +71,31 @@ def _train_one(entry: dict, root: str, device: str, max_minutes: float | None, c
     }
 
 
+def needs_debian_corpus(plan: dict, root: Path) -> bool:
+    """Whether a run of the plan reads the KJV from Debian's package: a stage in its chain names the corpus "kjv" and
+    the plan folder carries no dump (kjv.txt)."""
+    if (root / "kjv.txt").exists():
+        return False
+    from .recipe import load_recipe
+
+    for entry in plan["runs"]:
+        recipe = load_recipe(entry["recipe"])
+        for link in recipe.chain(entry["stage"] or None):
+            stage = recipe.resolve(link, entry["overrides"])
+            if stage.corpus_file is None and stage.data["corpus"]["name"] == "kjv":
+                return True
+    return False
+
+
 def run_plan(root: Path, device: str, jobs: int, max_minutes: float | None) -> list[dict]:
     plan = json.loads((root / "plan.json").read_text())
     if plan.get("version") != PLAN_VERSION:
         raise SystemExit(f"{root / 'plan.json'} is plan version {plan.get('version')}, this code reads {PLAN_VERSION}")
+    if needs_debian_corpus(plan, root):
+        # here, once: runs that each found the package missing would race for apt's lock, and all but one fail
+        from .corpus import ensure_bible_installed
+
+        ensure_bible_installed()
     args = [(entry, str(root), device, max_minutes, plan.get("commit")) for entry in plan["runs"]]
     with multiprocessing.get_context("spawn").Pool(max(1, jobs)) as pool:
         results = pool.starmap(_train_one, args)
