@@ -2,7 +2,7 @@
 
 Usage: .venv/bin/python bench/decode.py [--model eqlm-demo] [--tol 0.01] [--cap 64] [--prompts 40] [--tokens 25]
        [--solver picard] [--bpb-windows 16] [--heldout] [--basins 2] [--kl-tol 0.01 0.001] [--rounds 1] [--json]
-       [--onnx-dir DIR] [--path-depths 64 128]
+       [--onnx-dir DIR] [--path-depths 64 128] [--breakdown]
 
 Three decoding modes on the same prompts (the starts of lines of the committed held-out slice), greedy, through the
 server's generation service (eqlm/generation.py, onnxruntime): fixed depth 64; adaptive halting at tol with cap 64
@@ -24,6 +24,7 @@ misses: one position at a time, iterated against its context's solved states fro
 that reaches the joint fixed point. --path-depths checks free-running path independence: at each of those fixed
 depths the same prompts are decoded greedily from the zero start and from the noise start (N(0, 1), seed 0: the
 API's `start: "noise"`), and the share of greedy tokens they agree on is printed; at depth 64 it is a target.
+--breakdown splits each halting row's bits/byte cost against fixed depth by the iteration its positions halted at.
 
 Targets, printed part by part and as a whole (a target holds only when every part does):
 - halting pays: tol 0.01 (cap 64) uses <= 16 iterations per token on average, costs <= 0.02 bits/byte against fixed
@@ -101,6 +102,38 @@ def halting_bits_per_byte(
         iterations += int(its.sum())
         count += len(ids)
     return nll / count / LN2, iterations / count
+
+
+BUCKETS = ((1, 4), (5, 8), (9, 12), (13, 16), (17, 24), (25, 48), (49, 10**6))
+
+
+def halting_breakdown(
+    model: OnnxEqLM, windows: np.ndarray, tol: float, cap: int, solver: str, halt: str, fixed: int
+) -> list[dict]:
+    """Where halting's cost against fixed depth comes from: teacher-forced, one batched solve per window under the
+    rule and one at fixed depth, the positions grouped by the iteration they halted at. Per group: its share of the
+    positions and its part of the cost (bits/byte, summing to the whole cost over the groups)."""
+    its_all, cost_all = [], []
+    for window in windows:
+        ids, targets = [int(b) for b in window[:-1]], np.asarray(window[1:])
+        z, its, _ = process(model, DecodeCache(model, cap), ids, cap, tol, solver, halt=halt)
+        zf, _, _ = process(model, DecodeCache(model, fixed), ids, fixed, None, solver)
+        nll = cv.nll_from_logits(model.head(z)[0], targets) - cv.nll_from_logits(model.head(zf)[0], targets)
+        its_all.append(np.asarray(its).reshape(-1))
+        cost_all.append(np.asarray(nll).reshape(-1) / LN2)
+    its, cost = np.concatenate(its_all), np.concatenate(cost_all)
+    rows = []
+    for lo, hi in BUCKETS:
+        group = (its >= lo) & (its <= hi)
+        if group.any():
+            rows.append(
+                {
+                    "iterations": f"{lo}-{min(hi, cap)}",
+                    "share": round(float(group.mean()), 4),
+                    "cost": round(float(cost[group].sum() / len(cost)), 4),
+                }
+            )
+    return rows
 
 
 def settled_bits_per_byte(
@@ -221,6 +254,11 @@ def main() -> int:
         "--rounds", type=int, default=1, help="decode every mode this many times, interleaved, and keep the fastest"
     )
     parser.add_argument(
+        "--breakdown",
+        action="store_true",
+        help="with --bpb-windows: each halting row's cost against fixed depth by the iteration positions halted at",
+    )
+    parser.add_argument(
         "--path-depths",
         type=int,
         nargs="*",
@@ -310,6 +348,12 @@ def main() -> int:
         for tol in args.kl_tol:
             name = f"kl_{tol:g}"
             bpb[name], kl_its[name] = halting_bits_per_byte(model, windows, tol, args.cap, args.solver, "kl")
+        if args.breakdown:
+            rules = {"adaptive_cold": (args.tol, "residual"), **{f"kl_{t:g}": (t, "kl") for t in args.kl_tol}}
+            report["halting_breakdown"] = {
+                name: halting_breakdown(model, windows, tol, args.cap, args.solver, halt, args.fixed)
+                for name, (tol, halt) in rules.items()
+            }
         report["bits_per_byte"] = {k: round(v, 4) for k, v in bpb.items()}
         report["bits_per_byte_windows"] = {
             "source": source,
@@ -396,6 +440,12 @@ def main() -> int:
     if bpb:
         w = report["bits_per_byte_windows"]
         print(f"bits/byte on {w['windows']} windows of {w['window']} bytes ({w['source']}), {w['seconds']} s")
+    for name, rows in report.get("halting_breakdown", {}).items():
+        print(f"{name}: cost against fixed depth {args.fixed} by the iteration positions halted at")
+        for row in rows:
+            print(
+                f"  {row['iterations']:>7} iterations: {row['share']:>6.1%} of positions, {row['cost']:+.4f} bits/byte"
+            )
     g = report["greedy_agreement"]
     print(
         f"greedy agreement: adaptive vs fixed {g['adaptive_cold_vs_fixed']:.4f}, "
