@@ -17,7 +17,8 @@ No Django imports here.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
 
 import numpy as np
 import torch
@@ -27,6 +28,7 @@ from .model import predecessor_states
 
 LN2 = math.log(2)
 STARTS = ("zero", "noise", "warm")
+BATCH = 16  # windows solved together; the noise start draws one batch's normals at a time
 
 
 @dataclass
@@ -60,13 +62,19 @@ def path_independence(
     depths: list[int],
     starts=STARTS,
     seed: int = 0,
-    batch: int = 16,
+    batch: int = BATCH,
     warm_depths: list[int] | None = None,
+    gen: torch.Generator | None = None,
+    progress: Callable[[int], None] | None = None,
 ) -> PathIndependence:
     """Bits/byte by depth from each start, and how far each start's deepest state is from the zero start's.
 
     A warm start at depth d is a solve of its own (d iterations from the zero start's states at d), so its cost is
     the sum of the depths: `warm_depths` (those of `depths` to measure it at; the deepest always) can cut it.
+
+    The noise start draws one batch's normals at a time from `gen` (a generator seeded by `seed` when None). A caller
+    that measures the windows in parts of whole batches, passing the same generator on, draws what one pass draws,
+    and `merge` gives one pass's figures. `progress(n)` is told after each batch how many windows are done.
     """
     depths = sorted(set(depths))
     deepest = depths[-1]
@@ -74,7 +82,7 @@ def path_independence(
     nll = {s: {d: [] for d in (warm_depths if s == "warm" else depths)} for s in starts}
     final: dict[str, list[torch.Tensor]] = {s: [] for s in starts}
     argmax: dict[str, list[torch.Tensor]] = {s: [] for s in starts}
-    gen = torch.Generator().manual_seed(seed)
+    gen = torch.Generator().manual_seed(seed) if gen is None else gen
     ids_all = torch.from_numpy(np.asarray(windows, dtype=np.int64))
     for i in range(0, len(ids_all), batch):
         ids = ids_all[i : i + batch]
@@ -96,6 +104,8 @@ def path_independence(
                 zero_states = _states_by_depth(model, x, warm_depths)
             final[start].append(out.z)
             argmax[start].append(out.logits[deepest].argmax(-1))
+        if progress is not None:
+            progress(i + len(ids))
     result = PathIndependence(depths, int(ids_all[:, 1:].numel()))
     reference_z = torch.cat(final["zero"]) if "zero" in starts else None
     reference_top = torch.cat(argmax["zero"]) if "zero" in starts else None
@@ -107,6 +117,51 @@ def path_independence(
             figures.greedy_agreement = float((torch.cat(argmax[start]) == reference_top).float().mean())
         result.starts[start] = figures
     return result
+
+
+def merge(parts: list[PathIndependence]) -> PathIndependence:
+    """One pass's figures from the figures of its parts (the same depths and starts): every figure is a mean over
+    positions, so the parts' means are weighted by their positions."""
+    if len(parts) == 1:
+        return parts[0]
+    total = sum(p.positions for p in parts)
+    merged = PathIndependence(parts[0].depths, total)
+
+    def mean(values: list[float | None]) -> float | None:
+        if any(v is None for v in values):
+            return None
+        return sum(v * p.positions for v, p in zip(values, parts, strict=True)) / total
+
+    for start, first in parts[0].starts.items():
+        found = [p.starts[start] for p in parts]
+        merged.starts[start] = StartFigures(
+            start,
+            {d: mean([f.bits_per_byte[d] for f in found]) for d in first.bits_per_byte},
+            aa_cosine=mean([f.aa_cosine for f in found]),
+            greedy_agreement=mean([f.greedy_agreement for f in found]),
+            mean_iterations=mean([f.mean_iterations for f in found]),
+        )
+    return merged
+
+
+def to_dict(figures: PathIndependence) -> dict:
+    """A JSON-able form (depth keys as strings), which `from_dict` reads back."""
+    return {
+        "depths": figures.depths,
+        "positions": figures.positions,
+        "starts": {
+            s: asdict(f) | {"bits_per_byte": {str(d): v for d, v in f.bits_per_byte.items()}}
+            for s, f in figures.starts.items()
+        },
+    }
+
+
+def from_dict(data: dict) -> PathIndependence:
+    starts = {
+        s: StartFigures(**(f | {"bits_per_byte": {int(d): v for d, v in f["bits_per_byte"].items()}}))
+        for s, f in data["starts"].items()
+    }
+    return PathIndependence(list(data["depths"]), int(data["positions"]), starts)
 
 
 def _states_by_depth(model, x: torch.Tensor, depths: list[int]) -> dict[int, torch.Tensor]:

@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from eqlm.model import EqLM
-from eqlm.path_independence import path_independence
+from eqlm.path_independence import from_dict, merge, path_independence, to_dict
 from eqlm.testing import tiny_config
 
 
@@ -48,3 +48,29 @@ def test_warm_depths_measure_the_warm_start_at_fewer_depths_with_the_same_deepes
         assert fewer.starts[start].aa_cosine == pytest.approx(every.starts[start].aa_cosine)
         assert fewer.starts[start].greedy_agreement == every.starts[start].greedy_agreement
         assert fewer.starts[start].bits_per_byte[8] == pytest.approx(every.starts[start].bits_per_byte[8])
+
+
+def test_parts_of_whole_batches_with_the_generator_passed_on_merge_to_one_pass():
+    model, data = tiny(10.0), windows(count=7, seed=3)  # a map that keeps its start: the noise draws show
+    whole = path_independence(model, data, [1, 3, 6], batch=2, seed=5)
+    gen, parts, told = torch.Generator().manual_seed(5), [], []
+    for lo in (0, 4):  # whole batches of 2, the last part short as the last batch is
+        parts.append(path_independence(model, data[lo : lo + 4], [1, 3, 6], batch=2, gen=gen, progress=told.append))
+    merged = from_dict(to_dict(merge(parts)))
+    assert told == [2, 4, 2, 3] and merged.positions == whole.positions == 7 * 16
+    for start, found in whole.starts.items():
+        got = merged.starts[start]
+        assert got.bits_per_byte == pytest.approx(found.bits_per_byte, rel=1e-12)
+        for name in ("aa_cosine", "greedy_agreement"):
+            assert getattr(got, name) == (
+                None if getattr(found, name) is None else pytest.approx(getattr(found, name), rel=1e-6)
+            )
+
+
+def test_parts_drawing_their_noise_afresh_do_not_merge_to_one_pass():
+    model, data = tiny(10.0), windows(count=4, seed=3)
+    whole = path_independence(model, data, [1, 6], batch=2, seed=5)
+    parts = [path_independence(model, data[lo : lo + 2], [1, 6], batch=2, seed=5) for lo in (0, 2)]
+    assert merge(parts).starts["noise"].bits_per_byte[6] != pytest.approx(
+        whole.starts["noise"].bits_per_byte[6], rel=1e-9
+    )
