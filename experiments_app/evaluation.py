@@ -5,6 +5,7 @@ once (unique constraints), then the run ends. Torch is imported inside the funct
 from __future__ import annotations
 
 import logging
+import time
 from pathlib import Path
 
 from django.conf import settings
@@ -13,7 +14,7 @@ from django.utils import timezone
 from portal.models import JobStatus
 
 from .models import TrainingRun
-from .runs import Heartbeat, arm_of, release, stage_chain
+from .runs import Heartbeat, arm_of, release, run_folder, stage_chain
 
 log = logging.getLogger(__name__)
 Phase = TrainingRun.Phase
@@ -118,19 +119,116 @@ def evaluation_records(
     return records
 
 
-def evaluate_run(run: TrainingRun, token: str) -> None:
-    """Measure the trained checkpoint as the experiment declared and write its rows (once), then end the run."""
+PARTS_FILE = "evaluation-parts.pt"
+
+
+def _parts_key(run: TrainingRun, provenance: dict, windows: int) -> str:
+    """What saved parts must share with this evaluation: the registration, the checkpoint and the windows."""
+    return f"{run.experiment.registration_hash}:{provenance.get('run_hash')}:{provenance.get('steps')}:{windows}"
+
+
+def _load_parts(path: Path, key: str) -> dict:
+    import torch
+
+    if path.exists():
+        saved = torch.load(path, map_location="cpu", weights_only=True)
+        if saved.get("key") == key:
+            return saved
+    return {"key": key, "done": 0, "tol": None, "generator": None, "figures": [], "halting": []}
+
+
+def _measured_in_parts(model, evaluation, stage, windows, parts_path, key, progress, seconds):
+    """The path-independence and halting figures over `windows`, measured in parts of whole batches that resume
+    from `parts_path` (saved after each part): (figures, halting points, tol), or None when the next part would end
+    past this slice's `seconds` (judged by its longest part so far; at least one part is measured per slice)."""
+    import dataclasses
+
+    import torch
+
+    from eqlm.convergence import AdaptivePoint, TorchBackend, adaptive_point
+    from eqlm.path_independence import BATCH, from_dict, merge, path_independence, to_dict
+    from eqlm.provenance import atomic_torch_save
+
+    began = time.monotonic()
+    parts = _load_parts(parts_path, key)
+    backend = TorchBackend(model, "cpu")
+    if parts["tol"] is None:
+        tol = evaluation["tol"]
+        if "halting_mean" in evaluation and evaluation["budgets"]:
+            tuning = tuning_windows(evaluation, stage, windows)
+            tol = tuned_tol(backend, tuning, evaluation["halting_mean"], evaluation["budgets"][0])
+        parts["tol"] = tol
+    size = -(-max(1, settings.EXPERIMENT_EVAL_PART_WINDOWS) // BATCH) * BATCH  # whole batches
+    measured, longest = 0, 0.0
+    while parts["done"] < len(windows):
+        if measured and time.monotonic() - began + longest > seconds:  # the next part would end past the slice
+            return None
+        part_began = time.monotonic()
+        done = parts["done"]
+        chunk = windows[done : done + size]
+        gen = torch.Generator().manual_seed(evaluation["noise_seed"])
+        if parts["generator"] is not None:
+            gen.set_state(parts["generator"])
+        figures = path_independence(
+            model,
+            chunk,
+            evaluation["depths"],
+            evaluation["starts"],
+            gen=gen,
+            progress=lambda n, done=done: progress((done + n) / len(windows)),
+        )
+        points = [adaptive_point(backend, chunk, parts["tol"], cap=budget) for budget in evaluation["budgets"]]
+        parts["figures"].append(to_dict(figures))
+        parts["halting"].append([dataclasses.asdict(p) for p in points])
+        parts["generator"] = gen.get_state()
+        parts["done"] = done + len(chunk)
+        atomic_torch_save(parts, parts_path)
+        measured, longest = measured + 1, max(longest, time.monotonic() - part_began)
+    figures = merge([from_dict(f) for f in parts["figures"]])
+    halting = []
+    for i in range(len(evaluation["budgets"])):
+        points = [AdaptivePoint(**part[i]) for part in parts["halting"]]
+        if len(points) == 1:
+            halting.append(points[0])
+            continue
+        total = sum(p.positions for p in points)
+
+        def mean(name: str, points=points, total=total) -> float:
+            return sum(getattr(p, name) * p.positions for p in points) / total
+
+        halting.append(
+            dataclasses.replace(
+                points[0],
+                mean_iterations=mean("mean_iterations"),
+                bits_per_byte=mean("bits_per_byte"),
+                halted_fraction=mean("halted_fraction"),
+                positions=total,
+            )
+        )
+    return figures, halting, parts["tol"]
+
+
+def evaluate_run(run: TrainingRun, token: str, seconds: float | None = None) -> bool:
+    """Measure the trained checkpoint as the experiment declared and write its rows (once), then end the run.
+
+    An EqLM's figures are measured in parts (EXPERIMENT_EVAL_PART_WINDOWS windows each), saved in the run's folder
+    as each part ends, so a long evaluation (the whole held-out slice) spans slices: False when this slice's
+    `seconds` ran out with parts left (the caller sends the next slice), True when the rows are written.
+    """
     from benchmarks_app.models import ResultRow
     from benchmarks_app.records import ingest_records
     from eqlm.checkpoint import load_checkpoint
-    from eqlm.convergence import TorchBackend, adaptive_point, windows_of
+    from eqlm.convergence import windows_of
     from eqlm.explicit_bpb import explicit_bits_per_byte
-    from eqlm.path_independence import PathIndependence, StartFigures, path_independence
+    from eqlm.path_independence import PathIndependence, StartFigures
 
+    seconds = settings.EXPERIMENT_SLICE_SECONDS if seconds is None else seconds
+    began = time.monotonic()
     evaluation = run.experiment.evaluation
     model, data = load_checkpoint(run.checkpoint)
     provenance = data["provenance"]
-    text, source = evaluation_bytes(evaluation, stage_chain(arm_of(run), run.seed)[-1])
+    stage = stage_chain(arm_of(run), run.seed)[-1]
+    text, source = evaluation_bytes(evaluation, stage)
     windows = windows_of(text, evaluation["window"], evaluation["windows"])
     heartbeat = Heartbeat(run, token, 1)
 
@@ -141,7 +239,7 @@ def evaluate_run(run: TrainingRun, token: str) -> None:
         )
 
     heartbeat({"step": run.step, "planned_steps": run.planned_steps, "eta_seconds": None})
-    stage = stage_chain(arm_of(run), run.seed)[-1]
+    parts_path = run_folder(run) / PARTS_FILE
     tol = evaluation["tol"]
     if model.model_class == "ExplicitLM":  # one depth, its layer count; no start, no halting
         value, positions = explicit_bits_per_byte(model, windows)
@@ -149,15 +247,15 @@ def evaluate_run(run: TrainingRun, token: str) -> None:
         figures = PathIndependence([depth], positions, {"zero": StartFigures("zero", {depth: value})})
         halting = []
     else:  # the measurement bench/depth_curve.py makes, on CPU (it draws its noise from a CPU generator)
-        figures = path_independence(
-            model.cpu(), windows, evaluation["depths"], evaluation["starts"], seed=evaluation["noise_seed"]
+        key = _parts_key(run, provenance, len(windows))
+        measured = _measured_in_parts(
+            model.cpu(), evaluation, stage, windows, parts_path, key, lambda f: progress(0.7 * f), seconds
         )
-        progress(0.6)
-        backend = TorchBackend(model, "cpu")
-        if "halting_mean" in evaluation and evaluation["budgets"]:
-            tuning = tuning_windows(evaluation, stage, windows)
-            tol = tuned_tol(backend, tuning, evaluation["halting_mean"], evaluation["budgets"][0])
-        halting = [adaptive_point(backend, windows, tol, cap=budget) for budget in evaluation["budgets"]]
+        if measured is None:
+            return False
+        figures, halting, tol = measured
+        if "blimp_accuracy" in evaluation["metrics"] and time.monotonic() - began > seconds / 2:
+            return False  # BLiMP in a slice of its own; the parts are saved
     blimp = {}
     if "blimp_accuracy" in evaluation["metrics"]:
         progress(0.7)
@@ -191,6 +289,8 @@ def evaluate_run(run: TrainingRun, token: str) -> None:
         eta_seconds=0,
         provenance={**kept, "recipe_hash": run.recipe_hash, "evaluated_on": source},
     )
+    parts_path.unlink(missing_ok=True)  # the rows hold what the parts measured
+    return True
 
 
 # --- the head-to-head's measures: a halting rule tuned to a mean depth, BLiMP ----------------------------------------

@@ -59,14 +59,15 @@ def run_slice(run_id: int, slice_number: int | None, send_next) -> str:
     run.refresh_from_db()
     if run.status == JobStatus.QUEUED:
         TrainingRun.objects.filter(pk=run.pk).update(status=JobStatus.RUNNING, started_at=timezone.now(), error="")
-    try:
-        if run.phase == Phase.TRAIN:  # the time spent waiting for the lease comes out of the slice
-            seconds = max(30.0, settings.EXPERIMENT_SLICE_SECONDS - (time.monotonic() - began))
-            next_fields = train_part(run, token, seconds)
+    try:  # the time spent waiting for the lease comes out of the slice
+        seconds = settings.EXPERIMENT_SLICE_SECONDS - (time.monotonic() - began)
+        if run.phase == Phase.TRAIN:
+            next_fields = train_part(run, token, max(30.0, seconds))
             did = "trained"
-        else:
-            evaluate_run(run, token)
+        elif evaluate_run(run, token, seconds):  # one part of it at least, whatever the time left
             return "evaluated"
+        else:  # parts of the evaluation are left: the next slice resumes from the saved ones
+            next_fields, did = {}, "evaluating"
     except Stop:
         run.refresh_from_db()
         if run.cancel_requested:

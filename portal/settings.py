@@ -244,6 +244,9 @@ JOB_STALE_SECONDS = env_int("JOB_STALE_SECONDS", 300)
 EXPERIMENT_SLICE_SECONDS = env_int("EXPERIMENT_SLICE_SECONDS", 420)
 EXPERIMENT_SLICE_STEPS = env_int("EXPERIMENT_SLICE_STEPS", 0)  # also end a slice after this many steps (0: no cap)
 EXPERIMENT_LEASE_SECONDS = env_int("EXPERIMENT_LEASE_SECONDS", 120)  # below CELERY_VISIBILITY_TIMEOUT (a check)
+# A run's evaluation measures this many windows at a time (whole batches of 16), saving each part, so one on the whole
+# held-out slice spans slices
+EXPERIMENT_EVAL_PART_WINDOWS = env_int("EXPERIMENT_EVAL_PART_WINDOWS", 64)
 EXPERIMENT_TRAIN_THREADS = env_int("EXPERIMENT_TRAIN_THREADS", 1)
 EXPERIMENT_TRAIN_DEVICE = env("EXPERIMENT_TRAIN_DEVICE", "cpu")
 # Lab job submissions per client address (anonymous) and per signed-in user; staff are not throttled.

@@ -148,3 +148,55 @@ def test_the_head_to_head_measures_blimp_flops_and_a_halting_rule_tuned_to_a_mea
         assert row.value == flops_per_token("EqLM", config, depth)
     at_mean = rows.get(metric="flops_per_token", condition__budget=6)
     assert at_mean.value == pytest.approx(flops_per_token("EqLM", config, halted.value))
+
+
+def test_an_evaluation_longer_than_its_slice_runs_in_parts_and_writes_one_passs_rows(
+    settings, django_capture_on_commit_callbacks
+):
+    from eqlm.checkpoint import load_checkpoint
+    from eqlm.convergence import TorchBackend, adaptive_point, windows_of
+    from eqlm.path_independence import path_independence
+    from experiments_app.evaluation import PARTS_FILE, SLICE
+
+    from .factories import tiny_spec
+
+    settings.EXPERIMENT_SLICE_SECONDS = 0  # every evaluation slice measures one part, then hands on
+    settings.EXPERIMENT_EVAL_PART_WINDOWS = 10  # rounded up to whole batches of 16: parts of 16, 16 and 8 windows
+    evaluation = tiny_spec()["evaluation"] | {
+        "windows": 40,
+        "starts": ["zero", "noise", "warm"],
+        "metrics": ["heldout_bits_per_byte", "aa_cosine", "greedy_agreement", "mean_iterations"],
+        "budgets": [8],
+    }
+    experiment = tiny_experiment(seeds=[1], evaluation=evaluation)
+    with django_capture_on_commit_callbacks(execute=False):
+        services.launch(experiment)
+    run = TrainingRun.objects.get(arm_label="base")
+    outcomes, saved = [], []
+    for number in range(20):
+        outcomes.append(run_slice(run.pk, number, send_next=lambda number: None))
+        run.refresh_from_db()
+        if run.is_finished:
+            break
+        saved.append((run_folder(run) / PARTS_FILE).exists())
+        if outcomes[-1] == "evaluating":
+            assert run.progress_message.startswith("evaluating on the committed held-out slice")
+    assert run.status == "done", run.error
+    assert outcomes[-3:] == ["evaluating", "evaluating", "evaluated"] and saved[-2:] == [True, True]
+    assert not (run_folder(run) / PARTS_FILE).exists()  # the rows hold what the parts measured
+
+    model, _ = load_checkpoint(run.checkpoint)
+    windows = windows_of(SLICE.read_bytes(), evaluation["window"], evaluation["windows"])
+    assert len(windows) == 40
+    figures = path_independence(model, windows, DEPTHS, ("zero", "noise", "warm"), seed=0)  # one pass
+    rows = ResultRow.objects.filter(experiment="tiny", arm_label="base", seed=1)
+    for start, found in figures.starts.items():
+        for depth, value in found.bits_per_byte.items():
+            key = f'{{"depth":{depth},"seed":1,"start":"{start}"}}'
+            assert rows.get(metric="heldout_bits_per_byte", condition_key=key).value == pytest.approx(value, rel=1e-9)
+        if start != "zero":
+            aa = rows.get(metric="aa_cosine", condition_key__contains=f'"{start}"').value
+            assert aa == pytest.approx(found.aa_cosine, rel=1e-6)
+    point = adaptive_point(TorchBackend(model, "cpu"), windows, experiment.evaluation["tol"], cap=8)
+    halting = rows.get(metric="mean_iterations")
+    assert halting.value == pytest.approx(point.mean_iterations, rel=1e-9) and halting.n == point.positions
