@@ -72,19 +72,11 @@ def _train_one(entry: dict, root: str, device: str, max_minutes: float | None, c
 
 
 def needs_debian_corpus(plan: dict, root: Path) -> bool:
-    """Whether a run of the plan reads the KJV from Debian's package: a stage in its chain names the corpus "kjv" and
-    the plan folder carries no dump (kjv.txt)."""
+    """Whether a run of the plan reads the KJV from Debian's package: an entry's "corpora" (the corpora of its stage
+    chain, written when the plan was frozen) names "kjv" and the plan folder carries no dump (kjv.txt)."""
     if (root / "kjv.txt").exists():
         return False
-    from .recipe import load_recipe
-
-    for entry in plan["runs"]:
-        recipe = load_recipe(entry["recipe"])
-        for link in recipe.chain(entry["stage"] or None):
-            stage = recipe.resolve(link, entry["overrides"])
-            if stage.corpus_file is None and stage.data["corpus"]["name"] == "kjv":
-                return True
-    return False
+    return any("kjv" in entry["corpora"] for entry in plan["runs"])
 
 
 def run_plan(root: Path, device: str, jobs: int, max_minutes: float | None) -> list[dict]:

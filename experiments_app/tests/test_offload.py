@@ -32,6 +32,7 @@ def test_runs_trained_from_a_plan_are_imported_then_evaluated_without_training_a
     assert [e["folder"] for e in plan["runs"]] == ["base-seed1", "fast-seed1"]
     assert plan["runs"][1]["overrides"] == ["schedule.lr=1e-2", "seed=1"] and plan["runs"][0]["steps"] == [8, 4]
     assert not (tmp_path / "kjv.txt").exists()  # the tiny recipe reads its own corpus file
+    assert [e["corpora"] for e in plan["runs"]] == [["file"], ["file"]]  # so the runs need no Debian package
 
     stopped = run_plan(tmp_path, "cpu", jobs=2, max_minutes=0)  # out of time at once: nothing finishes
     assert not any(r["finished"] for r in stopped) and not any(r["error"] for r in stopped)
