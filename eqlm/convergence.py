@@ -9,8 +9,9 @@ the web side and the browser's graphs), over non-overlapping windows of held-out
 - adaptive: a position stops after the first iteration whose r_d < tol (or at the cap) and keeps its state:
   the iteration is eqlm.fixed_point's, the one `EqLM.solve(tol=...)` and `eqlm.decoder.process` run.
 
-`profile_by_depth` and `adaptive_point` turn those into the figures the evaluation stores as result rows;
-`matched_fixed_depth` compares an adaptive point with fixed depth at the same mean depth.
+`profile_by_depth` and `adaptive_point` turn those into the figures the evaluation stores as result rows
+(`merge_points` joins the points of disjoint parts); `matched_fixed_depth` compares an adaptive point with fixed
+depth at the same mean depth.
 """
 
 from __future__ import annotations
@@ -101,6 +102,42 @@ class AdaptivePoint:
         if self.matched_bits_per_byte is None:
             return None
         return self.bits_per_byte - self.matched_bits_per_byte
+
+
+def positions_mean(values: list[float | None], positions: list[int]) -> float | None:
+    """The mean over all positions of figures that are each a mean over their own part's positions (disjoint
+    parts of one measurement), so each part weighs by its positions; None when a part has no such figure."""
+    if any(v is None for v in values):
+        return None
+    return sum(v * n for v, n in zip(values, positions, strict=True)) / sum(positions)
+
+
+def merge_points(parts: list[AdaptivePoint], fixed_curve: dict[int, float] | None = None) -> AdaptivePoint:
+    """One pass's adaptive point from those of its parts (disjoint windows, the same solver, tol and cap). The
+    matched fixed depth is a function of the merged mean depth, so it is found again from `fixed_curve`."""
+    first = parts[0]
+    if len(parts) == 1 and not fixed_curve:
+        return first
+    if any((p.solver, p.tol, p.cap) != (first.solver, first.tol, first.cap) for p in parts):
+        raise ValueError("parts of one adaptive point share its solver, tol and cap")
+    positions = [p.positions for p in parts]
+
+    def mean(name: str) -> float:
+        return positions_mean([getattr(p, name) for p in parts], positions)
+
+    point = AdaptivePoint(
+        solver=first.solver,
+        tol=first.tol,
+        cap=first.cap,
+        mean_iterations=mean("mean_iterations"),
+        bits_per_byte=mean("bits_per_byte"),
+        halted_fraction=mean("halted_fraction"),
+        positions=sum(positions),
+    )
+    if fixed_curve:
+        point.matched_depth = point.mean_iterations
+        point.matched_bits_per_byte = matched_fixed_depth(fixed_curve, point.mean_iterations)
+    return point
 
 
 def matched_fixed_depth(curve: dict[int, float], mean_depth: float) -> float | None:

@@ -24,6 +24,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from .convergence import positions_mean
 from .model import predecessor_states
 
 LN2 = math.log(2)
@@ -124,13 +125,11 @@ def merge(parts: list[PathIndependence]) -> PathIndependence:
     positions, so the parts' means are weighted by their positions."""
     if len(parts) == 1:
         return parts[0]
-    total = sum(p.positions for p in parts)
-    merged = PathIndependence(parts[0].depths, total)
+    positions = [p.positions for p in parts]
+    merged = PathIndependence(parts[0].depths, sum(positions))
 
     def mean(values: list[float | None]) -> float | None:
-        if any(v is None for v in values):
-            return None
-        return sum(v * p.positions for v, p in zip(values, parts, strict=True)) / total
+        return positions_mean(values, positions)
 
     for start, first in parts[0].starts.items():
         found = [p.starts[start] for p in parts]

@@ -145,7 +145,7 @@ def _measured_in_parts(model, evaluation, stage, windows, parts_path, key, progr
 
     import torch
 
-    from eqlm.convergence import AdaptivePoint, TorchBackend, adaptive_point
+    from eqlm.convergence import AdaptivePoint, TorchBackend, adaptive_point, merge_points
     from eqlm.path_independence import BATCH, from_dict, merge, path_independence, to_dict
     from eqlm.provenance import atomic_torch_save
 
@@ -185,26 +185,9 @@ def _measured_in_parts(model, evaluation, stage, windows, parts_path, key, progr
         atomic_torch_save(parts, parts_path)
         measured, longest = measured + 1, max(longest, time.monotonic() - part_began)
     figures = merge([from_dict(f) for f in parts["figures"]])
-    halting = []
-    for i in range(len(evaluation["budgets"])):
-        points = [AdaptivePoint(**part[i]) for part in parts["halting"]]
-        if len(points) == 1:
-            halting.append(points[0])
-            continue
-        total = sum(p.positions for p in points)
-
-        def mean(name: str, points=points, total=total) -> float:
-            return sum(getattr(p, name) * p.positions for p in points) / total
-
-        halting.append(
-            dataclasses.replace(
-                points[0],
-                mean_iterations=mean("mean_iterations"),
-                bits_per_byte=mean("bits_per_byte"),
-                halted_fraction=mean("halted_fraction"),
-                positions=total,
-            )
-        )
+    halting = [
+        merge_points([AdaptivePoint(**part[i]) for part in parts["halting"]]) for i in range(len(evaluation["budgets"]))
+    ]
     return figures, halting, parts["tol"]
 
 

@@ -87,6 +87,20 @@ def test_adaptive_halting_matches_the_models_own_solver(windows):
     assert point.bits_per_byte == pytest.approx(float(nll) / cv.LN2, abs=1e-5)
 
 
+def test_adaptive_points_of_disjoint_parts_merge_to_one_pass(windows):
+    backend = cv.TorchBackend(tiny_model())
+    curve = {1: 9.0, 64: 1.0}
+    whole = cv.adaptive_point(backend, windows, 0.05, cap=24, batch=2, fixed_curve=curve)
+    parts = [cv.adaptive_point(backend, windows[i : i + n], 0.05, cap=24, batch=2) for i, n in ((0, 4), (4, 2))]
+    merged = cv.merge_points(parts, fixed_curve=curve)
+    assert merged.positions == whole.positions and (merged.solver, merged.tol, merged.cap) == ("picard", 0.05, 24)
+    for name in ("mean_iterations", "bits_per_byte", "halted_fraction", "matched_bits_per_byte"):
+        assert getattr(merged, name) == pytest.approx(getattr(whole, name), rel=1e-9), name
+    assert cv.merge_points(parts).matched_bits_per_byte is None  # no curve, no match to claim
+    with pytest.raises(ValueError, match="share its solver, tol and cap"):
+        cv.merge_points([parts[0], cv.adaptive_point(backend, windows[4:], 0.05, cap=12)])
+
+
 def test_fixed_depth_profile_matches_the_runtimes_bits_per_byte(tiny_onnx_dir):
     from eqlm.scoring import bits_per_byte
 
