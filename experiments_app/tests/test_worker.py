@@ -19,6 +19,11 @@ ROWS_PER_RUN = len(DEPTHS) * 2  # bits/byte by depth, from the zero and the nois
 LOG = Path(__file__).resolve().parents[2] / "var" / f"test-train-worker-{os.getpid()}.log"
 
 
+@pytest.fixture(autouse=True)
+def own_media(settings, tmp_path):
+    settings.MEDIA_ROOT = tmp_path / "media"  # run folders are named by row id, which SQLite reuses after a rollback
+
+
 def all_finished(experiment) -> bool:
     return not TrainingRun.objects.filter(experiment=experiment, status__in=("queued", "running")).exists()
 
