@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import logging
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 from django.conf import settings
@@ -130,17 +131,43 @@ def _parts_key(run: TrainingRun, provenance: dict, windows: int) -> str:
 def _load_parts(path: Path, key: str) -> dict:
     import torch
 
+    fresh = {"key": key, "done": 0, "tol": None, "generator": None, "figures": [], "halting": []}
+    fresh |= {"blimp_done": 0, "blimp": {}}  # BLiMP's sentences scored so far, and their scores by key
     if path.exists():
         saved = torch.load(path, map_location="cpu", weights_only=True)
         if saved.get("key") == key:
-            return saved
-    return {"key": key, "done": 0, "tol": None, "generator": None, "figures": [], "halting": []}
+            return fresh | saved
+    return fresh
 
 
-def _measured_in_parts(model, evaluation, stage, windows, parts_path, key, progress, seconds):
-    """The path-independence and halting figures over `windows`, measured in parts of whole batches that resume
-    from `parts_path` (saved after each part): (figures, halting points, tol), or None when the next part would end
-    past this slice's `seconds` (judged by its longest part so far; at least one part is measured per slice)."""
+class SliceClock:
+    """Whether another part of an evaluation fits in this slice. At least one part runs per slice (so every slice
+    moves on); after that, a part runs only when this slice's time so far plus the longest part of its kind measured
+    in this slice (of any kind, before the first of its kind) ends within `seconds`."""
+
+    def __init__(self, seconds: float):
+        self.began = time.monotonic()
+        self.seconds = seconds
+        self.longest: dict[str, float] = {}
+
+    def room(self, kind: str) -> bool:
+        if not self.longest:
+            return True
+        guess = self.longest.get(kind, max(self.longest.values()))
+        return time.monotonic() - self.began + guess <= self.seconds
+
+    @contextmanager
+    def part(self, kind: str):
+        began = time.monotonic()
+        yield
+        self.longest[kind] = max(self.longest.get(kind, 0.0), time.monotonic() - began)
+
+
+def _measured_in_parts(model, evaluation, stage, windows, parts_path, key, progress, clock: SliceClock):
+    """What the evaluation measures on an EqLM, in timed parts (`clock`) that resume from `parts_path` (saved after
+    each part): the path-independence and halting figures over `windows`, a part of whole batches at a time, then,
+    when declared, BLiMP's sentences, BLIMP_PART_SENTENCES at a time. Returns (figures, halting points, BLiMP
+    summaries), or None when this slice has no room for the next part."""
     import dataclasses
 
     import torch
@@ -149,7 +176,6 @@ def _measured_in_parts(model, evaluation, stage, windows, parts_path, key, progr
     from eqlm.path_independence import BATCH, from_dict, merge, path_independence, to_dict
     from eqlm.provenance import atomic_torch_save
 
-    began = time.monotonic()
     parts = _load_parts(parts_path, key)
     backend = TorchBackend(model, "cpu")
     if parts["tol"] is None:
@@ -158,45 +184,62 @@ def _measured_in_parts(model, evaluation, stage, windows, parts_path, key, progr
             tuning = tuning_windows(evaluation, stage, windows)
             tol = tuned_tol(backend, tuning, evaluation["halting_mean"], evaluation["budgets"][0])
         parts["tol"] = tol
+    wants_blimp = "blimp_accuracy" in evaluation["metrics"]
+    share = 0.7 if wants_blimp else 1.0  # of the progress bar, the windows' part
     size = -(-max(1, settings.EXPERIMENT_EVAL_PART_WINDOWS) // BATCH) * BATCH  # whole batches
-    measured, longest = 0, 0.0
     while parts["done"] < len(windows):
-        if measured and time.monotonic() - began + longest > seconds:  # the next part would end past the slice
+        if not clock.room("windows"):
             return None
-        part_began = time.monotonic()
-        done = parts["done"]
-        chunk = windows[done : done + size]
-        gen = torch.Generator().manual_seed(evaluation["noise_seed"])
-        if parts["generator"] is not None:
-            gen.set_state(parts["generator"])
-        figures = path_independence(
-            model,
-            chunk,
-            evaluation["depths"],
-            evaluation["starts"],
-            gen=gen,
-            progress=lambda n, done=done: progress((done + n) / len(windows)),
-        )
-        points = [adaptive_point(backend, chunk, parts["tol"], cap=budget) for budget in evaluation["budgets"]]
-        parts["figures"].append(to_dict(figures))
-        parts["halting"].append([dataclasses.asdict(p) for p in points])
-        parts["generator"] = gen.get_state()
-        parts["done"] = done + len(chunk)
-        atomic_torch_save(parts, parts_path)
-        measured, longest = measured + 1, max(longest, time.monotonic() - part_began)
+        with clock.part("windows"):
+            done = parts["done"]
+            chunk = windows[done : done + size]
+            gen = torch.Generator().manual_seed(evaluation["noise_seed"])
+            if parts["generator"] is not None:
+                gen.set_state(parts["generator"])
+            figures = path_independence(
+                model,
+                chunk,
+                evaluation["depths"],
+                evaluation["starts"],
+                gen=gen,
+                progress=lambda n, done=done: progress(share * (done + n) / len(windows)),
+            )
+            points = [adaptive_point(backend, chunk, parts["tol"], cap=budget) for budget in evaluation["budgets"]]
+            parts["figures"].append(to_dict(figures))
+            parts["halting"].append([dataclasses.asdict(p) for p in points])
+            parts["generator"] = gen.get_state()
+            parts["done"] = done + len(chunk)
+            atomic_torch_save(parts, parts_path)
     figures = merge([from_dict(f) for f in parts["figures"]])
     halting = [
         merge_points([AdaptivePoint(**part[i]) for part in parts["halting"]]) for i in range(len(evaluation["budgets"]))
     ]
-    return figures, halting, parts["tol"]
+    blimp = {}
+    if wants_blimp:
+        pairs, sentences = blimp_sentences(evaluation["blimp_pairs"])
+        while parts["blimp_done"] < len(sentences):
+            if not clock.room("blimp"):
+                return None
+            with clock.part("blimp"):
+                done = parts["blimp_done"]
+                chunk = sentences[done : done + BLIMP_PART_SENTENCES]
+                scores = blimp_scores(model, chunk, figures.depths, evaluation["budgets"], parts["tol"])
+                for name, values in scores.items():
+                    parts["blimp"].setdefault(name, []).extend(values)
+                parts["blimp_done"] = done + len(chunk)
+                atomic_torch_save(parts, parts_path)
+                progress(share + (1 - share) * parts["blimp_done"] / len(sentences))
+        blimp = blimp_summaries(pairs, parts["blimp"])
+    return figures, halting, blimp
 
 
 def evaluate_run(run: TrainingRun, token: str, seconds: float | None = None) -> bool:
     """Measure the trained checkpoint as the experiment declared and write its rows (once), then end the run.
 
-    An EqLM's figures are measured in parts (EXPERIMENT_EVAL_PART_WINDOWS windows each), saved in the run's folder
-    as each part ends, so a long evaluation (the whole held-out slice) spans slices: False when this slice's
-    `seconds` ran out with parts left (the caller sends the next slice), True when the rows are written.
+    An EqLM's figures are measured in timed parts (EXPERIMENT_EVAL_PART_WINDOWS windows each, then BLiMP's sentences,
+    BLIMP_PART_SENTENCES each), saved in the run's folder as each part ends, so a long evaluation (the whole held-out
+    slice, BLiMP) spans slices: False when this slice's `seconds` ran out with parts left (the caller sends the next
+    slice), True when the rows are written.
     """
     from benchmarks_app.models import ResultRow
     from benchmarks_app.records import ingest_records
@@ -205,8 +248,7 @@ def evaluate_run(run: TrainingRun, token: str, seconds: float | None = None) -> 
     from eqlm.explicit_bpb import explicit_bits_per_byte
     from eqlm.path_independence import PathIndependence, StartFigures
 
-    seconds = settings.EXPERIMENT_SLICE_SECONDS if seconds is None else seconds
-    began = time.monotonic()
+    clock = SliceClock(settings.EXPERIMENT_SLICE_SECONDS if seconds is None else seconds)
     evaluation = run.experiment.evaluation
     model, data = load_checkpoint(run.checkpoint)
     provenance = data["provenance"]
@@ -223,26 +265,20 @@ def evaluate_run(run: TrainingRun, token: str, seconds: float | None = None) -> 
 
     heartbeat({"step": run.step, "planned_steps": run.planned_steps, "eta_seconds": None})
     parts_path = run_folder(run) / PARTS_FILE
-    tol = evaluation["tol"]
-    if model.model_class == "ExplicitLM":  # one depth, its layer count; no start, no halting
+    if model.model_class == "ExplicitLM":  # one depth, its layer count; no start, no halting; fast: no parts
         value, positions = explicit_bits_per_byte(model, windows)
         depth = len(model.layers)
         figures = PathIndependence([depth], positions, {"zero": StartFigures("zero", {depth: value})})
-        halting = []
+        halting, blimp = [], {}
+        if "blimp_accuracy" in evaluation["metrics"]:
+            pairs, sentences = blimp_sentences(evaluation["blimp_pairs"])
+            blimp = blimp_summaries(pairs, blimp_scores(model, sentences, [depth], [], None))
     else:  # the measurement bench/depth_curve.py makes, on CPU (it draws its noise from a CPU generator)
         key = _parts_key(run, provenance, len(windows))
-        measured = _measured_in_parts(
-            model.cpu(), evaluation, stage, windows, parts_path, key, lambda f: progress(0.7 * f), seconds
-        )
+        measured = _measured_in_parts(model.cpu(), evaluation, stage, windows, parts_path, key, progress, clock)
         if measured is None:
             return False
-        figures, halting, tol = measured
-        if "blimp_accuracy" in evaluation["metrics"] and time.monotonic() - began > seconds / 2:
-            return False  # BLiMP in a slice of its own; the parts are saved
-    blimp = {}
-    if "blimp_accuracy" in evaluation["metrics"]:
-        progress(0.7)
-        blimp = blimp_summaries(model, figures.depths, [p.cap for p in halting], tol, evaluation["blimp_pairs"])
+        figures, halting, blimp = measured
     records = evaluation_records(run, evaluation, figures, halting, provenance, model, blimp)
     if records:
         ingest_records(records, source_name=f"experiment:{run.experiment.slug}:{run.arm_label}:seed{run.seed}")
@@ -317,15 +353,38 @@ def tuned_tol(backend, windows, target: float, cap: int, steps: int = 16) -> flo
     return best[1]
 
 
-def blimp_summaries(model, depths: list[int], budgets: list[int], tol: float, pairs_per_paradigm: int) -> dict:
-    """BLiMP's overall summary (eqlm.blimp) at each depth (an explicit model: its layer count) and, keyed
-    ("budget", cap), under the residual halting rule at tol."""
-    from eqlm.blimp import evaluate, load_pairs, sentence_logprobs, summarize
+BLIMP_PART_SENTENCES = 256  # BLiMP's sentences scored per part of an evaluation (whole batches of 32)
+
+
+def blimp_sentences(pairs_per_paradigm: int) -> tuple[list, list[str]]:
+    """BLiMP's pairs (the first `pairs_per_paradigm` of each paradigm in BLIMP_DIR) and the sentences scored: every
+    good sentence, then every bad one."""
+    from eqlm.blimp import load_pairs
 
     pairs = load_pairs(Path(settings.BLIMP_DIR), None, pairs_per_paradigm)
-    out = {d: s["overall"] for d, s in evaluate(model, pairs, depths).items()}
-    sentences = [p.good for p in pairs] + [p.bad for p in pairs]
+    return pairs, [p.good for p in pairs] + [p.bad for p in pairs]
+
+
+def blimp_scores(model, sentences: list[str], depths: list[int], budgets: list[int], tol: float | None) -> dict:
+    """Each sentence's log-probability (eqlm.blimp) at each depth ("depth:d"; an explicit model: its layer count)
+    and, with each cap ("budget:cap"), under the residual halting rule at tol. Scored in batches of 32 from the
+    first sentence, so parts that start on a whole batch score what one pass scores."""
+    from eqlm.blimp import sentence_logprobs
+
+    scores = {f"depth:{d}": v for d, v in sentence_logprobs(model, sentences, depths).items()}
     for cap in budgets:
-        scores = sentence_logprobs(model, sentences, [cap], tol=tol)[cap]
-        out["budget", cap] = summarize(pairs, scores[: len(pairs)], scores[len(pairs) :])["overall"]
+        scores[f"budget:{cap}"] = sentence_logprobs(model, sentences, [cap], tol=tol)[cap]
+    return scores
+
+
+def blimp_summaries(pairs: list, scores: dict) -> dict:
+    """BLiMP's overall summary (eqlm.blimp) from `blimp_scores` of every sentence, keyed by depth or ("budget", cap)
+    as evaluation_records reads them."""
+    from eqlm.blimp import summarize
+
+    n, out = len(pairs), {}
+    for name, values in scores.items():
+        kind, number = name.split(":")
+        key = int(number) if kind == "depth" else ("budget", int(number))
+        out[key] = summarize(pairs, values[:n], values[n:])["overall"]
     return out

@@ -16,6 +16,11 @@ from .factories import DEPTHS, tiny_experiment
 pytestmark = [pytest.mark.slow, pytest.mark.django_db]
 
 
+@pytest.fixture(autouse=True)
+def own_media(settings, tmp_path):
+    settings.MEDIA_ROOT = tmp_path / "media"  # run folders are named by row id, which SQLite reuses after a rollback
+
+
 def run_to_the_end(experiment, capture, arm: str = "base") -> TrainingRun:
     """Launch the experiment and run one arm's slices in this process until it is evaluated."""
     with capture(execute=False):
@@ -200,3 +205,50 @@ def test_an_evaluation_longer_than_its_slice_runs_in_parts_and_writes_one_passs_
     point = adaptive_point(TorchBackend(model, "cpu"), windows, experiment.evaluation["tol"], cap=8)
     halting = rows.get(metric="mean_iterations")
     assert halting.value == pytest.approx(point.mean_iterations, rel=1e-9) and halting.n == point.positions
+
+
+def test_blimp_runs_in_timed_parts_of_its_own_after_the_windows_and_scores_what_one_pass_scores(
+    settings, django_capture_on_commit_callbacks
+):
+    import torch
+
+    from eqlm.blimp import evaluate, load_pairs, sentence_logprobs, summarize
+    from eqlm.checkpoint import load_checkpoint
+    from experiments_app.evaluation import BLIMP_PART_SENTENCES, PARTS_FILE
+
+    from .factories import tiny_spec
+
+    settings.EXPERIMENT_SLICE_SECONDS = 0  # every evaluation slice measures one part, then hands on
+    evaluation = tiny_spec()["evaluation"] | {
+        "metrics": ["heldout_bits_per_byte", "mean_iterations", "blimp_accuracy"],
+        "budgets": [6],
+        "blimp_pairs": 2,
+    }
+    pairs = load_pairs(Path(settings.BLIMP_DIR), None, 2)
+    assert BLIMP_PART_SENTENCES < 2 * len(pairs) <= 2 * BLIMP_PART_SENTENCES  # BLiMP takes two parts
+    experiment = tiny_experiment(seeds=[1], evaluation=evaluation)
+    with django_capture_on_commit_callbacks(execute=False):
+        services.launch(experiment)
+    run = TrainingRun.objects.get(arm_label="base")
+    outcomes = []
+    for number in range(20):
+        outcomes.append(run_slice(run.pk, number, send_next=lambda number: None))
+        run.refresh_from_db()
+        if run.is_finished:
+            break
+        if outcomes[-1] == "evaluating":
+            saved = torch.load(run_folder(run) / PARTS_FILE, weights_only=True)
+            assert saved["blimp_done"] in (0, BLIMP_PART_SENTENCES)  # the windows' one part, then BLiMP's first
+    assert run.status == "done", run.error
+    assert outcomes[-3:] == ["evaluating", "evaluating", "evaluated"]
+
+    model, _ = load_checkpoint(run.checkpoint)
+    rows = ResultRow.objects.filter(experiment="tiny", arm_label="base", seed=1, metric="blimp_accuracy")
+    for depth, summary in evaluate(model, pairs, DEPTHS).items():  # one pass, at every depth
+        row = rows.get(condition__depth=depth)
+        assert row.value == summary["overall"]["accuracy"] and row.n == summary["overall"]["n"]
+    tol = rows.get(condition__budget=6).condition["tol"]
+    sentences = [p.good for p in pairs] + [p.bad for p in pairs]
+    halted = sentence_logprobs(model, sentences, [6], tol=tol)[6]
+    expected = summarize(pairs, halted[: len(pairs)], halted[len(pairs) :])["overall"]["accuracy"]
+    assert rows.get(condition__budget=6).value == expected
