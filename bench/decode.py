@@ -89,39 +89,28 @@ def path_agreement(generator: Generator, prompts: list[str], tokens: int, depth:
     return agreement(zero, noise), zero, noise
 
 
-def halting_bits_per_byte(
-    model: OnnxEqLM, windows: np.ndarray, tol: float, cap: int, solver: str, halt: str
-) -> tuple[float, float]:
-    """Teacher-forced cold adaptive halting by the rule `halt`, one batched solve per window (the decoder's path):
-    (bits/byte, mean iterations per position)."""
-    nll, iterations, count = 0.0, 0, 0
+def halting_positions(
+    model: OnnxEqLM, windows: np.ndarray, tol: float | None, cap: int, solver: str, halt: str = "residual"
+) -> tuple[np.ndarray, np.ndarray]:
+    """Teacher-forced cold halting by the rule `halt` (tol None: fixed depth `cap`), one batched solve per window
+    (the decoder's path): each position's negative log-likelihood of its next byte (nats) and its iterations."""
+    nll, iterations = [], []
     for window in windows:
         ids = [int(b) for b in window[:-1]]
         z, its, _ = process(model, DecodeCache(model, cap), ids, cap, tol, solver, halt=halt)
-        nll += float(cv.nll_from_logits(model.head(z)[0], np.asarray(window[1:])).sum())
-        iterations += int(its.sum())
-        count += len(ids)
-    return nll / count / LN2, iterations / count
+        nll.append(np.asarray(cv.nll_from_logits(model.head(z)[0], np.asarray(window[1:]))).reshape(-1))
+        iterations.append(np.asarray(its).reshape(-1))
+    return np.concatenate(nll), np.concatenate(iterations)
 
 
 BUCKETS = ((1, 4), (5, 8), (9, 12), (13, 16), (17, 24), (25, 48), (49, 10**6))
 
 
-def halting_breakdown(
-    model: OnnxEqLM, windows: np.ndarray, tol: float, cap: int, solver: str, halt: str, fixed: int
-) -> list[dict]:
-    """Where halting's cost against fixed depth comes from: teacher-forced, one batched solve per window under the
-    rule and one at fixed depth, the positions grouped by the iteration they halted at. Per group: its share of the
-    positions and its part of the cost (bits/byte, summing to the whole cost over the groups)."""
-    its_all, cost_all = [], []
-    for window in windows:
-        ids, targets = [int(b) for b in window[:-1]], np.asarray(window[1:])
-        z, its, _ = process(model, DecodeCache(model, cap), ids, cap, tol, solver, halt=halt)
-        zf, _, _ = process(model, DecodeCache(model, fixed), ids, fixed, None, solver)
-        nll = cv.nll_from_logits(model.head(z)[0], targets) - cv.nll_from_logits(model.head(zf)[0], targets)
-        its_all.append(np.asarray(its).reshape(-1))
-        cost_all.append(np.asarray(nll).reshape(-1) / LN2)
-    its, cost = np.concatenate(its_all), np.concatenate(cost_all)
+def halting_breakdown(nll: np.ndarray, its: np.ndarray, fixed_nll: np.ndarray, cap: int) -> list[dict]:
+    """Where halting's cost against fixed depth comes from, from `halting_positions` of a rule and of fixed depth:
+    the positions grouped by the iteration they halted at. Per group: its share of the positions and its part of the
+    cost (bits/byte, summing to the whole cost over the groups)."""
+    cost = (nll - fixed_nll) / LN2
     rows = []
     for lo, hi in BUCKETS:
         group = (its >= lo) & (its <= hi)
@@ -344,15 +333,17 @@ def main() -> int:
         point = cv.adaptive_point(backend, windows, args.tol, args.solver, args.cap)
         bpb["adaptive_cold"] = point.bits_per_byte
         bpb["adaptive_warm"], warm_its = settled_bits_per_byte(model, windows, args.tol, args.cap, args.solver)
-        kl_its = {}
+        kl_its, positions = {}, {}
+        if args.breakdown:  # the residual rule on the decoder's path, per position (adaptive_point batches it)
+            positions["adaptive_cold"] = halting_positions(model, windows, args.tol, args.cap, args.solver)
         for tol in args.kl_tol:
             name = f"kl_{tol:g}"
-            bpb[name], kl_its[name] = halting_bits_per_byte(model, windows, tol, args.cap, args.solver, "kl")
+            positions[name] = nll, its = halting_positions(model, windows, tol, args.cap, args.solver, "kl")
+            bpb[name], kl_its[name] = float(nll.mean() / LN2), float(its.mean())
         if args.breakdown:
-            rules = {"adaptive_cold": (args.tol, "residual"), **{f"kl_{t:g}": (t, "kl") for t in args.kl_tol}}
+            fixed_nll, _ = halting_positions(model, windows, None, args.fixed, args.solver)  # once, for every rule
             report["halting_breakdown"] = {
-                name: halting_breakdown(model, windows, tol, args.cap, args.solver, halt, args.fixed)
-                for name, (tol, halt) in rules.items()
+                name: halting_breakdown(nll, its, fixed_nll, args.cap) for name, (nll, its) in positions.items()
             }
         report["bits_per_byte"] = {k: round(v, 4) for k, v in bpb.items()}
         report["bits_per_byte_windows"] = {
