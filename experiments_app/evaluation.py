@@ -131,8 +131,8 @@ def _parts_key(run: TrainingRun, provenance: dict, windows: int) -> str:
 def _load_parts(path: Path, key: str) -> dict:
     import torch
 
-    fresh = {"key": key, "done": 0, "tol": None, "generator": None, "figures": [], "halting": []}
-    fresh |= {"blimp_done": 0, "blimp": {}}  # BLiMP's sentences scored so far, and their scores by key
+    fresh = {"key": key, "tol": None, "generator": None, "figures": [], "halting": []}
+    fresh |= {"blimp": {}}  # BLiMP's scores so far, by key ("depth:d", "budget:cap"), in sentence order
     if path.exists():
         saved = torch.load(path, map_location="cpu", weights_only=True)
         if saved.get("key") == key:
@@ -163,6 +163,19 @@ class SliceClock:
         self.longest[kind] = max(self.longest.get(kind, 0.0), time.monotonic() - began)
 
 
+def _timed_parts(clock: SliceClock, kind: str, total: int, done: int, size: int, measure) -> bool:
+    """Measure items `done`..`total`, `size` at a time, each a timed part of `kind` (`measure(start, stop)` measures
+    one and saves it). False when this slice has no room for the next part, True when every item is measured."""
+    while done < total:
+        if not clock.room(kind):
+            return False
+        stop = min(total, done + size)
+        with clock.part(kind):
+            measure(done, stop)
+        done = stop
+    return True
+
+
 def _measured_in_parts(model, evaluation, stage, windows, parts_path, key, progress, clock: SliceClock):
     """What the evaluation measures on an EqLM, in timed parts (`clock`) that resume from `parts_path` (saved after
     each part): the path-independence and halting figures over `windows`, a part of whole batches at a time, then,
@@ -187,29 +200,29 @@ def _measured_in_parts(model, evaluation, stage, windows, parts_path, key, progr
     wants_blimp = "blimp_accuracy" in evaluation["metrics"]
     share = 0.7 if wants_blimp else 1.0  # of the progress bar, the windows' part
     size = -(-max(1, settings.EXPERIMENT_EVAL_PART_WINDOWS) // BATCH) * BATCH  # whole batches
-    while parts["done"] < len(windows):
-        if not clock.room("windows"):
-            return None
-        with clock.part("windows"):
-            done = parts["done"]
-            chunk = windows[done : done + size]
-            gen = torch.Generator().manual_seed(evaluation["noise_seed"])
-            if parts["generator"] is not None:
-                gen.set_state(parts["generator"])
-            figures = path_independence(
-                model,
-                chunk,
-                evaluation["depths"],
-                evaluation["starts"],
-                gen=gen,
-                progress=lambda n, done=done: progress(share * (done + n) / len(windows)),
-            )
-            points = [adaptive_point(backend, chunk, parts["tol"], cap=budget) for budget in evaluation["budgets"]]
-            parts["figures"].append(to_dict(figures))
-            parts["halting"].append([dataclasses.asdict(p) for p in points])
-            parts["generator"] = gen.get_state()
-            parts["done"] = done + len(chunk)
-            atomic_torch_save(parts, parts_path)
+
+    def windows_part(start: int, stop: int) -> None:
+        chunk = windows[start:stop]
+        gen = torch.Generator().manual_seed(evaluation["noise_seed"])
+        if parts["generator"] is not None:
+            gen.set_state(parts["generator"])
+        figures = path_independence(
+            model,
+            chunk,
+            evaluation["depths"],
+            evaluation["starts"],
+            gen=gen,
+            progress=lambda n: progress(share * (start + n) / len(windows)),
+        )
+        points = [adaptive_point(backend, chunk, parts["tol"], cap=budget) for budget in evaluation["budgets"]]
+        parts["figures"].append(to_dict(figures))
+        parts["halting"].append([dataclasses.asdict(p) for p in points])
+        parts["generator"] = gen.get_state()
+        atomic_torch_save(parts, parts_path)
+
+    measured = sum(f["positions"] for f in parts["figures"]) // (windows.shape[1] - 1)  # each window's first byte
+    if not _timed_parts(clock, "windows", len(windows), measured, size, windows_part):
+        return None
     figures = merge([from_dict(f) for f in parts["figures"]])
     halting = [
         merge_points([AdaptivePoint(**part[i]) for part in parts["halting"]]) for i in range(len(evaluation["budgets"]))
@@ -217,18 +230,17 @@ def _measured_in_parts(model, evaluation, stage, windows, parts_path, key, progr
     blimp = {}
     if wants_blimp:
         pairs, sentences = blimp_sentences(evaluation["blimp_pairs"])
-        while parts["blimp_done"] < len(sentences):
-            if not clock.room("blimp"):
-                return None
-            with clock.part("blimp"):
-                done = parts["blimp_done"]
-                chunk = sentences[done : done + BLIMP_PART_SENTENCES]
-                scores = blimp_scores(model, chunk, figures.depths, evaluation["budgets"], parts["tol"])
-                for name, values in scores.items():
-                    parts["blimp"].setdefault(name, []).extend(values)
-                parts["blimp_done"] = done + len(chunk)
-                atomic_torch_save(parts, parts_path)
-                progress(share + (1 - share) * parts["blimp_done"] / len(sentences))
+
+        def blimp_part(start: int, stop: int) -> None:
+            scores = blimp_scores(model, sentences[start:stop], figures.depths, evaluation["budgets"], parts["tol"])
+            for name, values in scores.items():
+                parts["blimp"].setdefault(name, []).extend(values)
+            atomic_torch_save(parts, parts_path)
+            progress(share + (1 - share) * stop / len(sentences))
+
+        scored = len(next(iter(parts["blimp"].values()), []))
+        if not _timed_parts(clock, "blimp", len(sentences), scored, BLIMP_PART_SENTENCES, blimp_part):
+            return None
         blimp = blimp_summaries(pairs, parts["blimp"])
     return figures, halting, blimp
 

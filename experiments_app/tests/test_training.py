@@ -32,6 +32,23 @@ def run_to_the_end(experiment, capture, arm: str = "base") -> TrainingRun:
     return run
 
 
+def sliced_to_the_end(experiment, capture, between=None) -> tuple[TrainingRun, list[str]]:
+    """Launch the experiment and run its one run's slices in this process until it finishes; `between(run, outcome)`
+    sees each unfinished slice's outcome. Returns the run and the slices' outcomes."""
+    with capture(execute=False):
+        services.launch(experiment)
+    run = TrainingRun.objects.get(arm_label="base")
+    outcomes = []
+    for number in range(20):
+        outcomes.append(run_slice(run.pk, number, send_next=lambda number: None))
+        run.refresh_from_db()
+        if run.is_finished:
+            break
+        if between is not None:
+            between(run, outcomes[-1])
+    return run, outcomes
+
+
 def test_a_run_trains_in_slices_then_writes_its_rows_once(settings, django_capture_on_commit_callbacks):
     settings.EXPERIMENT_SLICE_STEPS = 5  # the tiny recipe's stages of 8 and 4 steps in three slices
     experiment = tiny_experiment(seeds=[1])
@@ -173,19 +190,15 @@ def test_an_evaluation_longer_than_its_slice_runs_in_parts_and_writes_one_passs_
         "metrics": ["heldout_bits_per_byte", "aa_cosine", "greedy_agreement", "mean_iterations"],
         "budgets": [8],
     }
-    experiment = tiny_experiment(seeds=[1], evaluation=evaluation)
-    with django_capture_on_commit_callbacks(execute=False):
-        services.launch(experiment)
-    run = TrainingRun.objects.get(arm_label="base")
-    outcomes, saved = [], []
-    for number in range(20):
-        outcomes.append(run_slice(run.pk, number, send_next=lambda number: None))
-        run.refresh_from_db()
-        if run.is_finished:
-            break
+    saved = []
+
+    def between(run, outcome):
         saved.append((run_folder(run) / PARTS_FILE).exists())
-        if outcomes[-1] == "evaluating":
+        if outcome == "evaluating":
             assert run.progress_message.startswith("evaluating on the committed held-out slice")
+
+    experiment = tiny_experiment(seeds=[1], evaluation=evaluation)
+    run, outcomes = sliced_to_the_end(experiment, django_capture_on_commit_callbacks, between)
     assert run.status == "done", run.error
     assert outcomes[-3:] == ["evaluating", "evaluating", "evaluated"] and saved[-2:] == [True, True]
     assert not (run_folder(run) / PARTS_FILE).exists()  # the rows hold what the parts measured
@@ -207,6 +220,43 @@ def test_an_evaluation_longer_than_its_slice_runs_in_parts_and_writes_one_passs_
     assert halting.value == pytest.approx(point.mean_iterations, rel=1e-9) and halting.n == point.positions
 
 
+def test_a_resumed_evaluation_starts_where_its_saved_figures_end_even_with_another_part_size(
+    settings, django_capture_on_commit_callbacks
+):
+    from eqlm.checkpoint import load_checkpoint
+    from eqlm.convergence import windows_of
+    from eqlm.path_independence import path_independence
+    from experiments_app.evaluation import SLICE
+
+    from .factories import tiny_spec
+
+    settings.EXPERIMENT_SLICE_SECONDS = 0  # one part a slice
+    settings.EXPERIMENT_EVAL_PART_WINDOWS = 16
+    evaluation = tiny_spec()["evaluation"] | {"windows": 40, "starts": ["zero", "noise"], "budgets": []}
+    evaluation["metrics"] = ["heldout_bits_per_byte", "aa_cosine"]
+
+    def between(run, outcome):
+        if outcome == "evaluating":
+            settings.EXPERIMENT_EVAL_PART_WINDOWS = 32  # windows 0-15 are saved; the rest is one part of 24
+
+    experiment = tiny_experiment(seeds=[1], evaluation=evaluation)
+    run, outcomes = sliced_to_the_end(experiment, django_capture_on_commit_callbacks, between)
+    assert run.status == "done", run.error
+    assert outcomes[-2:] == ["evaluating", "evaluated"]
+
+    model, _ = load_checkpoint(run.checkpoint)
+    windows = windows_of(SLICE.read_bytes(), evaluation["window"], evaluation["windows"])
+    figures = path_independence(model, windows, DEPTHS, ("zero", "noise"), seed=0)  # one pass
+    rows = ResultRow.objects.filter(experiment="tiny", arm_label="base", seed=1, metric="heldout_bits_per_byte")
+    assert rows.count() == 2 * len(DEPTHS)
+    for start, found in figures.starts.items():
+        for depth, value in found.bits_per_byte.items():
+            key = f'{{"depth":{depth},"seed":1,"start":"{start}"}}'
+            assert rows.get(condition_key=key).value == pytest.approx(value, rel=1e-9)
+    aa = ResultRow.objects.get(experiment="tiny", metric="aa_cosine").value
+    assert aa == pytest.approx(figures.starts["noise"].aa_cosine, rel=1e-6)
+
+
 def test_blimp_runs_in_timed_parts_of_its_own_after_the_windows_and_scores_what_one_pass_scores(
     settings, django_capture_on_commit_callbacks
 ):
@@ -226,19 +276,15 @@ def test_blimp_runs_in_timed_parts_of_its_own_after_the_windows_and_scores_what_
     }
     pairs = load_pairs(Path(settings.BLIMP_DIR), None, 2)
     assert BLIMP_PART_SENTENCES < 2 * len(pairs) <= 2 * BLIMP_PART_SENTENCES  # BLiMP takes two parts
-    experiment = tiny_experiment(seeds=[1], evaluation=evaluation)
-    with django_capture_on_commit_callbacks(execute=False):
-        services.launch(experiment)
-    run = TrainingRun.objects.get(arm_label="base")
-    outcomes = []
-    for number in range(20):
-        outcomes.append(run_slice(run.pk, number, send_next=lambda number: None))
-        run.refresh_from_db()
-        if run.is_finished:
-            break
-        if outcomes[-1] == "evaluating":
+
+    def between(run, outcome):
+        if outcome == "evaluating":
             saved = torch.load(run_folder(run) / PARTS_FILE, weights_only=True)
-            assert saved["blimp_done"] in (0, BLIMP_PART_SENTENCES)  # the windows' one part, then BLiMP's first
+            scored = {len(scores) for scores in saved["blimp"].values()}
+            assert scored <= {BLIMP_PART_SENTENCES}  # the windows' one part (none yet), then BLiMP's first part
+
+    experiment = tiny_experiment(seeds=[1], evaluation=evaluation)
+    run, outcomes = sliced_to_the_end(experiment, django_capture_on_commit_callbacks, between)
     assert run.status == "done", run.error
     assert outcomes[-3:] == ["evaluating", "evaluating", "evaluated"]
 
