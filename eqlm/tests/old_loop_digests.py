@@ -1,7 +1,7 @@
 """Digests of 72835c1's own training loop (eqlm/training.py's TrainSettings and train) for the six bit-for-bit cases.
 
-test_training.py's bit-for-bit tests hold one record per CPU kind. On a new kind, record its digests with the old
-loop itself, never by copying what the new code prints: from the repository root,
+test_loop_reproduction.py's bit-for-bit tests hold one record per CPU kind. On a new kind, record its digests with
+the old loop itself, never by copying what the new code prints: from the repository root,
 
     git worktree add /tmp/old72835c1 72835c1
     OMP_NUM_THREADS=1 PYTHONPATH=/tmp/old72835c1 .venv/bin/python eqlm/tests/old_loop_digests.py
@@ -44,7 +44,7 @@ TINY_RUN = {
 }
 
 
-def digest(path) -> str:  # as in /work/main's eqlm/tests/test_training.py
+def digest(path) -> str:  # as in eqlm/tests/tiny_training.py
     h = hashlib.sha256()
     data = torch.load(path, weights_only=True)
     state = data.get("model") or data["state_dict"]

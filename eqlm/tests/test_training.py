@@ -11,52 +11,11 @@ torch = pytest.importorskip("torch")
 
 from eqlm.model import EqLM  # noqa: E402
 from eqlm.objective import StepDraws, forward_step  # noqa: E402
-from eqlm.recipe import Recipe, RecipeError, load_recipe, recipe_names  # noqa: E402
+from eqlm.recipe import Recipe, RecipeError  # noqa: E402
 from eqlm.testing import tiny_config  # noqa: E402
 from eqlm.trainer import train_stage  # noqa: E402
 
-TEXT = b"In the beginning God created the heaven and the earth. And the earth was without form, and void.\n" * 40
-ROOT = Path(__file__).resolve().parents[2]
-TINY_TERMS = {
-    "final_ce": {"weight": 0.5},
-    "anytime_ce": {"weight": 0.5, "depths": [2]},
-    "residual": {"weight": 0.1},
-    "jacobian": {"weight": 0.1},
-}
-TINY_RECIPE = """
-title = "a tiny recipe for the tests"
-[model]
-d_model = 32
-n_heads = 4
-d_mlp = 64
-max_positions = 32
-[corpus]
-file = "{corpus}"
-[defaults]
-batch_size = 2
-seq_len = 32
-schedule = {{ lr = 3e-3, warmup_steps = 2 }}
-solve = {{ depth = {{ min = 3, max = 6 }}, grad_iters = 2, start = {{ noise = 0.5 }} }}
-terms.final_ce.weight = 0.5
-terms.anytime_ce = {{ weight = 0.5, depths = [2] }}
-terms.residual.weight = 0.1
-terms.jacobian.weight = 0.1
-[stages.first]
-steps = 6
-[stages.second]
-from = "first"
-steps = 4
-schedule = {{ lr = 1e-3, warmup_steps = 1 }}
-terms.progressive = {{ weight = 0.5, max_iters = 6 }}
-"""
-
-
-def tiny_recipe(tmp_path) -> Recipe:
-    corpus = tmp_path / "corpus.txt"
-    corpus.write_bytes(TEXT * 4)
-    path = tmp_path / "tiny.toml"
-    path.write_text(TINY_RECIPE.format(corpus=corpus))
-    return load_recipe(path)
+from .tiny_training import ROOT, TEXT, TINY_TERMS, digest, tiny_recipe  # noqa: E402
 
 
 def stage_of(solve: dict | None = None, terms: dict | None = None, **top):
@@ -77,20 +36,6 @@ def train_tiny(tmp_path, out: str, stage: str = "first", **options):
         eval_bytes=512,
         **options,
     )
-
-
-def weights(path) -> dict:
-    data = torch.load(path, weights_only=True)
-    return data.get("model") or data["state_dict"]
-
-
-def digest(path) -> str:
-    h = hashlib.sha256()
-    state = weights(path)
-    for key in sorted(state):
-        h.update(key.encode())
-        h.update(state[key].numpy().tobytes())
-    return h.hexdigest()[:16]
 
 
 def non_contracting_tiny_model() -> EqLM:
@@ -224,149 +169,6 @@ def test_a_chains_checkpoints_give_the_card_facts_of_each_stage_as_recorded(tmp_
     assert stages["second"]["recipe_changed"] is False and len(stages["second"]["run_hash"]) == 16
     assert facts["totals"]["recorded_steps"] == 10 and facts["totals"]["unrecorded"] == []
     assert "progressive (max_iters 6) (weight 0.5)" in facts["stages"][1]["objective"]
-
-
-# Digests of the model after a few steps, recorded with the loop as it was before the terms were objects (commit
-# 72835c1, eqlm/training.py's TrainSettings and equilibrium_loss), on one thread. The term objects must reproduce it
-# bit for bit, RNG draws included. torch's CPU kernels round differently on different CPUs, so each case holds one
-# record per machine kind it was recorded on, each made by running 72835c1's own loop there (never typed by hand);
-# a run must equal the old loop's digest on one of them: (first machine, AMD EPYC with AVX-512, Intel Xeon with
-# AVX-512 FP16). eqlm/tests/old_loop_digests.py runs the old loop on a new kind.
-BEFORE_THE_TERM_OBJECTS = {
-    "tiny": ({}, {}, ("112517d28f644a7a", "5be5c3026f6bc879", "033112740f4c5aae")),
-    "full gradient with the slow-mode term": (
-        {"grad_iters": 0, "start": {"noise": 0.0}},
-        {"slow_mode": {"weight": 0.5}},
-        ("0aa69bf33f3330d4", "0ad2267f0b70e021", "390b455603f2fbe7"),
-    ),
-    "warm starts and the settled warm term": (
-        {"start": {"noise": 0.5, "warm": 0.5}},
-        {"settled_warm": {"weight": 0.5}},
-        ("8ca872596314be8c", "682d4b70c4f92beb", "af93f329f9c4c764"),
-    ),
-    "early gain, implicit gradient, self-distillation": (
-        {"implicit_iters": 4},
-        {"early_gain": {"weight": 0.5}, "distill": {"weight": 0.5, "depth": 2}},
-        ("d25de4f16d490ec9", "c8d9aad71bf8a5e1", "2562925e231c9ab1"),
-    ),
-}
-UNROLLED_BEFORE = ("65c7cf8f9424d320", "130e2ed6308c204c", "3f7bf7cf348b2057")
-ANYTIME_LAST_STAGE_BEFORE = ("5ef5ec0d82a7a845", "3561018767f20ef7", "0210e9b75e04efba")
-
-
-def trained_digest(tmp_path, schedule: dict, solve: dict, terms: dict) -> str:
-    """The digest of a tiny model after 6 steps of batch 2 x 32 on the test text, as the old loop's runs were."""
-    corpus = tmp_path / "corpus.txt"
-    corpus.write_bytes(TEXT * 4)
-    raw = {
-        "model": {"d_model": 32, "n_heads": 4, "d_mlp": 64, "max_positions": 32},
-        "corpus": {"file": str(corpus)},
-        "stages": {
-            "s": {"steps": 6, "batch_size": 2, "seq_len": 32, "schedule": schedule, "solve": solve, "terms": terms}
-        },
-    }
-    stage = Recipe("tiny", Path("tiny.toml"), raw).resolve()
-    train_stage(stage, tmp_path / "run", log=lambda _: None, checkpoint_steps=1, eval_bytes=512)
-    return digest(tmp_path / "run" / "state.pt")
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("case", sorted(BEFORE_THE_TERM_OBJECTS))
-def test_the_term_objects_reproduce_the_loop_they_replaced_bit_for_bit(tmp_path, case):
-    solve, terms, expected = BEFORE_THE_TERM_OBJECTS[case]
-    schedule = {"lr": 3e-3, "warmup_steps": 2, "penalty_warmup_steps": 300}
-    solve = {"depth": {"min": 3, "max": 6}, "grad_iters": 2, "start": {"noise": 0.5}} | solve
-    assert trained_digest(tmp_path, schedule, solve, TINY_TERMS | terms) in expected
-
-
-@pytest.mark.slow
-def test_the_unrolled_recipe_reproduces_the_loop_it_replaced_bit_for_bit(tmp_path):
-    schedule = {"lr": 3e-3, "warmup_steps": 2, "penalty_warmup_steps": 0}
-    terms = {"anytime_ce": {"weight": 1.0, "depths": [4, 8, 12]}, "residual": {"weight": 0.1}}
-    assert trained_digest(tmp_path, schedule, {"kind": "unrolled"}, terms) in UNROLLED_BEFORE
-
-
-@pytest.mark.slow  # the KJV corpus and three steps of the six-stage model's last stage
-def test_the_six_stage_models_last_stage_reproduces_the_loop_it_replaced_bit_for_bit(tmp_path):
-    stage = load_recipe("eqlm-demo-anytime").resolve("flat")
-    stage.data["from"] = None  # start from the model itself: any start shows the step is the same
-    served = ROOT / "inference" / "demo" / "eqlm-demo-anytime.pt"
-    train_stage(stage, tmp_path / "run", init_checkpoint=served, stop_after=3, log=lambda _: None)
-    assert digest(tmp_path / "run" / "state.pt") in ANYTIME_LAST_STAGE_BEFORE
-
-
-def test_every_bundled_model_has_a_recipe_file_whose_stages_resolve():
-    bundled = {p.name.removesuffix(".pt") for p in (ROOT / "inference" / "demo").glob("*.pt")}
-    assert bundled <= set(recipe_names())
-    for name in recipe_names():
-        recipe = load_recipe(name)
-        assert recipe.chain()[-1] == recipe.stage_names[-1]
-        assert len(recipe.resolve().recipe_hash) == 16
-
-
-def test_depth_settles_first_stage_is_the_served_models_stage():
-    """eqlm/recipes/depth-settle.toml copies eqlm-demo's stage (recipes do not include one another): it must stay the
-    same stage (the same hash, which a run's identity covers), so its deep stage continues the served recipe."""
-    settle, served = load_recipe("depth-settle").resolve("random"), load_recipe("eqlm-demo").resolve("random")
-    assert settle.recipe_hash == served.recipe_hash
-    assert load_recipe("depth-settle").chain("deep") == ["random", "deep"]
-
-
-def test_the_served_recipe_trains_again_the_stage_the_served_checkpoint_records():
-    """eqlm/recipes/eqlm-demo.toml is pinned by `make promote-demo`: the served checkpoint's recipe with its overrides
-    written in, so `make train-demo` (the recipe's last stage, no overrides) trains the same stage again."""
-    provenance = torch.load(ROOT / "inference" / "demo" / "eqlm-demo.pt", weights_only=True)["provenance"]
-    recipe = load_recipe("eqlm-demo")
-    assert recipe.stage_names[-1] == provenance["stage"]
-    assert recipe.resolve().recipe_hash == provenance["recipe_hash"]
-
-
-def test_the_six_stage_recipe_records_what_its_checkpoint_was_trained_with():
-    provenance = torch.load(ROOT / "inference" / "demo" / "eqlm-demo-anytime.pt", weights_only=True)["provenance"]
-    old = provenance["train_settings"]  # recorded by the loop before recipes, still loadable
-    stage = load_recipe("eqlm-demo-anytime").resolve().data
-    assert stage["steps"] == old["steps"] and stage["schedule"]["lr"] == old["lr"]
-    assert stage["terms"]["anytime_ce"]["depths"] == old["anytime_depths"]
-    assert (stage["solve"]["depth"]["min"], stage["solve"]["depth"]["max"]) == (
-        old["solve_depth_min"],
-        old["solve_depth_max"],
-    )
-    assert stage["terms"]["early_gain"]["weight"] == old["early_gain_weight"]
-    assert stage["solve"]["implicit_iters"] == old["implicit_iters"]
-
-
-@pytest.mark.parametrize(
-    ("override", "named"),
-    [
-        ("schedule.lrr=1e-3", "schedule.lrr"),
-        ("schedule.lr='fast'", "schedule.lr"),
-        ("steps=true", "steps"),
-        ("terms.jacobian.taget=0.1", "terms.jacobian.taget"),
-        ("terms.nonsense.weight=1", "terms.nonsense"),
-        ("solve.depth.sampler='gaussian'", "solve.depth.sampler"),
-        ("solve.start.noise=1.5", "solve.start.noise"),
-    ],
-)
-def test_a_bad_key_or_a_wrong_type_is_refused_naming_the_key(tmp_path, override, named):
-    with pytest.raises(RecipeError, match=named.replace(".", r"\.")):
-        tiny_recipe(tmp_path).resolve("first", [override])
-
-
-def test_a_bad_recipe_file_is_refused_when_read_naming_the_stage_and_key(tmp_path):
-    path = tmp_path / "bad.toml"
-    path.write_text('[stages.only]\nsteps = 10\nterms.final_ce = { weight = "heavy" }\n')
-    with pytest.raises(RecipeError, match=r"stage only: terms\.final_ce\.weight"):
-        load_recipe(path)
-    path.write_text("[stages.only]\nterms.final_ce = {}\n")
-    with pytest.raises(RecipeError, match="missing key steps"):
-        load_recipe(path)
-    path.write_text(
-        '[stages.a]\nsteps = 1\nfrom = "b"\nterms.final_ce = {}\n[stages.b]\nsteps = 1\nterms.final_ce = {}\n'
-    )
-    with pytest.raises(RecipeError, match="does not come before"):
-        load_recipe(path)
-    with pytest.raises(RecipeError, match="no recipe 'nope'"):
-        load_recipe("nope")
 
 
 def test_a_warm_start_solve_begins_each_position_at_its_predecessors_solved_state():

@@ -1,0 +1,85 @@
+"""Recipe files: every bundled model has one, pinned recipes match their checkpoints, bad keys are refused by name."""
+
+from __future__ import annotations
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from eqlm.recipe import RecipeError, load_recipe, recipe_names  # noqa: E402
+
+from .tiny_training import ROOT, tiny_recipe  # noqa: E402
+
+
+def test_every_bundled_model_has_a_recipe_file_whose_stages_resolve():
+    bundled = {p.name.removesuffix(".pt") for p in (ROOT / "inference" / "demo").glob("*.pt")}
+    assert bundled <= set(recipe_names())
+    for name in recipe_names():
+        recipe = load_recipe(name)
+        assert recipe.chain()[-1] == recipe.stage_names[-1]
+        assert len(recipe.resolve().recipe_hash) == 16
+
+
+def test_depth_settles_first_stage_is_the_served_models_stage():
+    """eqlm/recipes/depth-settle.toml copies eqlm-demo's stage (recipes do not include one another): it must stay the
+    same stage (the same hash, which a run's identity covers), so its deep stage continues the served recipe."""
+    settle, served = load_recipe("depth-settle").resolve("random"), load_recipe("eqlm-demo").resolve("random")
+    assert settle.recipe_hash == served.recipe_hash
+    assert load_recipe("depth-settle").chain("deep") == ["random", "deep"]
+
+
+def test_the_served_recipe_trains_again_the_stage_the_served_checkpoint_records():
+    """eqlm/recipes/eqlm-demo.toml is pinned by `make promote-demo`: the served checkpoint's recipe with its overrides
+    written in, so `make train-demo` (the recipe's last stage, no overrides) trains the same stage again."""
+    provenance = torch.load(ROOT / "inference" / "demo" / "eqlm-demo.pt", weights_only=True)["provenance"]
+    recipe = load_recipe("eqlm-demo")
+    assert recipe.stage_names[-1] == provenance["stage"]
+    assert recipe.resolve().recipe_hash == provenance["recipe_hash"]
+
+
+def test_the_six_stage_recipe_records_what_its_checkpoint_was_trained_with():
+    provenance = torch.load(ROOT / "inference" / "demo" / "eqlm-demo-anytime.pt", weights_only=True)["provenance"]
+    old = provenance["train_settings"]  # recorded by the loop before recipes, still loadable
+    stage = load_recipe("eqlm-demo-anytime").resolve().data
+    assert stage["steps"] == old["steps"] and stage["schedule"]["lr"] == old["lr"]
+    assert stage["terms"]["anytime_ce"]["depths"] == old["anytime_depths"]
+    assert (stage["solve"]["depth"]["min"], stage["solve"]["depth"]["max"]) == (
+        old["solve_depth_min"],
+        old["solve_depth_max"],
+    )
+    assert stage["terms"]["early_gain"]["weight"] == old["early_gain_weight"]
+    assert stage["solve"]["implicit_iters"] == old["implicit_iters"]
+
+
+@pytest.mark.parametrize(
+    ("override", "named"),
+    [
+        ("schedule.lrr=1e-3", "schedule.lrr"),
+        ("schedule.lr='fast'", "schedule.lr"),
+        ("steps=true", "steps"),
+        ("terms.jacobian.taget=0.1", "terms.jacobian.taget"),
+        ("terms.nonsense.weight=1", "terms.nonsense"),
+        ("solve.depth.sampler='gaussian'", "solve.depth.sampler"),
+        ("solve.start.noise=1.5", "solve.start.noise"),
+    ],
+)
+def test_a_bad_key_or_a_wrong_type_is_refused_naming_the_key(tmp_path, override, named):
+    with pytest.raises(RecipeError, match=named.replace(".", r"\.")):
+        tiny_recipe(tmp_path).resolve("first", [override])
+
+
+def test_a_bad_recipe_file_is_refused_when_read_naming_the_stage_and_key(tmp_path):
+    path = tmp_path / "bad.toml"
+    path.write_text('[stages.only]\nsteps = 10\nterms.final_ce = { weight = "heavy" }\n')
+    with pytest.raises(RecipeError, match=r"stage only: terms\.final_ce\.weight"):
+        load_recipe(path)
+    path.write_text("[stages.only]\nterms.final_ce = {}\n")
+    with pytest.raises(RecipeError, match="missing key steps"):
+        load_recipe(path)
+    path.write_text(
+        '[stages.a]\nsteps = 1\nfrom = "b"\nterms.final_ce = {}\n[stages.b]\nsteps = 1\nterms.final_ce = {}\n'
+    )
+    with pytest.raises(RecipeError, match="does not come before"):
+        load_recipe(path)
+    with pytest.raises(RecipeError, match="no recipe 'nope'"):
+        load_recipe("nope")
