@@ -12,7 +12,8 @@ from django.test import Client
 from drf_spectacular.generators import SchemaGenerator
 
 from .fuzzing import portal_hints, schema_operations
-from .hostile import attack_uploads, media_files, tried_by_kind, unfinished_jobs, upload_field
+from .hostile import media_files, tried_by_kind, unfinished_jobs
+from .hostile_uploads import attack_uploads, upload_field
 from .report import record
 
 pytestmark = pytest.mark.django_db(transaction=True)
