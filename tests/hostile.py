@@ -92,7 +92,7 @@ def media_files() -> set[str]:
 # --- strategies -------------------------------------------------------------------------------------------
 
 
-def _poison(value, text_strategy):
+def poisoned(value, text_strategy):
     """A copy of a JSON value with one string (a value, or a key when there are no strings) replaced."""
 
     @st.composite
@@ -126,7 +126,7 @@ def _poison(value, text_strategy):
     return build()
 
 
-def _escaped(value) -> str:
+def escaped(value) -> str:
     """JSON text with every non-ASCII character escaped (so lone surrogates travel as `\\udXXX` escapes)."""
     return json.dumps(value, ensure_ascii=True, allow_nan=True)
 
@@ -134,13 +134,13 @@ def _escaped(value) -> str:
 def json_bodies(examples: list, limit: int) -> dict[str, st.SearchStrategy[bytes]]:
     """Raw JSON bodies by class, built from an operation's documented examples (or `{}`)."""
     bases = st.sampled_from(examples or [{}])
-    surrogate = bases.flatmap(lambda base: _poison(base, SURROGATE_TEXT)).map(lambda v: _escaped(v).encode())
-    nul = bases.flatmap(lambda base: _poison(base, SAFE_TEXT.map(lambda s: s + "\x00"))).map(
-        lambda v: _escaped(v).encode()
+    surrogate = bases.flatmap(lambda base: poisoned(base, SURROGATE_TEXT)).map(lambda v: escaped(v).encode())
+    nul = bases.flatmap(lambda base: poisoned(base, SAFE_TEXT.map(lambda s: s + "\x00"))).map(
+        lambda v: escaped(v).encode()
     )
     invalid = st.tuples(bases, INVALID_UTF8).map(
-        lambda pair: _escaped(pair[0]).replace('"', '"' + pair[1].decode("latin-1"), 1).encode("latin-1")
-        if '"' in _escaped(pair[0])
+        lambda pair: escaped(pair[0]).replace('"', '"' + pair[1].decode("latin-1"), 1).encode("latin-1")
+        if '"' in escaped(pair[0])
         else b'{"x": "' + pair[1] + b'"}'
     )
     huge = bases.flatmap(lambda base: mutated(base, st.sampled_from(HUGE_NUMBERS))).map(
@@ -302,7 +302,7 @@ def send_raw(client, method: str, path: str, body: bytes | None, content_type: s
         return client.generic(method.upper(), url, body or b"", content_type=content_type)
 
 
-def _run(strategies: dict, max_examples: int, check) -> None:
+def run_strategies(strategies: dict, max_examples: int, check) -> None:
     """Draw `max_examples` inputs of every class and check each answer."""
     for kind, strategy in strategies.items():
         _run_one(strategy.map(lambda value, kind=kind: (kind, value)), max_examples, check)
@@ -348,7 +348,7 @@ def attack_operation(op: Operation, client, hints: dict, max_examples: int, *, t
         after = row_counts() if before is not None and response.status_code == 400 else before
         record(kind, judge(kind, response, seconds, api=True, before=before, after=after))
 
-    _run(bad_query_strings(), max_examples, query_check)
+    run_strategies(bad_query_strings(), max_examples, query_check)
     if media == "application/json" or (op.method != "get" and media is None):
         limit = _body_limit(path) or django_settings.API_MAX_BODY_BYTES
 
@@ -361,7 +361,7 @@ def attack_operation(op: Operation, client, hints: dict, max_examples: int, *, t
             after = row_counts() if before is not None and response.status_code in (400, 413) else before
             record(kind, judge(kind, response, seconds, api=True, before=before, after=after))
 
-        _run(json_bodies(json_examples(op, hints), limit), max_examples, body_check)
+        run_strategies(json_bodies(json_examples(op, hints), limit), max_examples, body_check)
     return outcome
 
 
@@ -425,7 +425,7 @@ def attack_route(path: str, client, max_examples: int, *, track_rows: bool = Tru
             problem = f"multipart {kind}: refused ({response.status_code}) but left files in media"
         record(f"multipart_{kind}", problem and f"multipart {problem}")
 
-    _run(bad_query_strings(), max_examples, query_check)
-    _run(bad_form_bodies(), max_examples, form_check)
-    _run(bad_multipart_bodies(), max_examples, multipart_check)
+    run_strategies(bad_query_strings(), max_examples, query_check)
+    run_strategies(bad_form_bodies(), max_examples, form_check)
+    run_strategies(bad_multipart_bodies(), max_examples, multipart_check)
     return outcome

@@ -13,10 +13,10 @@ from .hostile import (
     INVALID_UTF8,
     SURROGATE_TEXT,
     ClassOutcome,
-    _escaped,
-    _poison,
-    _run,
+    escaped,
     media_files,
+    poisoned,
+    run_strategies,
     unfinished_jobs,
 )
 
@@ -24,8 +24,8 @@ from .hostile import (
 def hostile_files(sample: bytes) -> dict[str, st.SearchStrategy[bytes]]:
     """Result files by class, built from a real sample file: every one must end as a row-level ingest error."""
     base = json.loads(sample)
-    surrogate = _poison(base, SURROGATE_TEXT).map(lambda v: _escaped(v).encode())
-    nul = _poison(base, SAFE_TEXT.map(lambda s: s + "\x00")).map(lambda v: _escaped(v).encode())
+    surrogate = poisoned(base, SURROGATE_TEXT).map(lambda v: escaped(v).encode())
+    nul = poisoned(base, SAFE_TEXT.map(lambda s: s + "\x00")).map(lambda v: escaped(v).encode())
     invalid = INVALID_UTF8.map(lambda bad: sample.replace(b'"', b'"' + bad, 1))
     huge = mutated(base, st.sampled_from(HUGE_NUMBERS)).map(lambda v: json.dumps(v).encode())
     deep = st.integers(200, 5_000).map(lambda depth: b'{"experiment": ' + b"[" * depth + b"]" * depth + b"}")
@@ -84,7 +84,7 @@ def attack_uploads(op: Operation, client, hints: dict, max_examples: int) -> Cla
             outcome.failures.append(f"{op.name}: {kind}: {problem}")
 
     if name:
-        _run(hostile_files(sample), max_examples, check)
+        run_strategies(hostile_files(sample), max_examples, check)
     return outcome
 
 

@@ -21,19 +21,8 @@ def own_media(settings, tmp_path):
     settings.MEDIA_ROOT = tmp_path / "media"  # run folders are named by row id, which SQLite reuses after a rollback
 
 
-def run_to_the_end(experiment, capture, arm: str = "base") -> TrainingRun:
-    """Launch the experiment and run one arm's slices in this process until it is evaluated."""
-    with capture(execute=False):
-        services.launch(experiment)
-    run = TrainingRun.objects.get(arm_label=arm)
-    for number in range(5):
-        if run_slice(run.pk, number, send_next=lambda number: None) == "evaluated":
-            break
-    return run
-
-
 def sliced_to_the_end(experiment, capture, between=None) -> tuple[TrainingRun, list[str]]:
-    """Launch the experiment and run its one run's slices in this process until it finishes; `between(run, outcome)`
+    """Launch the experiment and run its base arm's slices in this process until it finishes; `between(run, outcome)`
     sees each unfinished slice's outcome. Returns the run and the slices' outcomes."""
     with capture(execute=False):
         services.launch(experiment)
@@ -96,7 +85,7 @@ def test_an_explicit_arm_is_measured_at_its_layer_count_only(django_capture_on_c
     experiment = tiny_experiment(
         seeds=[1], arms=[{"label": "base", "recipe": explicit}, {"label": "fast", "recipe": TINY_RECIPE}]
     )
-    run = run_to_the_end(experiment, django_capture_on_commit_callbacks)
+    run, _ = sliced_to_the_end(experiment, django_capture_on_commit_callbacks)
     run.refresh_from_db()
     assert run.status == "done", run.error
     rows = ResultRow.objects.filter(experiment="tiny", arm_label="base")
@@ -113,7 +102,7 @@ def test_the_evaluation_is_path_independences_with_the_warm_start_and_the_aa_sco
         "metrics": ["heldout_bits_per_byte", "aa_cosine", "greedy_agreement"],
     }
     experiment = tiny_experiment(seeds=[1], evaluation=evaluation)
-    run = run_to_the_end(experiment, django_capture_on_commit_callbacks)
+    run, _ = sliced_to_the_end(experiment, django_capture_on_commit_callbacks)
     rows = ResultRow.objects.filter(experiment="tiny", arm_label="base", seed=1)
     assert rows.filter(metric="heldout_bits_per_byte").count() == 3 * len(DEPTHS)
     compared = rows.exclude(metric="heldout_bits_per_byte").values_list("metric", "condition_key")
@@ -150,7 +139,7 @@ def test_the_head_to_head_measures_blimp_flops_and_a_halting_rule_tuned_to_a_mea
         "blimp_pairs": 2,
     }
     experiment = tiny_experiment(seeds=[1], evaluation=evaluation)
-    run = run_to_the_end(experiment, django_capture_on_commit_callbacks)
+    run, _ = sliced_to_the_end(experiment, django_capture_on_commit_callbacks)
     run.refresh_from_db()
     assert run.status == "done", run.error
     rows = ResultRow.objects.filter(experiment="tiny", arm_label="base", seed=1)
