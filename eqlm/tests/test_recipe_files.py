@@ -20,12 +20,24 @@ def test_every_bundled_model_has_a_recipe_file_whose_stages_resolve():
         assert len(recipe.resolve().recipe_hash) == 16
 
 
-def test_depth_settles_first_stage_is_the_served_models_stage():
-    """eqlm/recipes/depth-settle.toml copies eqlm-demo's stage (recipes do not include one another): it must stay the
-    same stage (the same hash, which a run's identity covers), so its deep stage continues the served recipe."""
-    settle, served = load_recipe("depth-settle").resolve("random"), load_recipe("eqlm-demo").resolve("random")
-    assert settle.recipe_hash == served.recipe_hash
-    assert load_recipe("depth-settle").chain("deep") == ["random", "deep"]
+def test_depth_settles_first_stage_is_depth_curve_v4s_tail_stage():
+    """eqlm/recipes/depth-settle.toml copies the stage of depth-curve-v4's tail arm, the served model before
+    depth-curve-v6 (recipes do not include one another): depth-random with the tail arm's overrides. It must stay that
+    stage (the same hash, which a run's identity covers), so its deep stage continues that recipe."""
+    tail = ["steps=14000", "batch_size=32", "solve.depth.sigma=1.0", "solve.depth.max=128"]
+    settle = load_recipe("depth-settle")
+    assert settle.resolve("random").recipe_hash == load_recipe("depth-random").resolve(overrides=tail).recipe_hash
+    assert settle.chain("deep") == ["random", "deep"]
+
+
+def test_the_served_recipe_is_depth_settle_with_the_winning_arms_overrides():
+    """The served eqlm-demo is depth-curve-v6's sandwich arm, seed 43: each stage of its pinned recipe is depth-settle's
+    stage with that arm's overrides and that seed."""
+    arm = ["model.norm=sandwich", "model.recall=concat", "seed=43"]
+    settle, served = load_recipe("depth-settle"), load_recipe("eqlm-demo")
+    assert served.chain() == settle.chain("deep") == ["random", "deep"]
+    for stage in served.chain():
+        assert served.resolve(stage).recipe_hash == settle.resolve(stage, arm).recipe_hash
 
 
 def test_the_served_recipe_trains_again_the_stage_the_served_checkpoint_records():
