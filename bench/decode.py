@@ -23,7 +23,8 @@ settled context's unconverged positions, and the choice from zero against it). -
 misses: one position at a time, iterated against its context's solved states from four starts, and the share of each
 that reaches the joint fixed point. --path-depths checks free-running path independence: at each of those fixed
 depths the same prompts are decoded greedily from the zero start and from the noise start (N(0, 1), seed 0: the
-API's `start: "noise"`), and the share of greedy tokens they agree on is printed; at depth 64 it is a target.
+API's `start: "noise"`), and the share of greedy tokens they agree on is printed; at depth 64 it is a target. Each
+prompt whose two continuations part is listed with the token where they part and how close that decision was.
 --breakdown splits each halting row's bits/byte cost against fixed depth by the iteration its positions halted at.
 
 Targets, printed part by part and as a whole (a target holds only when every part does):
@@ -83,10 +84,45 @@ def agreement(a: list[list[int]], b: list[list[int]]) -> float:
 
 def path_agreement(generator: Generator, prompts: list[str], tokens: int, depth: int, solver: str, seed: int = 0):
     """Free-running greedy decoding at fixed `depth` from the zero start and from the noise start (seeded by `seed`):
-    (share of greedy tokens they agree on, the zero start's tokens, the noise start's tokens)."""
-    zero = decode(generator, prompts, tokens, depth=depth, solver=solver, start="zero")["tokens"]
-    noise = decode(generator, prompts, tokens, depth=depth, solver=solver, start="noise", seed=seed)["tokens"]
-    return agreement(zero, noise), zero, noise
+    (share of greedy tokens they agree on, where each parting continuation parts)."""
+    runs = {
+        start: [
+            generator.generate(
+                GenerationRequest(
+                    prompt=p, max_tokens=tokens, depth=depth, solver=solver, start=start, seed=seed, logprobs=True
+                )
+            )
+            for p in prompts
+        ]
+        for start in ("zero", "noise")
+    }
+    zero, noise = ([[e.token_id for e in r.tokens] for r in runs[s]] for s in ("zero", "noise"))
+    return agreement(zero, noise), partings(runs["zero"], runs["noise"])
+
+
+def partings(zero: list, noise: list) -> list[dict]:
+    """Where each noise-start continuation first leaves the zero-start one, and how close that decision was: the zero
+    start's two likeliest bytes, and the noise start's probability of each side's choice. A free-running continuation
+    differs from the parting token on, so one near-tie costs the rest of its prompt."""
+    rows = []
+    for index, (z, n) in enumerate(zip(zero, noise, strict=True)):
+        k = next(
+            (j for j, (a, b) in enumerate(zip(z.tokens, n.tokens, strict=False)) if a.token_id != b.token_id), None
+        )
+        if k is None:
+            continue
+        mine, theirs = z.tokens[k], n.tokens[k]
+        top = np.sort(np.exp(mine.logprobs))[::-1]
+        rows.append(
+            {
+                "prompt": index,
+                "token": k,
+                "zero_top2": [round(float(top[0]), 4), round(float(top[1]), 4)],
+                "noise_p_zeros_byte": round(float(np.exp(theirs.logprobs[mine.token_id])), 4),
+                "noise_p_own_byte": round(float(np.exp(theirs.logprobs[theirs.token_id])), 4),
+            }
+        )
+    return rows
 
 
 def halting_positions(
@@ -358,10 +394,12 @@ def main() -> int:
         }
 
     if args.path_depths:
-        report["path_independence"] = {
-            str(depth): round(path_agreement(generator, prompts, args.tokens, depth, args.solver)[0], 4)
+        paths = {
+            str(depth): path_agreement(generator, prompts, args.tokens, depth, args.solver)
             for depth in args.path_depths
         }
+        report["path_independence"] = {depth: round(same, 4) for depth, (same, _) in paths.items()}
+        report["path_partings"] = {depth: rows for depth, (_, rows) in paths.items()}
 
     report["divergences"] = divergences(model, prompts, cold, warm, args.cap, args.tol, args.solver)
 
@@ -446,6 +484,12 @@ def main() -> int:
     )
     for depth, same in report.get("path_independence", {}).items():
         print(f"free-running greedy agreement, zero vs noise (seed 0), fixed depth {depth}: {same:.4f}")
+        for p in report["path_partings"][depth]:
+            print(
+                f"  prompt {p['prompt']} parts at token {p['token']}: the zero start's two likeliest bytes "
+                f"{p['zero_top2'][0]:.4f} and {p['zero_top2'][1]:.4f}; the noise start gives the zero start's byte "
+                f"{p['noise_p_zeros_byte']:.4f} and its own {p['noise_p_own_byte']:.4f}"
+            )
     for d in report["divergences"]:
         print(
             f"warm leaves cold at prompt {d['prompt']}, token {d['token']}: cold {bytes([d['cold']['byte']])!r} "
