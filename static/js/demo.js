@@ -35,9 +35,11 @@ function setStatus(text) { els.status.textContent = text; }
 /* A residual as the figures print it: an explicit transformer reports none (NaN). */
 function residualText(value) { return Number.isFinite(value) ? value.toExponential(2) : "n/a"; }
 
+// The accent mixed in from 8% (one iteration) to 45% (the cap): at 60% the dark theme's text fell to a contrast of
+// 4.15 on the page and 3.87 on a surface, under WCAG AA's 4.5; at 45% it is 5.9 and 5.3 (light theme: 7.7 and 7.4).
 function shade(iterations, cap) {
   const share = cap > 1 ? (iterations - 1) / (cap - 1) : 1;
-  const percent = Math.round(8 + 52 * Math.min(1, Math.max(0, share)));
+  const percent = Math.round(8 + 37 * Math.min(1, Math.max(0, share)));
   return `color-mix(in srgb, var(--accent) ${percent}%, transparent)`;
 }
 
