@@ -68,6 +68,7 @@ def decode(generator: Generator, prompts: list[str], tokens: int, **request) -> 
     later = [i for its in iterations for i in its[1:]]
     count = sum(len(r.tokens) for r in results)
     return {
+        "results": results,
         "tokens": [[e.token_id for e in r.tokens] for r in results],
         "iterations": iterations,
         "mean_iterations": sum(later) / len(later) if later else float("nan"),
@@ -85,19 +86,9 @@ def agreement(a: list[list[int]], b: list[list[int]]) -> float:
 def path_agreement(generator: Generator, prompts: list[str], tokens: int, depth: int, solver: str, seed: int = 0):
     """Free-running greedy decoding at fixed `depth` from the zero start and from the noise start (seeded by `seed`):
     (share of greedy tokens they agree on, where each parting continuation parts)."""
-    runs = {
-        start: [
-            generator.generate(
-                GenerationRequest(
-                    prompt=p, max_tokens=tokens, depth=depth, solver=solver, start=start, seed=seed, logprobs=True
-                )
-            )
-            for p in prompts
-        ]
-        for start in ("zero", "noise")
-    }
-    zero, noise = ([[e.token_id for e in r.tokens] for r in runs[s]] for s in ("zero", "noise"))
-    return agreement(zero, noise), partings(runs["zero"], runs["noise"])
+    zero = decode(generator, prompts, tokens, depth=depth, solver=solver, start="zero", logprobs=True)
+    noise = decode(generator, prompts, tokens, depth=depth, solver=solver, start="noise", seed=seed, logprobs=True)
+    return agreement(zero["tokens"], noise["tokens"]), partings(zero["results"], noise["results"])
 
 
 def partings(zero: list, noise: list) -> list[dict]:
