@@ -83,23 +83,27 @@ def agreement(a: list[list[int]], b: list[list[int]]) -> float:
     return same / total if total else float("nan")
 
 
+def first_difference(a: list[int], b: list[int]) -> int | None:
+    """The first index where two token lists differ (None when one is a prefix of the other)."""
+    return next((j for j, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), None)
+
+
 def path_agreement(generator: Generator, prompts: list[str], tokens: int, depth: int, solver: str, seed: int = 0):
     """Free-running greedy decoding at fixed `depth` from the zero start and from the noise start (seeded by `seed`):
     (share of greedy tokens they agree on, where each parting continuation parts)."""
     zero = decode(generator, prompts, tokens, depth=depth, solver=solver, start="zero", logprobs=True)
     noise = decode(generator, prompts, tokens, depth=depth, solver=solver, start="noise", seed=seed, logprobs=True)
-    return agreement(zero["tokens"], noise["tokens"]), partings(zero["results"], noise["results"])
+    return agreement(zero["tokens"], noise["tokens"]), partings(zero, noise)
 
 
-def partings(zero: list, noise: list) -> list[dict]:
-    """Where each noise-start continuation first leaves the zero-start one, and how close that decision was: the zero
-    start's two likeliest bytes, and the noise start's probability of each side's choice. A free-running continuation
-    differs from the parting token on, so one near-tie costs the rest of its prompt."""
+def partings(zero: dict, noise: dict) -> list[dict]:
+    """Where each noise-start continuation first leaves the zero-start one (`decode` runs with logprobs), and how
+    close that decision was: the zero start's two likeliest bytes, and the noise start's probability of each side's
+    choice. A free-running continuation differs from the parting token on, so one near-tie costs the rest of its
+    prompt."""
     rows = []
-    for index, (z, n) in enumerate(zip(zero, noise, strict=True)):
-        k = next(
-            (j for j, (a, b) in enumerate(zip(z.tokens, n.tokens, strict=False)) if a.token_id != b.token_id), None
-        )
+    for index, (z, n) in enumerate(zip(zero["results"], noise["results"], strict=True)):
+        k = first_difference(zero["tokens"][index], noise["tokens"][index])
         if k is None:
             continue
         mine, theirs = z.tokens[k], n.tokens[k]
@@ -182,7 +186,7 @@ def divergences(model: OnnxEqLM, prompts: list[str], cold: dict, warm: dict, cap
     """
     rows = []
     for index, (prompt, c, w) in enumerate(zip(prompts, cold["tokens"], warm["tokens"], strict=True)):
-        k = next((j for j, (a, b) in enumerate(zip(c, w, strict=False)) if a != b), None)
+        k = first_difference(c, w)
         if k is None:
             continue
         ids = GenerationRequest(prompt=prompt).ids() + c[:k]  # the prompt's ids as the generator takes them

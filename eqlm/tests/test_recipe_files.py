@@ -30,16 +30,6 @@ def test_depth_settles_first_stage_is_depth_curve_v4s_tail_stage():
     assert settle.chain("deep") == ["random", "deep"]
 
 
-def test_the_served_recipe_is_depth_settle_with_the_winning_arms_overrides():
-    """The served eqlm-demo is depth-curve-v6's sandwich arm, seed 43: each stage of its pinned recipe is depth-settle's
-    stage with that arm's overrides and that seed."""
-    arm = ["model.norm=sandwich", "model.recall=concat", "seed=43"]
-    settle, served = load_recipe("depth-settle"), load_recipe("eqlm-demo")
-    assert served.chain() == settle.chain("deep") == ["random", "deep"]
-    for stage in served.chain():
-        assert served.resolve(stage).recipe_hash == settle.resolve(stage, arm).recipe_hash
-
-
 def test_the_served_recipe_trains_again_the_stage_the_served_checkpoint_records():
     """eqlm/recipes/eqlm-demo.toml is pinned by `make promote-demo`: the served checkpoint's recipe with its overrides
     written in, so `make train-demo` (the recipe's last stage, no overrides) trains the same stage again."""
@@ -47,6 +37,11 @@ def test_the_served_recipe_trains_again_the_stage_the_served_checkpoint_records(
     recipe = load_recipe("eqlm-demo")
     assert recipe.stage_names[-1] == provenance["stage"]
     assert recipe.resolve().recipe_hash == provenance["recipe_hash"]
+    # every stage of its chain is the recorded recipe's stage with the recorded overrides (arm settings and seed)
+    source = load_recipe(provenance["recipe"])
+    assert recipe.chain() == source.chain(provenance["stage"])
+    for stage in recipe.chain():
+        assert recipe.resolve(stage).recipe_hash == source.resolve(stage, provenance["overrides"]).recipe_hash
 
 
 def test_the_six_stage_recipe_records_what_its_checkpoint_was_trained_with():
