@@ -30,6 +30,20 @@ def test_depth_settles_first_stage_is_depth_curve_v4s_tail_stage():
     assert settle.chain("deep") == ["random", "deep"]
 
 
+def test_depth_tightens_first_two_stages_are_depth_settles_so_its_runs_reuse_them():
+    """depth-curve-v7's recipe continues depth-curve-v6's: with the same overrides and seed, its stages random and deep
+    hash as depth-settle's do, so the trainer finds a finished depth-settle run's stages done and trains only the
+    third stage, which adds the slow-mode penalty."""
+    arm = ["model.norm=sandwich", "model.recall=concat", "seed=42"]
+    settle, tighten = load_recipe("depth-settle"), load_recipe("depth-tighten")
+    assert tighten.chain() == ["random", "deep", "tighten"]
+    for stage in ("random", "deep"):
+        assert tighten.resolve(stage, arm).recipe_hash == settle.resolve(stage, arm).recipe_hash
+    last = tighten.resolve("tighten", arm).data
+    assert last["terms"]["slow_mode"]["target"] == 0.64
+    assert last["solve"] == settle.resolve("deep", arm).data["solve"]
+
+
 def test_the_served_recipe_trains_again_the_stage_the_served_checkpoint_records():
     """eqlm/recipes/eqlm-demo.toml is pinned by `make promote-demo`: the served checkpoint's recipe with its overrides
     written in, so `make train-demo` (the recipe's last stage, no overrides) trains the same stage again."""
