@@ -29,6 +29,7 @@ def test_every_page_is_accessible_in_light_and_dark_mode_and_fits_a_phone(page):
             response = page.goto(url)
             assert response.status == 200, url
             settle(page, thorough=FULL)
+            wait_for_dial_legend(page)
             if not url.startswith(("/admin/", "/api/docs/")):  # the admin and Swagger UI have their own themes
                 assert page.evaluate("document.documentElement.dataset.theme") == scheme, url
             problems += [f"{url} [{scheme}] {violation}" for violation in serious_violations(page)]
@@ -36,6 +37,7 @@ def test_every_page_is_accessible_in_light_and_dark_mode_and_fits_a_phone(page):
     for url in urls:
         page.goto(url)
         settle(page, thorough=True)
+        wait_for_dial_legend(page)
         overflow = horizontal_overflow(page)
         if overflow > 0:
             problems.append(f"{url} [375 px] wider than the screen by {overflow} px")
@@ -63,6 +65,19 @@ def wait_until(page, expression: str, seconds: float = 15) -> None:
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out waiting for {expression}")
         page.wait_for_timeout(100)
+
+
+def wait_for_dial_legend(page) -> None:
+    """On the depth dial, axe must check the iteration shading's legend at the served model's cap, which the script
+    draws once the model has loaded: without this wait a slow load left the darkest swatch unchecked. A page whose
+    model cannot load says so in its status line instead."""
+    if page.query_selector("#legend-swatches") is not None:
+        wait_until(
+            page,
+            "document.body.dataset.dialReady === 'true' || /not installed|could not be loaded|unavailable/"
+            ".test(document.getElementById('runtime-status').textContent)",
+            60,
+        )
 
 
 def tab_to(page, element_id: str, limit: int = 80) -> None:
