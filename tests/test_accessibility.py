@@ -69,15 +69,10 @@ def wait_until(page, expression: str, seconds: float = 15) -> None:
 
 def wait_for_dial_legend(page) -> None:
     """On the depth dial, axe must check the iteration shading's legend at the served model's cap, which the script
-    draws once the model has loaded: without this wait a slow load left the darkest swatch unchecked. A page whose
-    model cannot load says so in its status line instead."""
+    draws once the model has loaded: without this wait a slow load left the darkest swatch unchecked. The page marks
+    its final start-up state (`data-dial-ready`: true, or false when the model cannot load)."""
     if page.query_selector("#legend-swatches") is not None:
-        wait_until(
-            page,
-            "document.body.dataset.dialReady === 'true' || /not installed|could not be loaded|unavailable/"
-            ".test(document.getElementById('runtime-status').textContent)",
-            60,
-        )
+        wait_until(page, "'dialReady' in document.body.dataset", 60)
 
 
 def tab_to(page, element_id: str, limit: int = 80) -> None:

@@ -32,6 +32,9 @@ function mode() { return form.querySelector('input[name="mode"]:checked').value;
 function start() { return form.querySelector('input[name="start"]:checked').value; }
 function halt() { return form.querySelector('input[name="halt"]:checked').value; }
 function setStatus(text) { els.status.textContent = text; }
+/* The dial's final start-up state, for anything that waits on it (the browser tests): "true" once the model is loaded
+   and warmed up, "false" when it cannot be (no WebAssembly, not installed, a failed load). */
+function markReady(ready) { document.body.dataset.dialReady = String(ready); }
 /* A residual as the figures print it: an explicit transformer reports none (NaN). */
 function residualText(value) { return Number.isFinite(value) ? value.toExponential(2) : "n/a"; }
 
@@ -274,10 +277,12 @@ async function startUp() {
   if (typeof WebAssembly !== "object" || typeof WebAssembly.instantiate !== "function" || !window.ort) {
     $("wasm-missing").hidden = false;
     setStatus("WebAssembly is unavailable in this browser.");
+    markReady(false);
     return;
   }
   if (!config.manifestUrl) {
     setStatus(`The model ${model.id || ""} is not installed on this server.`);
+    markReady(false);
     return;
   }
   // Two wasm threads need cross-origin isolation; ?threads=1 forces one (to compare, or on a busy machine).
@@ -291,9 +296,10 @@ async function startUp() {
     for await (const _ of state.runtime.generate({ prompt: "a", maxTokens: 2, depth: state.runtime.minDepth })) { /* warm-up */ }
     els.generate.disabled = false;
     setStatus(`Model loaded (${state.runtime.describe()}). Ready.`);
-    document.body.dataset.dialReady = "true";
+    markReady(true);
   } catch (error) {
     setStatus(`The model could not be loaded: ${error.message || error}`);
+    markReady(false);
   }
 }
 
