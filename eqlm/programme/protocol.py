@@ -1,0 +1,80 @@
+"""The programme's BLiMP protocol: the first 200 pairs of five paradigms, each sentence scored alone as the sum of
+log p(token i | tokens before it) for i >= 1 (no BOS) at the model's own solver settings; a pair counts when
+good > bad strictly. As in the programme, a pair with a sentence of fewer than two tokens is skipped, not counted.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from eqlm.blimp import load_pairs
+
+PARADIGMS = (
+    "adjunct_island",
+    "anaphor_gender_agreement",
+    "anaphor_number_agreement",
+    "animate_subject_passive",
+    "animate_subject_trans",
+)
+PAIRS_PER_PARADIGM = 200
+
+
+def pick_device() -> str:
+    import torch
+
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+def run_programme_protocol(
+    model,
+    encode: Callable[[str], list[int]],
+    blimp_dir: Path,
+    limit: int | None = None,
+    progress: Callable[[int, int], None] | None = None,
+    device: str | None = None,
+) -> dict:
+    """{num_correct, num_total, accuracy, skipped, device, pairs: [{paradigm, pair_id, good, bad, good_logprob,
+    bad_logprob, correct}]} for the protocol's 1,000 pairs (the first `limit` of them when given), in file order.
+
+    `encode` is GPT-2's BPE (text -> ids). The model moves to `device` (cuda when available, else cpu);
+    `progress(done, total)` is called after each pair."""
+    from .score import sentence_logprob
+    from .solvers import CONFIG_SOLVER
+
+    solver = CONFIG_SOLVER[model.config.solver]  # the model's own settings, as the programme scores
+
+    pairs = load_pairs(Path(blimp_dir), list(PARADIGMS), limit=PAIRS_PER_PARADIGM)
+    if limit is not None:
+        pairs = pairs[:limit]
+    device = device or pick_device()
+    model.to(device)
+    rows, skipped = [], 0
+    for done, pair in enumerate(pairs, 1):
+        good_ids, bad_ids = encode(pair.good), encode(pair.bad)
+        if len(good_ids) < 2 or len(bad_ids) < 2:
+            skipped += 1
+        else:
+            good, bad = sentence_logprob(model, good_ids, solver), sentence_logprob(model, bad_ids, solver)
+            rows.append(
+                {
+                    "paradigm": pair.paradigm,
+                    "pair_id": pair.pair_id,
+                    "good": pair.good,
+                    "bad": pair.bad,
+                    "good_logprob": good,
+                    "bad_logprob": bad,
+                    "correct": good > bad,
+                }
+            )
+        if progress:
+            progress(done, len(pairs))
+    correct = sum(row["correct"] for row in rows)
+    return {
+        "num_correct": correct,
+        "num_total": len(rows),
+        "accuracy": correct / len(rows) if rows else 0.0,
+        "skipped": skipped,
+        "device": device,
+        "pairs": rows,
+    }
