@@ -19,6 +19,20 @@ class CheckpointError(ValueError):
     """The file is not a loadable EqLM checkpoint (the message says why)."""
 
 
+def shared_cpu_state(state: dict) -> dict:
+    """The state dict on the CPU with tied tensors still sharing one storage (torch.save then writes them once:
+    cloning each would store a tied embedding and head twice)."""
+    moved: dict[tuple, torch.Tensor] = {}
+    out = {}
+    for key, value in state.items():
+        tensor = value.detach()
+        ident = (tensor.device, tensor.data_ptr(), tuple(tensor.shape), tuple(tensor.stride()), tensor.dtype)
+        if ident not in moved:
+            moved[ident] = tensor.cpu()
+        out[key] = moved[ident]
+    return out
+
+
 def save_checkpoint(model, path: Path, provenance: dict) -> Path:
     """Write atomically (temp file + rename) so a reader never sees half a checkpoint."""
     path = Path(path)
@@ -26,7 +40,7 @@ def save_checkpoint(model, path: Path, provenance: dict) -> Path:
     payload = {
         "model_class": model.model_class,
         "config_dict": model.config.to_dict(),
-        "state_dict": {k: v.detach().cpu().clone() for k, v in model.state_dict().items()},
+        "state_dict": shared_cpu_state(model.state_dict()),
         "provenance": dict(provenance),
     }
     fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
@@ -39,6 +53,19 @@ def save_checkpoint(model, path: Path, provenance: dict) -> Path:
         if os.path.exists(tmp):
             os.unlink(tmp)
     return path
+
+
+def sniff_format(path) -> str:
+    """"programme" for a file in the programme's format (a `config_dict` and no `provenance`), else "portal"; a file
+    that cannot be read at all is "portal", whose reader says why."""
+    try:
+        data = torch.load(path, map_location="cpu", weights_only=True, mmap=True)
+    except Exception:  # noqa: BLE001 - the format's own reader reports the problem
+        return "portal"
+    # The portal's files always carry provenance: a dict without it, with a config_dict, is the programme's (its
+    # reader names any field that is not one of the programme's own)
+    programme = isinstance(data, dict) and "provenance" not in data and isinstance(data.get("config_dict"), dict)
+    return "programme" if programme else "portal"
 
 
 def read_checkpoint(path_or_file) -> dict:

@@ -204,7 +204,11 @@ DEMO_MODEL_CHECKPOINT = Path(env("DEMO_MODEL_CHECKPOINT", str(BASE_DIR / "infere
 DEMO_MODEL_ONNX_DIR = Path(env("DEMO_MODEL_ONNX_DIR", str(BASE_DIR / "static" / "models" / "eqlm-demo")))
 MODELS_DIR = Path(env("MODELS_DIR", str(BASE_DIR / "static" / "models")))  # one folder per bundled model id
 WARM_UP_MODEL = env_bool("WARM_UP_MODEL", True)  # each WSGI worker loads every servable model before its first request
-UPLOAD_MAX_BYTES = env_int("UPLOAD_MAX_BYTES", 25 * 1024 * 1024)
+UPLOAD_MAX_BYTES = env_int("UPLOAD_MAX_BYTES", 25 * 1024 * 1024)  # one uploaded result file
+# An uploaded or imported checkpoint (the 121M programme model is 483 MB in fp32); refused on its Content-Length.
+CHECKPOINT_MAX_BYTES = env_int("CHECKPOINT_MAX_BYTES", 1024 * 1024 * 1024)
+# The fp32 size a checkpoint's config may declare (vocab_size x d_model ...), refused before anything is allocated.
+MODEL_MAX_BYTES = env_int("MODEL_MAX_BYTES", 4 * 1000**3)
 DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("DATA_UPLOAD_MAX_MEMORY_SIZE", 5 * 1024 * 1024)
 FILE_UPLOAD_MAX_MEMORY_SIZE = 2 * 1024 * 1024
 
