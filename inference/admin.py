@@ -57,18 +57,33 @@ class RegisteredModelAdmin(admin.ModelAdmin):
         "uploaded_by",
         "created_at",
     ]
-    actions = ["queue_default_evaluation", "queue_convergence_evaluation", "queue_onnx_export"]
+    actions = [
+        "queue_default_evaluation",
+        "queue_programme_protocol",
+        "queue_convergence_evaluation",
+        "queue_onnx_export",
+    ]
+
+    @admin.action(description="Queue the programme's BLiMP protocol (5 paradigms x 200 pairs; programme checkpoints)")
+    def queue_programme_protocol(self, request, queryset):
+        from .programme_eval import queue_protocol_evaluation
+
+        queued = 0
+        for model in queryset:
+            try:
+                queue_protocol_evaluation(model, "programme", request.user)
+                queued += 1
+            except RegistryError as exc:
+                self.message_user(request, f"{model.slug}: {exc}", level=messages.ERROR)
+        self.message_user(request, f"Queued {queued} protocol evaluation(s).")
 
     @admin.action(description="Export to ONNX and serve it on /v1, the dial and the council")
     def queue_onnx_export(self, request, queryset):
         from .exports import queue_export
 
-        eligible = [model for model in queryset if model.model_class == "EqLM"]
-        for model in eligible:
+        for model in queryset:
             queue_export(model)
-        skipped = queryset.count() - len(eligible)
-        note = f"; {skipped} skipped (only EqLM checkpoints can be served)" if skipped else ""
-        self.message_user(request, f"Queued {len(eligible)} export(s){note}.")
+        self.message_user(request, f"Queued {queryset.count()} export(s).")
 
     @admin.display(description="served on /v1 and the dial")
     def serving(self, obj) -> str:

@@ -14,37 +14,54 @@ from pathlib import Path
 from django.conf import settings
 from django.db import transaction
 
-from .models import RegisteredModel
+from .models import RegisteredModel, model_folder_name
 from .serving import forget_registry_rows
 
 log = logging.getLogger(__name__)
 
 
 def export_folder(model: RegisteredModel) -> Path:
-    """Where a row's export lives: under MEDIA_ROOT, named by the checkpoint's sha256 (never by a client name)."""
-    return Path(settings.MEDIA_ROOT) / "models" / "onnx" / model.sha256[:24]
+    """Where a row's export lives: onnx/ in its folder under MEDIA_ROOT, named by the checkpoint's sha256 (never by
+    a client name)."""
+    return Path(settings.MEDIA_ROOT) / model_folder_name(model.sha256) / "onnx"
 
 
-def export_registered_model(model_pk: int) -> RegisteredModel:
-    """Export the row's checkpoint to ONNX and set its onnx_dir (idempotent: a finished export is kept).
+def is_programme_model(row: RegisteredModel) -> bool:
+    return (row.provenance or {}).get("format") == "programme"
 
-    The graphs are written to a private folder first and moved into place whole, so a reader never sees a
-    half-written export.
-    """
+
+def export_checkpoint(row: RegisteredModel, out_dir: Path, progress=None) -> dict:
+    """Write the row's ONNX export into out_dir (torch is imported here, on a worker): the portal's format through
+    eqlm.export, the programme's through eqlm.programme.export (spectral norm folded into plain weights)."""
+    extra = {"name": row.name}
+    if is_programme_model(row):
+        from eqlm.export_programme import export_programme_onnx
+        from eqlm.programme.checkpoint import load_programme_model
+
+        model, _ = load_programme_model(row.file_path(), max_bytes=settings.MODEL_MAX_BYTES)
+        return export_programme_onnx(model, out_dir, model_id=row.slug, extra=extra, progress=progress)
     from eqlm.checkpoint import load_checkpoint
     from eqlm.export import export_onnx
 
+    model, _ = load_checkpoint(row.file_path())
+    return export_onnx(model, out_dir, model_id=row.slug, extra=extra)
+
+
+def export_registered_model(model_pk: int, progress=None) -> RegisteredModel:
+    """Export the row's checkpoint to ONNX and set its onnx_dir (idempotent: a finished export is kept).
+
+    The graphs are written to a private folder first and moved into place whole, so a reader never sees a
+    half-written export. EqLM and ExplicitLM, in the portal's format or the programme's, all export.
+    """
     row = RegisteredModel.objects.get(pk=model_pk)
     if row.onnx_dir and (Path(row.onnx_dir) / "manifest.json").exists():
         return row
-    if row.model_class != "EqLM":
-        raise ValueError(f"only EqLM checkpoints can be served (this one is {row.model_class})")
     folder = export_folder(row)
     if not (folder / "manifest.json").exists():
-        model, _ = load_checkpoint(row.file_path())
+        folder.parent.mkdir(parents=True, exist_ok=True)
         partial = folder.with_name(f"{folder.name}.partial-{secrets.token_hex(4)}")
         try:
-            export_onnx(model, partial, model_id=row.slug, extra={"name": row.name})
+            export_checkpoint(row, partial, progress)
             shutil.rmtree(folder, ignore_errors=True)
             partial.rename(folder)
         finally:

@@ -79,6 +79,12 @@ def checkpoint_upload_path(instance, filename: str) -> str:
     return f"models/checkpoints/{secrets.token_hex(12)}.pt"
 
 
+def model_folder_name(sha256: str) -> str:
+    """An uploaded or imported model's folder under MEDIA_ROOT, named by its checkpoint's sha256 (never by a client
+    name): checkpoint.pt, card.md, facts.json, metrics.json and onnx/, the layout of a bundled model's folder."""
+    return f"models/{sha256}"
+
+
 class RegisteredModel(models.Model):
     """A checkpoint this deployment can evaluate: the local demo model or one uploaded by staff."""
 
@@ -120,6 +126,20 @@ class RegisteredModel(models.Model):
             return Path(self.checkpoint.path)
         path = Path(self.checkpoint_path)
         return path if path.is_absolute() else Path(settings.BASE_DIR) / path
+
+
+class ModelImport(Job):
+    """The worker's half of registering a checkpoint: its ONNX export, facts and card, written into its folder."""
+
+    model = models.ForeignKey(RegisteredModel, on_delete=models.CASCADE, related_name="imports")
+    facts = models.JSONField(default=dict, blank=True)
+    requested_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"Import of {self.model} ({self.status})"
 
 
 class EvaluationRun(Job):

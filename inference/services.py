@@ -7,23 +7,20 @@ process, and `run_evaluation` imports torch inside, on the gpu worker.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
-import secrets
 import subprocess
 import sys
 from pathlib import Path
 
 from django.conf import settings
-from django.core.files.storage import default_storage
 from django.db import transaction
-from django.utils.text import slugify
 
 from eqlm.blimp import evaluate, load_pairs
 from eqlm.limits import DEFAULT_MODEL_ID, DEPTH_MAX, DEPTH_MIN
 
-from .models import EvaluationRun, RegisteredModel
+from .imports import PROGRAMME_FORMAT, RegistryError, queue_import, register_checkpoint
+from .models import EvaluationRun, ModelImport, RegisteredModel
 
 log = logging.getLogger(__name__)
 
@@ -33,19 +30,11 @@ PROBE_TIMEOUT_S = 120
 DEMO_SLUG = DEFAULT_MODEL_ID  # the bundled default model's registry row
 
 
-class RegistryError(ValueError):
-    """A refused upload or request; `param` names the offending field."""
-
-    def __init__(self, message: str, param: str | None = None, status_code: int = 400, code: str = "invalid_value"):
-        super().__init__(message)
-        self.param, self.status_code, self.code = param, status_code, code
-
-
 def probe_checkpoint(path: Path) -> dict:
     """Validate a checkpoint with weights_only=True in a child process; returns the probe's JSON."""
     try:
         result = subprocess.run(
-            [sys.executable, "-m", "eqlm.checkpoint_probe", str(path)],
+            [sys.executable, "-m", "eqlm.checkpoint_probe", str(path), str(settings.MODEL_MAX_BYTES)],
             cwd=settings.BASE_DIR,
             capture_output=True,
             text=True,
@@ -86,27 +75,6 @@ def parse_paradigms(value, blimp_dir: Path | None = None, param: str = "paradigm
     return names
 
 
-def _save_upload(fileobj) -> tuple[str, str, int]:
-    """Stream an upload to a generated name; returns (storage name, sha256, size)."""
-    limit = settings.UPLOAD_MAX_BYTES
-    size = getattr(fileobj, "size", None)
-    if size is not None and size > limit:
-        raise RegistryError(
-            f"the file is larger than the {limit // (1024 * 1024)} MB limit", "checkpoint", 413, "file_too_large"
-        )
-    digest = hashlib.sha256()
-    name = default_storage.save(f"models/incoming/{secrets.token_hex(12)}.pt", fileobj)
-    total = 0
-    with default_storage.open(name, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(block)
-            total += len(block)
-    if total > limit:
-        default_storage.delete(name)
-        raise RegistryError("the file is larger than the upload limit", "checkpoint", 413, "file_too_large")
-    return name, digest.hexdigest(), total
-
-
 def register_upload(
     fileobj,
     name: str,
@@ -114,8 +82,11 @@ def register_upload(
     depths=None,
     paradigms=None,
     pair_limit: int | None = DEFAULT_PAIR_LIMIT,
-) -> tuple[RegisteredModel, EvaluationRun]:
-    """Validate an uploaded checkpoint (weights_only, out of process), register it and queue its evaluation."""
+    card=None,
+    declares=None,
+) -> tuple[RegisteredModel, EvaluationRun | ModelImport]:
+    """Validate an uploaded checkpoint (weights_only, out of process) and register it. The portal's own format
+    queues its BLiMP evaluation by depth; the programme's queues its import (ONNX export, facts), with progress."""
     name = (name or "").strip()
     if not name:
         raise RegistryError("a name is required", "name")
@@ -125,44 +96,11 @@ def register_upload(
     paradigms = parse_paradigms(paradigms)
     if pair_limit is not None and not 1 <= int(pair_limit) <= 1000:
         raise RegistryError("limit must be 1..1000 pairs per paradigm", "limit")
-    stored, sha, size = _save_upload(fileobj)
-    try:
-        existing = RegisteredModel.objects.filter(sha256=sha).first()
-        if existing:
-            raise RegistryError(
-                f"this checkpoint is already registered as {existing.slug!r}", "checkpoint", 409, "duplicate"
-            )
-        probe = probe_checkpoint(Path(default_storage.path(stored)))
-        if not probe.get("ok"):
-            raise RegistryError(f"rejected checkpoint: {probe.get('error')}", "checkpoint", 400, "invalid_checkpoint")
-        final = default_storage.save(f"models/checkpoints/{sha[:24]}.pt", default_storage.open(stored, "rb"))
-    finally:
-        default_storage.delete(stored)
-    try:
-        with transaction.atomic():
-            base = slugify(name)[:60] or "model"
-            slug, n = base, 1
-            while RegisteredModel.objects.filter(slug=slug).exists():
-                n += 1
-                slug = f"{base}-{n}"
-            model = RegisteredModel.objects.create(
-                slug=slug,
-                name=name,
-                kind=RegisteredModel.Kind.UPLOADED,
-                model_class=probe["model_class"],
-                checkpoint=final,
-                sha256=sha,
-                size_bytes=size,
-                num_params=probe.get("num_params"),
-                config=probe.get("config") or {},
-                provenance=probe.get("provenance") or {},
-                uploaded_by=user if getattr(user, "is_authenticated", False) else None,
-            )
-            run = queue_evaluation(model, depths, paradigms, pair_limit, user)
-    except Exception:
-        default_storage.delete(final)
-        raise
-    return model, run
+    model, probe = register_checkpoint(fileobj, name=name, card=card, declares=declares, user=user)
+    with transaction.atomic():
+        if probe.get("format") == PROGRAMME_FORMAT:
+            return model, queue_import(model, user)
+        return model, queue_evaluation(model, depths, paradigms, pair_limit, user)
 
 
 def queue_evaluation(model, depths, paradigms=(), pair_limit=None, user=None, blimp_dir: str = "") -> EvaluationRun:
@@ -248,8 +186,9 @@ def run_evaluation(run_id: int) -> EvaluationRun:
     device = pick_device()
     EvaluationRun.objects.filter(pk=run.pk).update(device=device)
     model, _ = load_checkpoint(run.model.file_path())
-    if not hasattr(model, "solve"):
-        raise ValueError("only EqLM checkpoints have anytime depths to evaluate")
+    if model.model_class == "ExplicitLM":  # one depth, its layer count
+        run.depths = [len(model.layers)]
+        EvaluationRun.objects.filter(pk=run.pk).update(depths=run.depths)
     model.to(device)
     torch.set_num_threads(max(1, min(2, torch.get_num_threads())))
     pairs = load_pairs(Path(run.blimp_dir or settings.BLIMP_DIR), run.paradigms or None, run.pair_limit)

@@ -10,10 +10,13 @@ def _evaluate(run_id: int) -> dict:
     """Run an EvaluationRun by its kind. A failure (or the time limit) ends the row failed in PortalTask."""
     from .convergence import run_convergence_evaluation
     from .models import EvaluationRun
+    from .programme_eval import is_protocol_run, run_protocol_evaluation
     from .services import run_evaluation
 
-    kind = EvaluationRun.objects.filter(pk=run_id).values_list("kind", flat=True).first()
+    kind, options = EvaluationRun.objects.filter(pk=run_id).values_list("kind", "options").first() or (None, {})
     service = run_convergence_evaluation if kind == EvaluationRun.Kind.CONVERGENCE else run_evaluation
+    if is_protocol_run(kind, options):
+        service = run_protocol_evaluation
     run = service(run_id)
     return {"run": run.pk, "kind": run.kind, "status": run.status, "rows_written": run.rows_written}
 
@@ -43,3 +46,12 @@ def export_model(model_pk: int) -> dict:
 
     row = export_registered_model(model_pk)
     return {"model": row.slug, "onnx_dir": row.onnx_dir}
+
+
+@shared_task(name="inference.tasks.import_model", **OPTIONS)
+def import_model(job_id: int) -> dict:
+    """The worker's half of registering a checkpoint: ONNX export, facts.json, serving (progress on the row)."""
+    from .imports import run_import
+
+    job = run_import(job_id)
+    return {"import": job.pk, "model": job.model.slug, "status": job.status}

@@ -31,6 +31,7 @@ JOB_ROWS = {
     "lab_app.tasks.run_lab_job": "lab_app.LabRun",
     "inference.tasks.evaluate": "inference.EvaluationRun",  # every kind (BLiMP, convergence)
     "inference.tasks.evaluate_blimp": "inference.EvaluationRun",  # the old name, for messages queued before
+    "inference.tasks.import_model": "inference.ModelImport",
     "experiments_app.tasks.train_slice": "experiments_app.TrainingRun",  # re-sent with the id alone: its next slice
 }
 

@@ -9,7 +9,7 @@ import pytest
 
 from eqlm.checkpoint import save_checkpoint
 from eqlm.generation import GenerationRequest, Generator
-from eqlm.testing import tiny_model
+from eqlm.testing import tiny_explicit_model, tiny_model
 from inference import serving
 from inference.models import RegisteredModel
 
@@ -18,7 +18,8 @@ GREEDY = GenerationRequest(prompt="In the beginning", max_tokens=10, depth=4)
 
 def registered(folder: Path, slug: str, seed: int, model_class: str = "EqLM") -> RegisteredModel:
     folder.mkdir(parents=True, exist_ok=True)
-    path = save_checkpoint(tiny_model(seed=seed), folder / f"{slug}.pt", {"seed": seed, "config_hash": "x"})
+    model = tiny_model(seed=seed) if model_class == "EqLM" else tiny_explicit_model(seed=seed)
+    path = save_checkpoint(model, folder / f"{slug}.pt", {"seed": seed, "config_hash": "x"})
     return RegisteredModel.objects.create(
         slug=slug,
         name=f"{slug} (uploaded)",
@@ -49,7 +50,7 @@ def test_the_admin_action_exports_a_checkpoint_that_then_generates_under_its_slu
     assert "Queued 1 export(s)" in response.content.decode()
     row.refresh_from_db()
     folder = Path(row.onnx_dir)
-    assert folder.parent.name == "onnx" and (folder / "manifest.json").exists()
+    assert folder.name == "onnx" and folder.parent.name == row.sha256 and (folder / "manifest.json").exists()
     assert not list(folder.parent.glob("*.partial-*"))
     assert json.loads((folder / "manifest.json").read_text())["model_id"] == "tiny-upload"
 
@@ -74,16 +75,21 @@ def test_exporting_twice_keeps_the_first_export(tmp_path):
 
 
 @pytest.mark.django_db
-def test_only_eqlm_checkpoints_are_exported(staff_client, tmp_path):
+def test_explicit_checkpoints_are_exported_and_served_too(staff_client, tmp_path, django_capture_on_commit_callbacks):
     row = registered(tmp_path, "explicit-one", seed=3, model_class="ExplicitLM")
-    response = staff_client.post(
-        "/admin/inference/registeredmodel/",
-        {"action": "queue_onnx_export", "_selected_action": [row.pk]},
-        follow=True,
-    )
-    assert "Queued 0 export(s); 1 skipped" in response.content.decode()
+    with django_capture_on_commit_callbacks(execute=True):
+        response = staff_client.post(
+            "/admin/inference/registeredmodel/",
+            {"action": "queue_onnx_export", "_selected_action": [row.pk]},
+            follow=True,
+        )
+    assert "Queued 1 export(s)." in response.content.decode()
     row.refresh_from_db()
-    assert row.onnx_dir == ""
+    manifest = json.loads((Path(row.onnx_dir) / "manifest.json").read_text())
+    assert manifest["model_class"] == "ExplicitLM"
+    body = staff_client.post("/v1/completions", {"model": "explicit-one", "prompt": "In the", "max_tokens": 3},
+                             content_type="application/json").json()  # fmt: skip
+    assert body["model"] == "explicit-one" and body["usage"]["completion_tokens"] == 3
 
 
 @pytest.mark.worker
