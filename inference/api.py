@@ -19,7 +19,9 @@ from .convergence import (
     TEXTS,
     queue_convergence_evaluation,
 )
-from .models import EvaluationRun, RegisteredModel
+from .imports import check_declared_length
+from .models import EvaluationRun, ModelImport, RegisteredModel
+from .programme_eval import PROTOCOLS, queue_protocol_evaluation
 from .services import (
     DEFAULT_PAIR_LIMIT,
     RegistryError,
@@ -83,10 +85,26 @@ class RegisteredModelSerializer(serializers.ModelSerializer):
         return EvaluationSerializer(run).data if run else None
 
 
+class ModelImportSerializer(serializers.ModelSerializer):
+    model = serializers.SlugRelatedField(slug_field="slug", read_only=True)
+
+    class Meta:
+        model = ModelImport
+        fields = ["id", "model", "status", "progress", "progress_message", "error", "facts", "created_at",
+                  "started_at", "finished_at"]  # fmt: skip
+
+
 @extend_schema_serializer(component_name="ModelUpload")  # benchmarks_app has an "Upload" component too
 class UploadSerializer(serializers.Serializer):
-    checkpoint = serializers.FileField(help_text="a torch checkpoint dict; loaded with weights_only=True")
+    checkpoint = serializers.FileField(
+        help_text="a torch checkpoint dict, loaded with weights_only=True: the portal's own format, or the "
+        "programme's (config_dict, model_class, state_dict); at most CHECKPOINT_MAX_BYTES (1 GiB by default)"
+    )
     name = serializers.CharField(max_length=120)
+    card = serializers.FileField(required=False, help_text="a Markdown model card shown on /models/<slug>/")
+    declares = serializers.CharField(
+        required=False, allow_blank=True, default="", help_text="the published run it is: EXPERIMENT:ARM:SEED"
+    )
     depths = serializers.CharField(required=False, default="1,2,4,8,12")
     paradigms = serializers.CharField(required=False, allow_blank=True, default="")
     limit = serializers.IntegerField(required=False, min_value=1, max_value=1000, default=DEFAULT_PAIR_LIMIT)
@@ -108,17 +126,24 @@ class ModelListView(APIView):
         summary="Upload a checkpoint (staff)",
     )
     def post(self, request):
-        data = UploadSerializer(data=request.data)
-        data.is_valid(raise_exception=True)
-        v = data.validated_data
         try:
-            model, run = register_upload(
-                v["checkpoint"], v["name"], request.user, v["depths"], v["paradigms"], v["limit"]
-            )
+            check_declared_length(request.META.get("CONTENT_LENGTH"))  # before the body is read or spooled
+            data = UploadSerializer(data=request.data)
+            data.is_valid(raise_exception=True)
+            v = data.validated_data
+            model, job = register_upload(
+                v["checkpoint"], v["name"], request.user, v["depths"], v["paradigms"], v["limit"],
+                card=v.get("card"), declares=v["declares"],
+            )  # fmt: skip
         except RegistryError as exc:
             raise ApiError(str(exc), status_code=exc.status_code, param=exc.param, code=exc.code)
         body = RegisteredModelSerializer(model).data
-        body["evaluation_id"] = run.pk
+        if isinstance(job, ModelImport):
+            job.refresh_from_db()
+            body["import_id"] = job.pk
+            body["import"] = ModelImportSerializer(job).data
+        else:
+            body["evaluation_id"] = job.pk
         return Response(body, status=201)
 
 
@@ -134,7 +159,8 @@ class QueueEvaluationSerializer(serializers.Serializer):
     windows = serializers.IntegerField(required=False, min_value=1, max_value=MAX_WINDOWS)
     text = serializers.ChoiceField(choices=TEXTS, required=False)
     starts = serializers.ListField(child=serializers.ChoiceField(choices=COMPARED_STARTS), required=False)
-    # BLiMP by depth
+    # BLiMP: by depth (a portal model), or by a protocol (a programme checkpoint: "programme" or "full")
+    protocol = serializers.ChoiceField(choices=PROTOCOLS, required=False)
     depths = serializers.CharField(required=False, default="1,2,4,8,12")
     paradigms = serializers.CharField(required=False, allow_blank=True, default="")
     limit = serializers.IntegerField(required=False, min_value=1, max_value=1000, default=DEFAULT_PAIR_LIMIT)
@@ -161,6 +187,9 @@ class QueueEvaluationView(APIView):
             if v["kind"] == EvaluationRun.Kind.CONVERGENCE:
                 options = {k: v[k] for k in DEFAULT_OPTIONS if k in v}
                 run = queue_convergence_evaluation(model, options, request.user)
+            elif v.get("protocol"):
+                limit = request.data.get("limit") and v["limit"]
+                run = queue_protocol_evaluation(model, v["protocol"], request.user, limit or None)
             else:
                 run = queue_evaluation(
                     model, parse_depths(v["depths"]), parse_paradigms(v["paradigms"]), v["limit"], request.user
@@ -179,3 +208,14 @@ class EvaluationDetailView(APIView):
         if run is None:
             raise ApiError("no such evaluation", status_code=404, code="not_found")
         return Response(EvaluationSerializer(run).data)
+
+
+class ModelImportDetailView(APIView):
+    permission_classes = [permissions.AllowAny]
+
+    @extend_schema(responses=ModelImportSerializer, summary="One model import (poll for its progress)")
+    def get(self, request, pk: int):
+        job = ModelImport.objects.select_related("model").filter(pk=pk).first()
+        if job is None:
+            raise ApiError("no such import", status_code=404, code="not_found")
+        return Response(ModelImportSerializer(job).data)

@@ -7,6 +7,7 @@ from . import api
 app_name = "inference-api"
 urlpatterns = [
     path("models/", api.ModelListView.as_view(), name="models-api"),
+    path("models/imports/<int:pk>/", api.ModelImportDetailView.as_view(), name="import-api"),
     path("models/evaluations/<int:pk>/", api.EvaluationDetailView.as_view(), name="evaluation-api"),
     path("models/<slug:slug>/evaluations/", api.QueueEvaluationView.as_view(), name="queue-evaluation-api"),
 ]
