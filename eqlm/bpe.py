@@ -58,13 +58,12 @@ def gpt2_encoding() -> tiktoken.Encoding:
     path = ranks_path()
     if not path.is_file():
         raise RanksMissing(f"the GPT-2 ranks file {path} is missing: run `make setup` (or set GPT2_RANKS_PATH)")
+    if file_sha256(path) != GPT2_RANKS_SHA256:  # checked here: tiktoken skips its check when caching is off
+        raise RanksMissing(f"{path} is not the pinned GPT-2 ranks file (sha256 {GPT2_RANKS_SHA256})")
     import tiktoken
     import tiktoken.load
 
-    try:
-        ranks = tiktoken.load.load_tiktoken_bpe(str(path), expected_hash=GPT2_RANKS_SHA256)
-    except ValueError as exc:  # tiktoken's hash mismatch
-        raise RanksMissing(f"{path} is not the pinned GPT-2 ranks file (sha256 {GPT2_RANKS_SHA256})") from exc
+    ranks = tiktoken.load.load_tiktoken_bpe(str(path), expected_hash=GPT2_RANKS_SHA256)
     return tiktoken.Encoding(
         name="gpt2",
         explicit_n_vocab=GPT2_VOCAB_SIZE,
