@@ -49,6 +49,7 @@ WHITESPACE = [
     "\n",
     "word \n word\n \n  \n",
     "x" + " " * 17 + "y",
+    "line\u2028paragraph\u2029 narrow\u202fnbsp\u205f\u3000 ogham\u1680end \x0b\x0c\x1c\x1d\x1e\x1f",
 ]
 
 

@@ -31,6 +31,13 @@ export const TOKENIZER_NAMES = ["bytes", "gpt2"];
 const BYTES_PREFIX = "bytes:";
 const ENDOFTEXT = "<|endoftext|>";
 const ENDOFTEXT_ID = 50256;
+// GPT-2's pre-tokenizer with Unicode's White_Space for \s, as tiktoken (and Python's `regex`) read it. JavaScript's
+// own \s also takes U+FEFF and leaves out U+0085: gpt-tokenizer's pattern splits text holding them otherwise.
+const WS = "\\t-\\r \\x85\\xa0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000";
+const GPT2_SPLIT = new RegExp(
+  `'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^${WS}\\p{L}\\p{N}]+|[${WS}]+(?![^${WS}])|[${WS}]+`,
+  "gu",
+);
 const strictUtf8 = new TextDecoder("utf-8", { fatal: true });
 
 function hexName(bytes) {
@@ -71,9 +78,12 @@ function makeTokenizer({ name, vocabSize, bosTokenId, eotTokenId, encode: encode
     tokenString,
     decode: (ids) => new TextDecoder("utf-8", { fatal: false }).decode(concat(ids)),
     tokenFromString(text) {
-      const bytes = text.startsWith(BYTES_PREFIX) ? hexBytes(text.slice(BYTES_PREFIX.length)) : new TextEncoder().encode(text);
+      const named = text.startsWith(BYTES_PREFIX);
+      const bytes = named ? hexBytes(text.slice(BYTES_PREFIX.length)) : new TextEncoder().encode(text);
       const id = bytes && bytes.length ? tokenId(bytes) : undefined;
-      if (id === undefined || tokenString(id) !== text) throw new Error(`not a ${name} token name: ${JSON.stringify(text)}`);
+      if (id === undefined || tokenString(id) !== text) {
+        throw new Error(`not a ${name} token name: ${JSON.stringify(text)}`);
+      }
       return id;
     },
     incrementalDecoder() {
@@ -105,6 +115,7 @@ async function gpt2Tokenizer() {
   // One entry module: in a collected (hashed) deployment a second import would load the ranks a second time.
   const encoding = await import("../vendor/gpt-tokenizer/encoding/r50k_base.js");
   const core = encoding.default.bytePairEncodingCoreProcessor; // pinned gpt-tokenizer 4.0.0 (package.json)
+  core.tokenSplitRegex = GPT2_SPLIT; // its instance's pattern: the vendored file is kept as published
   const vocabSize = encoding.vocabularySize;
   const utf8 = new TextEncoder();
   const bytesOf = (id) => {
@@ -128,7 +139,8 @@ async function gpt2Tokenizer() {
     eotTokenId: ENDOFTEXT_ID,
     // Text that spells <|endoftext|> is that token, as in Python. Split here: gpt-tokenizer 4.0.0 finds an allowed
     // special token only at the start of the text.
-    encode: (text) => text.split(ENDOFTEXT).flatMap((part, i) => (i ? [ENDOFTEXT_ID] : []).concat(encoding.encode(part))),
+    encode: (text) =>
+      text.split(ENDOFTEXT).flatMap((part, i) => (i ? [ENDOFTEXT_ID] : []).concat(encoding.encode(part))),
     tokenBytes: bytesOf,
     tokenId,
   });
