@@ -56,7 +56,7 @@ def save_checkpoint(model, path: Path, provenance: dict) -> Path:
 
 
 def sniff_format(path) -> str:
-    """"programme" for a file in the programme's format (a `config_dict` and no `provenance`), else "portal"; a file
+    """ "programme" for a file in the programme's format (a `config_dict` and no `provenance`), else "portal"; a file
     that cannot be read at all is "portal", whose reader says why."""
     try:
         data = torch.load(path, map_location="cpu", weights_only=True, mmap=True)
@@ -78,7 +78,10 @@ def read_checkpoint(path_or_file) -> dict:
             f"({str(exc).splitlines()[0][:200]})"
         ) from None
     except (RuntimeError, EOFError, OSError, ValueError, KeyError, AttributeError, TypeError) as exc:
-        raise CheckpointError(f"not a readable torch checkpoint: {str(exc).splitlines()[0][:200]}") from None
+        detail = str(exc).splitlines()[0][:200]
+        if "zip archive" in detail or isinstance(exc, EOFError):
+            raise CheckpointError(f"truncated or corrupt file: not a complete torch archive ({detail})") from None
+        raise CheckpointError(f"not a readable torch checkpoint: {detail}") from None
     if not isinstance(data, dict):
         raise CheckpointError(f"expected a dict with keys {list(REQUIRED_KEYS)}, got {type(data).__name__}")
     missing = [k for k in REQUIRED_KEYS if k not in data]

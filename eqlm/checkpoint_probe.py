@@ -28,7 +28,7 @@ def probe_programme(path: str, max_bytes: int) -> dict:
         if not torch.isfinite(logits).all():
             raise ProgrammeCheckpointError("the model produces non-finite logits")
     except ProgrammeCheckpointError as exc:
-        return {"ok": False, "error": str(exc)}
+        return {"ok": False, "error": str(exc).replace("max_bytes", "the MODEL_MAX_BYTES limit")}
     config = ckpt.config.to_dict()
     return {
         "ok": True,

@@ -52,6 +52,7 @@ def latest_evaluation(model: RegisteredModel | None) -> EvaluationRun | None:
     if model is None:
         return None
     blimp = model.evaluations.filter(kind=EvaluationRun.Kind.BLIMP)  # convergence runs have their own panel
+    blimp = blimp.exclude(options__has_key="protocol")  # a protocol's count is not a curve by depth
     return blimp.filter(status="done").order_by("-finished_at").first()
 
 

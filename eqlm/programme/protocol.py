@@ -33,18 +33,22 @@ def run_programme_protocol(
     limit: int | None = None,
     progress: Callable[[int, int], None] | None = None,
     device: str | None = None,
+    paradigms: list[str] | None = None,
+    per_paradigm: int | None = PAIRS_PER_PARADIGM,
 ) -> dict:
     """{num_correct, num_total, accuracy, skipped, device, pairs: [{paradigm, pair_id, good, bad, good_logprob,
     bad_logprob, correct}]} for the protocol's 1,000 pairs (the first `limit` of them when given), in file order.
 
     `encode` is GPT-2's BPE (text -> ids). The model moves to `device` (cuda when available, else cpu);
-    `progress(done, total)` is called after each pair."""
+    `progress(done, total)` is called after each pair. `paradigms` and `per_paradigm` choose other pairs (every
+    paradigm in blimp_dir when paradigms is None and per_paradigm is None: the full BLiMP) scored the same way."""
     from .score import sentence_logprob
     from .solvers import CONFIG_SOLVER
 
     solver = CONFIG_SOLVER[model.config.solver]  # the model's own settings, as the programme scores
 
-    pairs = load_pairs(Path(blimp_dir), list(PARADIGMS), limit=PAIRS_PER_PARADIGM)
+    chosen = list(PARADIGMS) if paradigms is None and per_paradigm == PAIRS_PER_PARADIGM else paradigms
+    pairs = load_pairs(Path(blimp_dir), chosen, limit=per_paradigm)
     if limit is not None:
         pairs = pairs[:limit]
     device = device or pick_device()

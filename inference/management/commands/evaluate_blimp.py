@@ -17,8 +17,46 @@ class Command(BaseCommand):
         parser.add_argument("--limit", type=int, default=None, help="first N pairs of each paradigm")
         parser.add_argument("--blimp-dir", default="", help="default: the BLIMP_DIR setting")
         parser.add_argument("--name", default="", help="registry name for a checkpoint not yet registered")
+        parser.add_argument("--model", default="", help="a registered model's slug (instead of --checkpoint)")
+        parser.add_argument(
+            "--protocol",
+            default="",
+            choices=["", "programme", "full"],
+            help="score a programme checkpoint by a protocol: 'programme' (its 5 paradigms x 200 pairs) or 'full'",
+        )
 
     def handle(self, *args, **opts):
+        if opts["protocol"] or opts["model"]:
+            return self.handle_protocol(opts)
+        return self.handle_depths(opts)
+
+    def handle_protocol(self, opts):
+        """A registered model scored by a protocol in this process; ends with one JSON line."""
+        import json
+
+        from inference.models import RegisteredModel
+        from inference.programme_eval import create_protocol_run, run_protocol_evaluation
+        from inference.services import RegistryError
+
+        model = RegisteredModel.objects.filter(slug=opts["model"]).first()
+        if model is None:
+            raise CommandError(f"no registered model {opts['model']!r} (manage.py import_model FILE registers one)")
+        try:
+            run = create_protocol_run(model, opts["protocol"] or "programme", None, opts["limit"])
+        except RegistryError as exc:
+            raise CommandError(str(exc)) from None
+        if opts["blimp_dir"]:
+            run.blimp_dir = opts["blimp_dir"]
+            run.save(update_fields=["blimp_dir"])
+        try:
+            run = run_protocol_evaluation(run.pk)
+        except Exception as exc:  # noqa: BLE001 - the row records it; the command exits non-zero
+            run.mark_failed(f"{type(exc).__name__}: {exc}")
+            raise CommandError(f"the evaluation failed: {exc}") from None
+        r = run.results
+        self.stdout.write(json.dumps({k: r[k] for k in ("num_correct", "num_total", "accuracy", "device", "seconds")}))
+
+    def handle_depths(self, opts):
         from eqlm.checkpoint import CheckpointError, load_checkpoint
         from inference.models import EvaluationRun, RegisteredModel
         from inference.services import RegistryError, parse_depths, parse_paradigms, register_demo_model, run_evaluation
