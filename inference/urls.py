@@ -2,7 +2,7 @@
 
 from django.urls import include, path, re_path
 
-from . import model_pages, views
+from . import model_detail, model_pages, views
 
 app_name = "inference"
 urlpatterns = [
@@ -22,6 +22,7 @@ urlpatterns = [
         name="model-table",
     ),
     re_path(r"^models/recipes/(?P<name>[a-z0-9-]+)\.toml$", model_pages.recipe_file, name="recipe"),
+    re_path(r"^models/(?P<slug>[a-z0-9-]+)/$", model_detail.model_detail, name="model-detail"),
     # The OpenAI-compatible API (inference/v1/).
     path("v1/", include("inference.v1.urls")),
 ]
