@@ -53,8 +53,8 @@ def test_gpt2_gives_the_known_ids_of_a_sentence(gpt2):
     ]  # fmt: skip
 
 
-def test_gpt2_round_trips_unicode_whitespace_code_and_emoji(gpt2, shared_dir):
-    texts = corpus() + blimp_sentences(shared_dir / "blimp", pairs=5)
+def test_gpt2_round_trips_unicode_whitespace_code_and_emoji(gpt2, settings):
+    texts = corpus() + blimp_sentences(Path(settings.BLIMP_DIR), pairs=5)
     for text in texts:
         ids = gpt2.encode(text)
         assert all(0 <= i < 50257 for i in ids)

@@ -54,8 +54,10 @@ WHITESPACE = [
 
 
 def blimp_sentences(blimp_dir: Path, pairs: int = 50) -> list[str]:
-    """The good and bad sentences of the first `pairs` pairs of each of BLIMP_PARADIGMS."""
+    """The good and bad sentences of the first `pairs` pairs of each of BLIMP_PARADIGMS (none without the files)."""
     sentences = []
+    if not all((blimp_dir / f"{paradigm}.jsonl").is_file() for paradigm in BLIMP_PARADIGMS):
+        return sentences
     for paradigm in BLIMP_PARADIGMS:
         with open(blimp_dir / f"{paradigm}.jsonl", encoding="utf-8") as lines:
             for _, line in zip(range(pairs), lines, strict=False):
