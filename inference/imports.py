@@ -12,6 +12,8 @@ import json
 import logging
 import secrets
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 from django.conf import settings
@@ -27,6 +29,9 @@ PROGRAMME_FORMAT = "programme"
 PORTAL_FORMAT = "portal"
 CARD_MAX_BYTES = 256 * 1024
 CHUNK = 1 << 20
+
+
+PROBE_TIMEOUT_S = 120
 
 
 class RegistryError(ValueError):
@@ -45,6 +50,24 @@ def too_large(size: int, param: str = "checkpoint") -> RegistryError:
         413,
         "file_too_large",
     )
+
+
+def probe_checkpoint(path: Path) -> dict:
+    """Validate a checkpoint with weights_only=True in a child process; returns the probe's JSON."""
+    try:
+        result = subprocess.run(
+            [sys.executable, "-m", "eqlm.checkpoint_probe", str(path), str(settings.MODEL_MAX_BYTES)],
+            cwd=settings.BASE_DIR,
+            capture_output=True,
+            text=True,
+            timeout=PROBE_TIMEOUT_S,
+        )
+    except subprocess.TimeoutExpired:
+        return {"ok": False, "error": "validating the checkpoint took too long"}
+    try:
+        return json.loads(result.stdout.strip().splitlines()[-1])
+    except (IndexError, json.JSONDecodeError):
+        return {"ok": False, "error": "the checkpoint could not be validated"}
 
 
 def check_declared_length(content_length) -> None:
@@ -175,8 +198,6 @@ def register_checkpoint(source, *, name: str = "", slug: str = "", card=None, de
     `source` is an upload (file object) or a local Path. The child process checks the file with weights_only=True:
     the portal's format, or the programme's (`config_dict` + `model_class`), every field honoured or refused.
     """
-    from .services import probe_checkpoint
-
     card_text = read_card_text(card)
     declared = parse_declares(declares)
     slug = check_slug(slug) if slug else ""

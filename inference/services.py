@@ -7,10 +7,7 @@ process, and `run_evaluation` imports torch inside, on the gpu worker.
 
 from __future__ import annotations
 
-import json
 import logging
-import subprocess
-import sys
 from pathlib import Path
 
 from django.conf import settings
@@ -26,26 +23,7 @@ log = logging.getLogger(__name__)
 
 DEFAULT_DEPTHS = [1, 2, 4, 8, 12]
 DEFAULT_PAIR_LIMIT = 50
-PROBE_TIMEOUT_S = 120
 DEMO_SLUG = DEFAULT_MODEL_ID  # the bundled default model's registry row
-
-
-def probe_checkpoint(path: Path) -> dict:
-    """Validate a checkpoint with weights_only=True in a child process; returns the probe's JSON."""
-    try:
-        result = subprocess.run(
-            [sys.executable, "-m", "eqlm.checkpoint_probe", str(path), str(settings.MODEL_MAX_BYTES)],
-            cwd=settings.BASE_DIR,
-            capture_output=True,
-            text=True,
-            timeout=PROBE_TIMEOUT_S,
-        )
-    except subprocess.TimeoutExpired:
-        return {"ok": False, "error": "validating the checkpoint took too long"}
-    try:
-        return json.loads(result.stdout.strip().splitlines()[-1])
-    except (IndexError, json.JSONDecodeError):
-        return {"ok": False, "error": "the checkpoint could not be validated"}
 
 
 def parse_depths(value, param: str = "depths") -> list[int]:
