@@ -60,12 +60,21 @@ def _load(path: Path) -> dict:
     try:
         return torch.load(path, map_location="cpu", weights_only=True, mmap=True)
     except pickle.UnpicklingError as exc:
-        raise ProgrammeCheckpointError(
-            "refused: the file needs unpickling of code or objects, which weights_only loading does not allow "
-            f"({str(exc).splitlines()[0][:200]})"
-        ) from None
+        detail = _unpickling_detail(str(exc))
+        if "GLOBAL" in detail.upper():
+            raise ProgrammeCheckpointError(
+                f"refused: the file needs unpickling of code or objects, which weights_only loading forbids ({detail})"
+            ) from None
+        raise ProgrammeCheckpointError(f"truncated or corrupt file: its pickle does not parse ({detail})") from None
     except (RuntimeError, EOFError, OSError, ValueError, KeyError, AttributeError, TypeError, IndexError) as exc:
         raise ProgrammeCheckpointError(f"truncated or corrupt file: {str(exc).splitlines()[0][:200]}") from None
+
+
+def _unpickling_detail(message: str) -> str:
+    """The line of torch's weights_only error that says what failed, without its advice on turning the check off."""
+    lines = [line.strip() for line in message.splitlines() if line.strip()]
+    useful = [line for line in lines if not line.startswith(("Weights only load failed", "Please file", "Check the"))]
+    return (useful[-1] if useful else lines[0] if lines else "no detail")[:200]
 
 
 def _header(blob) -> tuple[ProgrammeConfig, str, int | None]:
