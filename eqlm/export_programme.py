@@ -16,13 +16,83 @@ from torch import nn
 from .limits import DEPTH_CAP_MAX, DEPTH_MAX, HALTS, SOLVERS, STARTS
 from .model import RESIDUAL_EPS, relative_residual
 from .noise import NOISE_RNG
-from .onnx_io import BHP, BHT, BT, EMBED_IO, HEAD_IO, export_embed_and_head, export_graph, manifest_head, sha256
+from .onnx_io import BHP, BHT, BT, EMBED_IO, HEAD_IO, Embed, export_graph, manifest_head, sha256
 
+TIED_FILE = "tied.bin"  # the token embedding, which is also the head: stored once, read by both graphs
 EMPTY_PROMPT = "\n"  # GPT-2 id 198: what an empty prompt becomes
 STEP_IO = {
     "inputs": {"z": "[B,T,D]", "inj": "[B,T,D]", "past_k": "[B,H,P,Dh]", "past_v": "[B,H,P,Dh]"},
     "outputs": {"z_next": "[B,T,D]", "k": "[B,H,T,Dh]", "v": "[B,H,T,Dh]", "residual": "[B,T]"},
 }
+
+
+class _TiedHead(nn.Module):
+    """logits = LN_final(z) W^T / sqrt(d) with W in its [V, D] layout (a Gemm with transB), so the head graph holds
+    the very bytes the embedding's Gather reads, and both can point at one file."""
+
+    def __init__(self, model: nn.Module):
+        super().__init__()
+        self.model = model
+
+    def forward(self, z):
+        b, t, d = z.shape
+        x = self.model.ln_final(z).reshape(b * t, d)
+        logits = torch.nn.functional.linear(x, self.model.embedding.weight)
+        return logits.reshape(b, t, -1) / (self.model.config.d_model**0.5)
+
+
+def untranspose_head(model, vocab_size: int, d_model: int) -> None:
+    """The exporter folds W^T into a [D, V] constant for a MatMul; turn that back into Gemm(x, W, transB=1) over W's
+    own [V, D] bytes (the MatMul's input is 2-D, as _TiedHead reshapes it)."""
+    import numpy as np
+    from onnx import helper, numpy_helper
+
+    inits = {t.name: t for t in model.graph.initializer}
+    for node in model.graph.node:
+        weight = inits.get(node.input[1]) if node.op_type == "MatMul" and len(node.input) == 2 else None
+        if weight is not None and list(weight.dims) == [d_model, vocab_size]:
+            flipped = numpy_helper.from_array(np.ascontiguousarray(numpy_helper.to_array(weight).T), weight.name)
+            weight.CopyFrom(flipped)
+            node.op_type = "Gemm"
+            node.attribute.append(helper.make_attribute("transB", 1))
+            return
+
+
+def store_tied_once(out_dir: Path, vocab_size: int, d_model: int) -> str:
+    """Move the [V, D] matrix out of embed.onnx and head.onnx into one external-data file both reference; returns
+    its name. onnxruntime reads external data beside the graph (Python: from the path; the browser: `externalData`)."""
+    import onnx
+    from onnx.external_data_helper import set_external_data
+
+    models = {role: onnx.load(str(out_dir / f"{role}.onnx")) for role in ("embed", "head")}
+    untranspose_head(models["head"], vocab_size, d_model)
+    tensors = {}
+    for role, model in models.items():
+        found = [t for t in model.graph.initializer if list(t.dims) == [vocab_size, d_model]]
+        if len(found) != 1:
+            raise ValueError(f"{role}.onnx holds {len(found)} [{vocab_size}, {d_model}] matrices, not one")
+        tensors[role] = found[0]
+    data = tensors["embed"].raw_data
+    if data != tensors["head"].raw_data:
+        raise ValueError("the embedding and the head matrices differ: the head is not tied")
+    (out_dir / TIED_FILE).write_bytes(data)
+    for role, model in models.items():
+        tensor = tensors[role]
+        set_external_data(tensor, location=TIED_FILE, offset=0, length=len(data))
+        tensor.ClearField("raw_data")
+        tensor.data_location = onnx.TensorProto.EXTERNAL
+        onnx.save(model, str(out_dir / f"{role}.onnx"))
+    return TIED_FILE
+
+
+def export_tied_embed_and_head(model: nn.Module, out_dir: Path) -> None:
+    ids = torch.zeros(1, 3, dtype=torch.long)
+    positions = torch.arange(3).unsqueeze(0)
+    export_graph(Embed(model), (ids, positions), out_dir / "embed.onnx", ["input_ids", "positions"], ["inj"],
+                 {"input_ids": BT, "positions": BT, "inj": BT})  # fmt: skip
+    z = torch.randn(1, 3, model.config.d_model)
+    export_graph(_TiedHead(model), (z,), out_dir / "head.onnx", ["z"], ["logits"], {"z": BT, "logits": BT})
+    store_tied_once(out_dir, model.config.vocab_size, model.config.d_model)
 
 
 class _Step(nn.Module):
@@ -104,7 +174,7 @@ def export_programme_onnx(model, out_dir: Path, model_id: str, extra: dict | Non
     roles = [f"layer_{i:02d}" for i in range(len(model.layers))] if explicit else ["step"]
     with torch.no_grad():
         report(0.0, "exporting the embedding and the head")
-        export_embed_and_head(model, out_dir)
+        export_tied_embed_and_head(model, out_dir)
         blocks = list(model.layers) if explicit else [model.block]
         for i, (role, block) in enumerate(zip(roles, blocks, strict=True)):
             report((i + 1) / (len(roles) + 1), f"exporting {role}")
@@ -128,7 +198,9 @@ def export_programme_onnx(model, out_dir: Path, model_id: str, extra: dict | Non
         "residual_eps": RESIDUAL_EPS,
         "empty_prompt": EMPTY_PROMPT,
         "graphs": graphs,
-        "graph_sha256": {role: sha256(out_dir / name) for role, name in graphs.items()},
+        # graphs that read external data: the tied matrix, one file for the embedding and the head
+        "external_data": {TIED_FILE: ["embed", "head"]},
+        "graph_sha256": {role: sha256(out_dir / name) for role, name in [*graphs.items(), (TIED_FILE, TIED_FILE)]},
         "programme_config": cfg.to_dict(),
         "semantics": programme_semantics(cfg),
     }

@@ -95,6 +95,12 @@ def file_sha256(path: Path) -> str:
     return known
 
 
+def external_files(manifest: dict) -> list[str]:
+    """The external-data files the manifest's graphs read: {file: [roles]} under `external_data`."""
+    files = manifest.get("external_data") or {}
+    return [str(name) for name in files] if isinstance(files, dict) else []
+
+
 def read_card(model_id: str, onnx_dir: Path, source: str, name: str = "") -> ModelCard | None:
     """The card of the export in onnx_dir, or None when the folder holds no readable manifest."""
     onnx_dir = Path(onnx_dir)
@@ -122,6 +128,14 @@ def read_card(model_id: str, onnx_dir: Path, source: str, name: str = "") -> Mod
         digests[role] = file_sha256(path)
         if declared.get(role) and declared[role] != digests[role]:
             error = error or f"the {role} graph does not match the sha256 its manifest declares"
+    for name in external_files(manifest):  # data files graphs read (a tied matrix stored once), served like graphs
+        path = onnx_dir / name
+        if Path(name).name != name or not path.is_file():
+            error = error or f"the external data file {name!r} is missing"
+            continue
+        graphs[name], digests[name] = name, file_sha256(path)
+        if declared.get(name) and declared[name] != digests[name]:
+            error = error or f"{name} does not match the sha256 its manifest declares"
     try:
         default_depth, max_depth = model_depths(manifest)
         depth_range(manifest)

@@ -1,6 +1,7 @@
 """The programme's checkpoint files import through the command, the staff API and the admin into a folder named by
 their sha256; they are exported, served and carded there; bad files are refused with no row and no file left."""
 
+import hashlib
 import io
 import json
 import pickle
@@ -80,6 +81,9 @@ def test_each_reference_checkpoint_imports_into_a_folder_named_by_its_hash(
     manifest = json.loads((folder / "onnx" / "manifest.json").read_text())
     assert manifest["tokenizer"] == "gpt2" and manifest["model_class"] == model_class
     assert Path(row.onnx_dir) == folder / "onnx" and ModelImport.objects.get(model=row).status == "done"
+    tied = row.config["vocab_size"] * row.config["d_model"] * 4
+    assert (folder / "onnx" / "tied.bin").stat().st_size == tied  # the tied matrix, once for embed and head
+    assert sum(p.stat().st_size for p in (folder / "onnx").glob("*.onnx")) < tied
     assert not (Path(settings.MEDIA_ROOT) / "models" / "incoming").exists() or not any(
         (Path(settings.MEDIA_ROOT) / "models" / "incoming").iterdir()
     )
@@ -99,6 +103,16 @@ def test_the_served_export_scores_like_the_programme_at_each_picard_depth(progra
             got = score_prompt(runtime.model, text["ids"], int(depth), None, "picard").token_logprobs()
             worst = max(worst, float(np.abs(np.array(got) - np.array(want)).max()))
     assert worst < 1e-5, worst
+
+
+@pytest.mark.slow
+def test_the_tied_matrix_is_served_by_its_hash_beside_the_graphs(programme_models, client):
+    run_command(programme_models / "eqlm-postln.pt", "--slug", "eqlm-postln")
+    manifest = client.get("/demo/models/eqlm-postln/manifest.json").json()
+    assert manifest["external_data"] == {"tied.bin": ["embed", "head"]} and manifest["tokenizer"] == "gpt2"
+    response = client.get(manifest["graph_urls"]["tied.bin"])
+    data = b"".join(response.streaming_content)
+    assert response.status_code == 200 and hashlib.sha256(data).hexdigest() == manifest["graph_sha256"]["tied.bin"]
 
 
 @pytest.mark.slow

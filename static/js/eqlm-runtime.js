@@ -265,11 +265,22 @@ class EqlmRuntime {
     const options = { executionProviders: ["wasm"], graphOptimizationLevel: "all" };
     /* The portal serves each graph under a URL carrying its sha256 (manifest.graph_urls), so the graphs always
        belong to the manifest just read; a plain folder of files (tests, bench) is read beside the manifest. */
-    const open = async (role) => {
-      const url = new URL((manifest.graph_urls && manifest.graph_urls[role]) || manifest.graphs[role], manifestHref);
+    const fetchBytes = async (key, name) => {
+      const url = new URL((manifest.graph_urls && manifest.graph_urls[key]) || name, manifestHref);
       const bytes = await fetch(url.href, { credentials: "same-origin" });
-      if (!bytes.ok) throw new Error(`${manifest.graphs[role]}: HTTP ${bytes.status}`);
-      return ort.InferenceSession.create(new Uint8Array(await bytes.arrayBuffer()), options);
+      if (!bytes.ok) throw new Error(`${name}: HTTP ${bytes.status}`);
+      return new Uint8Array(await bytes.arrayBuffer());
+    };
+    /* A graph may read external data (a tied embedding and head stored once): each file is fetched once and handed
+       to every session that reads it. */
+    const external = {};
+    const externalData = (role) =>
+      Object.entries(manifest.external_data || {})
+        .filter(([, roles]) => roles.includes(role))
+        .map(async ([name]) => ({ path: name, data: await (external[name] ||= fetchBytes(name, name)) }));
+    const open = async (role) => {
+      const [graph, extra] = await Promise.all([fetchBytes(role, manifest.graphs[role]), Promise.all(externalData(role))]);
+      return ort.InferenceSession.create(graph, extra.length ? { ...options, externalData: extra } : options);
     };
     const roles = graphRoles(manifest);
     const opened = await Promise.all(roles.map(open));
