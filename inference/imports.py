@@ -260,7 +260,13 @@ def run_import(job_id: int) -> ModelImport:
         return job
     job.mark_running()
     job.report_progress(0.05, "exporting to ONNX")
-    row = export_registered_model(job.model.pk, progress=lambda f, m: job.report_progress(0.05 + 0.8 * f, m))
+    row = export_registered_model(job.model.pk, progress=lambda f, m: job.report_progress(0.05 + 0.65 * f, m))
+    if (row.provenance or {}).get("format") == PROGRAMME_FORMAT:
+        from .facts import record_metric
+        from .programme_curve import measure_depth_curve
+
+        curve = measure_depth_curve(row, progress=lambda f, m: job.report_progress(0.7 + 0.2 * f, m))
+        record_metric(row, "depth_curve", curve)
     job.report_progress(0.9, "writing facts.json")
     facts = write_facts(row)
     ModelImport.objects.filter(pk=job.pk).update(facts=facts)

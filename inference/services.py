@@ -110,8 +110,11 @@ MODEL_FAMILY = "tied-anytime"
 
 
 def pick_device() -> str:
+    """EVALUATION_DEVICE when set (cpu or cuda), else CUDA when torch sees a GPU, else the CPU."""
     import torch
 
+    if settings.EVALUATION_DEVICE:
+        return settings.EVALUATION_DEVICE
     return "cuda" if torch.cuda.is_available() else "cpu"
 
 

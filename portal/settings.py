@@ -207,6 +207,7 @@ WARM_UP_MODEL = env_bool("WARM_UP_MODEL", True)  # each WSGI worker loads every 
 UPLOAD_MAX_BYTES = env_int("UPLOAD_MAX_BYTES", 25 * 1024 * 1024)  # one uploaded result file
 # An uploaded or imported checkpoint (the 121M programme model is 483 MB in fp32); refused on its Content-Length.
 CHECKPOINT_MAX_BYTES = env_int("CHECKPOINT_MAX_BYTES", 1024 * 1024 * 1024)
+EVALUATION_DEVICE = env("EVALUATION_DEVICE", "")  # cpu or cuda; empty: CUDA when a worker sees a GPU, else CPU
 # The fp32 size a checkpoint's config may declare (vocab_size x d_model ...), refused before anything is allocated.
 MODEL_MAX_BYTES = env_int("MODEL_MAX_BYTES", 4 * 1000**3)
 DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("DATA_UPLOAD_MAX_MEMORY_SIZE", 5 * 1024 * 1024)
