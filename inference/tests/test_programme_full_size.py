@@ -1,0 +1,73 @@
+"""The programme's published sizes go through the whole path: a random-weight anytime EqLM (120,696,016 parameters)
+and explicit baseline (123,760,908) are imported, exported, served on /v1 and scored on 20 protocol pairs."""
+
+import io
+import json
+from pathlib import Path
+
+import pytest
+import torch
+from django.core.management import call_command
+from django.db import connection
+
+from eqlm.programme.checkpoint import save_programme_checkpoint
+from eqlm.programme.config import ProgrammeConfig
+from eqlm.programme.model import build_programme_model
+from inference import serving
+from inference.models import RegisteredModel
+
+pytestmark = [pytest.mark.slow, pytest.mark.django_db]
+
+BASE = {
+    "vocab_size": 50257, "max_seq_len": 128, "deq_max_iter": 12, "deq_tol": 1e-3, "solver": "anderson", "jfb": True,
+    "dropout": 0.1, "spectral_norm": True, "residual_damping": 0.2, "map_form": "postln", "aux_residual": False,
+    "lambda_aux": 0.1,
+}  # fmt: skip
+SIZES = [
+    ("anytime", "EqLM", {"d_model": 1704, "n_heads": 12, "d_ff": 6807}, None, 120_696_016),
+    ("explicit", "ExplicitLM", {"d_model": 768, "n_heads": 12, "d_ff": 3072}, 12, 123_760_908),
+]
+
+
+@pytest.fixture(autouse=True)
+def once_and_fresh(settings, shared_dir):
+    if connection.vendor != "sqlite":
+        pytest.skip("the full-size round trip runs once, on the SQLite pass")
+    if not (Path(shared_dir) / "blimp" / "adjunct_island.jsonl").exists():
+        pytest.skip("the BLiMP files (../shared/blimp) are not here")
+    settings.BLIMP_DIR = Path(shared_dir) / "blimp"
+    serving.reset()
+    yield
+    serving.reset()
+
+
+@pytest.mark.parametrize("name, model_class, shape, n_layers, parameters", SIZES)
+def test_a_published_size_imports_exports_serves_and_evaluates(
+    tmp_path, staff_client, name, model_class, shape, n_layers, parameters
+):
+    torch.manual_seed(0)
+    model = build_programme_model(ProgrammeConfig(**BASE, **shape), model_class, n_layers)
+    path = save_programme_checkpoint(model, tmp_path / f"{name}.pt")
+    del model
+    assert path.stat().st_size < parameters * 4 * 1.01  # the tied matrix is stored once
+
+    out = io.StringIO()
+    call_command("import_model", str(path), "--slug", name, stdout=out)
+    line = json.loads(out.getvalue().strip().splitlines()[-1])
+    assert line["parameters"] == parameters and line["model_class"] == model_class and line["tokenizer"] == "gpt2"
+    row = RegisteredModel.objects.get(slug=name)
+    onnx_dir = Path(row.onnx_dir)
+    assert sum(p.stat().st_size for p in onnx_dir.iterdir()) < parameters * 4 * 1.05
+    assert row.metrics["depth_curve"]
+
+    body = {"model": name, "prompt": "The cat", "max_tokens": 4, "temperature": 0}
+    if model_class == "EqLM":
+        body["depth"] = 12
+    response = staff_client.post("/v1/completions", body, content_type="application/json")
+    assert response.status_code == 200, response.content
+    assert response.json()["usage"]["completion_tokens"] == 4
+
+    out = io.StringIO()
+    call_command("evaluate_blimp", "--model", name, "--protocol", "programme", "--limit", "4", stdout=out)
+    result = json.loads(out.getvalue().strip().splitlines()[-1])
+    assert result["num_total"] == 20 and 0 <= result["num_correct"] <= 20
