@@ -2,11 +2,13 @@
 
 from django import forms
 from django.contrib import admin, messages
+from django.http import HttpResponse
 
 from eqlm.limits import DEPTH_MAX, DEPTH_MIN, SOLVERS
 
 from .convergence import DEFAULT_WINDOWS, queue_convergence_evaluation
-from .models import EvaluationRun, RegisteredModel
+from .imports import check_declared_length
+from .models import EvaluationRun, ModelImport, RegisteredModel
 from .services import DEFAULT_DEPTHS, DEFAULT_PAIR_LIMIT, RegistryError, queue_evaluation, register_upload
 from .v1 import admin as v1_admin  # noqa: F401 - registers ApiKeyAdmin
 
@@ -14,7 +16,15 @@ SOLVER_NAMES = " and ".join(s.capitalize() for s in SOLVERS)  # Picard and Ander
 
 
 class UploadForm(forms.ModelForm):
-    upload = forms.FileField(label="Checkpoint (.pt)", help_text="validated with torch.load(weights_only=True)")
+    upload = forms.FileField(
+        label="Checkpoint (.pt)",
+        help_text="the portal's own format or the programme's (config_dict, model_class); validated with "
+        "torch.load(weights_only=True); at most CHECKPOINT_MAX_BYTES",
+    )
+    card = forms.FileField(label="Model card (.md)", required=False, help_text="shown on the model's page")
+    declares = forms.CharField(
+        required=False, help_text="the published run it is, EXPERIMENT:ARM:SEED (e.g. exp13:B1:42)"
+    )
     depths = forms.CharField(initial=",".join(map(str, DEFAULT_DEPTHS)))
     pair_limit = forms.IntegerField(initial=DEFAULT_PAIR_LIMIT, min_value=1, max_value=1000)
 
@@ -28,7 +38,14 @@ class UploadForm(forms.ModelForm):
             return data
         try:
             self.registered, self.run = register_upload(
-                data["upload"], data["name"], getattr(self, "user", None), data["depths"], None, data["pair_limit"]
+                data["upload"],
+                data["name"],
+                getattr(self, "user", None),
+                data["depths"],
+                None,
+                data["pair_limit"],
+                card=data.get("card"),
+                declares=data.get("declares"),
             )
         except RegistryError as exc:
             raise forms.ValidationError(str(exc))
@@ -107,15 +124,25 @@ class RegisteredModelAdmin(admin.ModelAdmin):
 
     def get_fields(self, request, obj=None):
         if obj is None:
-            return ["name", "notes", "upload", "depths", "pair_limit"]
+            return ["name", "notes", "upload", "card", "declares", "depths", "pair_limit"]
         return ["name", "notes", *self.readonly_fields]
+
+    def add_view(self, request, form_url="", extra_context=None):
+        """An upload over CHECKPOINT_MAX_BYTES is refused on its Content-Length, before its body is read."""
+        if request.method == "POST":
+            try:
+                check_declared_length(request.META.get("CONTENT_LENGTH"))
+            except RegistryError as exc:
+                return HttpResponse(str(exc), status=exc.status_code, content_type="text/plain; charset=utf-8")
+        return super().add_view(request, form_url, extra_context)
 
     def save_model(self, request, obj, form, change):
         if change:
             return super().save_model(request, obj, form, change)
-        obj.pk = form.registered.pk  # the service already created the row and queued its evaluation
+        obj.pk = form.registered.pk  # the service already created the row and queued its evaluation or import
         obj.refresh_from_db()
-        messages.info(request, f"Registered {obj.slug}; evaluation #{form.run.pk} queued.")
+        what = "import" if isinstance(form.run, ModelImport) else "evaluation"
+        messages.info(request, f"Registered {obj.slug}; {what} #{form.run.pk} queued.")
 
     @admin.action(description="Queue a BLiMP evaluation (depths 1,2,4,8,12; 50 pairs per paradigm)")
     def queue_default_evaluation(self, request, queryset):
@@ -170,3 +197,26 @@ class EvaluationRunAdmin(admin.ModelAdmin):
             else:
                 queue_evaluation(run.model, run.depths, run.paradigms, run.pair_limit, request.user, run.blimp_dir)
         self.message_user(request, f"Queued {queryset.count()} evaluation(s).")
+
+
+@admin.register(ModelImport)
+class ModelImportAdmin(admin.ModelAdmin):
+    """The worker's half of each registration: ONNX export, depth curve and facts, with progress."""
+
+    list_display = ["id", "model", "status", "progress", "progress_message", "created_at", "finished_at"]
+    list_filter = ["status"]
+    search_fields = ["model__slug", "model__name"]
+    readonly_fields = ["model", "status", "progress", "progress_message", "error", "facts", "created_at",
+                       "started_at", "finished_at", "requested_by"]  # fmt: skip
+    actions = ["rerun"]
+
+    def has_add_permission(self, request):
+        return False  # an import starts with an upload (the models' add page, the API or manage.py import_model)
+
+    @admin.action(description="Run the import again (a new row)")
+    def rerun(self, request, queryset):
+        from .imports import queue_import
+
+        for job in queryset:
+            queue_import(job.model, request.user)
+        self.message_user(request, f"Queued {queryset.count()} import(s).")

@@ -232,3 +232,27 @@ def test_a_byte_model_is_refused_the_programme_protocol(staff_client):
     response = staff_client.post(f"/api/models/{row.slug}/evaluations/", {"kind": "blimp", "protocol": "programme"},
                                  content_type="application/json")  # fmt: skip
     assert response.status_code == 400 and "GPT-2" in response.json()["error"]["message"]
+
+
+@pytest.mark.slow
+def test_the_admin_upload_takes_the_programme_format_and_queues_its_import(
+    staff_client, tmp_path, django_capture_on_commit_callbacks
+):
+    path = small_checkpoint(tmp_path)
+    with path.open("rb") as upload, django_capture_on_commit_callbacks(execute=True):
+        fields = {"name": "From the admin", "notes": "", "upload": upload, "declares": "", "depths": "1,2",
+                  "pair_limit": 5}  # fmt: skip
+        response = staff_client.post("/admin/inference/registeredmodel/add/", fields, follow=True)
+    assert response.status_code == 200
+    row = RegisteredModel.objects.get(name="From the admin")
+    assert "import #" in response.content.decode() and row.provenance["format"] == "programme"
+    assert ModelImport.objects.get(model=row).status == "done" and row.imports.first().facts["tokenizer"] == "gpt2"
+
+
+def test_the_admin_refuses_an_oversized_checkpoint_on_its_content_length(staff_client, settings):
+    settings.CHECKPOINT_MAX_BYTES = 1024
+    response = staff_client.post(
+        "/admin/inference/registeredmodel/add/", {"name": "big", "upload": io.BytesIO(b"x" * 2 * 1024 * 1024)}
+    )
+    assert response.status_code == 413 and "CHECKPOINT_MAX_BYTES" in response.content.decode()
+    assert not RegisteredModel.objects.exists()
