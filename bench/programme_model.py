@@ -26,16 +26,13 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-SIZES = {
-    "anytime": ("EqLM", {"d_model": 1704, "n_heads": 12, "d_ff": 6807}, None, 120_696_016),
-    "explicit": ("ExplicitLM", {"d_model": 768, "n_heads": 12, "d_ff": 3072}, 12, 123_760_908),
-}
-BASE = {
-    "vocab_size": 50257, "max_seq_len": 128, "deq_max_iter": 12, "deq_tol": 1e-3, "solver": "anderson", "jfb": True,
-    "dropout": 0.1, "spectral_norm": True, "residual_damping": 0.2, "map_form": "postln", "aux_residual": False,
-    "lambda_aux": 0.1,
-}  # fmt: skip
 PROMPT = "The cat that the dogs chased"
+
+
+def published_parameters(name: str) -> int:
+    from eqlm.programme.config import PUBLISHED_SIZES
+
+    return PUBLISHED_SIZES[name][3]
 
 
 def peak_rss_mb(who: int = resource.RUSAGE_SELF) -> float:
@@ -65,13 +62,13 @@ def build(name: str, folder: Path) -> tuple[Path, float]:
     import torch
 
     from eqlm.programme.checkpoint import save_programme_checkpoint
-    from eqlm.programme.config import ProgrammeConfig
+    from eqlm.programme.config import PUBLISHED_SIZES, published_config
     from eqlm.programme.model import build_programme_model
 
-    model_class, shape, n_layers, params = SIZES[name]
+    model_class, _, n_layers, params = PUBLISHED_SIZES[name]
     started = time.perf_counter()
     torch.manual_seed(0)
-    model = build_programme_model(ProgrammeConfig(**BASE, **shape), model_class, n_layers)
+    model = build_programme_model(published_config(name), model_class, n_layers)
     assert model.num_params() == params, (name, model.num_params())
     path = save_programme_checkpoint(model, folder / f"{name}.pt")
     del model
@@ -128,7 +125,7 @@ def measure(name: str, folder: Path, per_paradigm: int, tokens: int, server) -> 
     from inference.programme_curve import measure_depth_curve
 
     path, built_s = build(name, folder)
-    row = {"model": name, "parameters": SIZES[name][3], "file_mb": round(path.stat().st_size / 1e6, 1)}
+    row = {"model": name, "parameters": published_parameters(name), "file_mb": round(path.stat().st_size / 1e6, 1)}
     row["build_s"] = round(built_s, 1)
     started = time.perf_counter()
     model, _ = register_checkpoint(path, slug=f"bench-{name}")
@@ -155,7 +152,7 @@ def measure(name: str, folder: Path, per_paradigm: int, tokens: int, server) -> 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--models", nargs="+", default=list(SIZES), choices=list(SIZES))
+    parser.add_argument("--models", nargs="+", default=["anytime", "explicit"], choices=["anytime", "explicit"])
     parser.add_argument("--pairs", type=int, default=4, help="pairs per paradigm of the protocol (5 paradigms)")
     parser.add_argument("--tokens", type=int, default=16, help="tokens generated per /v1 request")
     parser.add_argument("--json", action="store_true")

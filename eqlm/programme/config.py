@@ -174,3 +174,22 @@ def declared_bytes(config: ProgrammeConfig, model_class: str, n_layers: int | No
     """fp32 bytes of the state_dict as the file stores it: the tied pair once, the _u/_v buffers included."""
     outside, params, buffers = _sizes(config, model_class, n_layers)
     return FLOAT32_BYTES * (outside + _blocks(model_class, n_layers) * (params + buffers))
+
+
+# The published models' settings (the seed card kinetic-eqlm-anytime-121m-babylm), which every published size shares
+PUBLISHED_SETTINGS = {
+    "vocab_size": 50257, "max_seq_len": 128, "deq_max_iter": 12, "deq_tol": 0.001, "solver": "anderson", "jfb": True,
+    "dropout": 0.1, "spectral_norm": True, "residual_damping": 0.2, "map_form": "postln", "aux_residual": False,
+    "lambda_aux": 0.1,
+}  # fmt: skip
+# name: (model_class, shape, n_layers, parameters), each confirmed by the published parameter count
+PUBLISHED_SIZES = {
+    "anytime": ("EqLM", {"d_model": 1704, "n_heads": 12, "d_ff": 6807}, None, 120_696_016),
+    "explicit": ("ExplicitLM", {"d_model": 768, "n_heads": 12, "d_ff": 3072}, 12, 123_760_908),
+    "block-at-width": ("EqLM", {"d_model": 768, "n_heads": 12, "d_ff": 3072}, None, 45_785_857),
+}
+
+
+def published_config(size: str, **overrides) -> ProgrammeConfig:
+    """The config of a published size (PUBLISHED_SIZES), with fields overridden (e.g. a tiny width for tests)."""
+    return ProgrammeConfig.from_dict({**PUBLISHED_SETTINGS, **PUBLISHED_SIZES[size][1], **overrides})

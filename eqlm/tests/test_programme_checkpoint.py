@@ -13,28 +13,12 @@ from eqlm.programme.checkpoint import (
     read_programme_checkpoint,
     save_programme_checkpoint,
 )
-from eqlm.programme.config import ProgrammeConfig, declared_bytes
+from eqlm.programme.config import ProgrammeConfig, declared_bytes, published_config
 from eqlm.programme.model import build_programme_model
 
 MAX_BYTES = 1 << 30
 MARKER = Path("/tmp/eqlm-programme-malicious-checkpoint-ran")
-TINY = {
-    "vocab_size": 300,
-    "d_model": 16,
-    "n_heads": 2,
-    "d_ff": 32,
-    "max_seq_len": 16,
-    "deq_max_iter": 12,
-    "deq_tol": 0.001,
-    "solver": "anderson",
-    "jfb": True,
-    "dropout": 0.1,
-    "spectral_norm": True,
-    "residual_damping": 0.2,
-    "map_form": "postln",
-    "aux_residual": False,
-    "lambda_aux": 0.1,
-}
+TINY = published_config("anytime", vocab_size=300, d_model=16, n_heads=2, d_ff=32, max_seq_len=16).to_dict()
 
 
 class Exploit:

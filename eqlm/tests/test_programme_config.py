@@ -12,26 +12,11 @@ from eqlm.programme.config import (
     declared_bytes,
     expected_shapes,
     parameter_count,
+    published_config,
 )
 
 # the published models' config (kinetic-eqlm-anytime-121m-babylm), at the anytime model's width
-PUBLISHED = {
-    "vocab_size": 50257,
-    "d_model": 1704,
-    "n_heads": 12,
-    "d_ff": 6807,
-    "max_seq_len": 128,
-    "deq_max_iter": 12,
-    "deq_tol": 0.001,
-    "solver": "anderson",
-    "jfb": True,
-    "dropout": 0.1,
-    "spectral_norm": True,
-    "residual_damping": 0.2,
-    "map_form": "postln",
-    "aux_residual": False,
-    "lambda_aux": 0.1,
-}
+PUBLISHED = published_config("anytime").to_dict()
 
 
 def config(**changes) -> ProgrammeConfig:

@@ -47,14 +47,6 @@ def model_of(name: str):
     return _MODELS[name]
 
 
-@pytest.fixture
-def one_thread():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
-
 @pytest.mark.parametrize("name", EQLM_FILES)
 @pytest.mark.parametrize("depth", [1, 4, 8, 12, 32])
 def test_picard_at_a_fixed_depth_matches_the_programme(name, depth):

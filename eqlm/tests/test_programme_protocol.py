@@ -59,14 +59,6 @@ def encode():
     return gpt2_encode()
 
 
-@pytest.fixture
-def one_thread():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
-
 def compare(result: dict, recorded: list[dict], encode) -> tuple[list, list]:
     """(sentences off by more than PER_TOKEN_TOL per token, pairs decided differently), each with its numbers."""
     off, flipped = [], []

@@ -14,18 +14,14 @@ import torch
 from django.core.management import CommandError, call_command
 
 from eqlm.programme.checkpoint import save_programme_checkpoint
-from eqlm.programme.config import ProgrammeConfig
+from eqlm.programme.config import published_config
 from eqlm.programme.model import build_programme_model
 from inference import serving
 from inference.models import ModelImport, RegisteredModel
 
 pytestmark = pytest.mark.django_db
 
-SMALL = ProgrammeConfig(
-    vocab_size=50257, d_model=16, n_heads=2, d_ff=32, max_seq_len=32, deq_max_iter=4, deq_tol=1e-3,
-    solver="anderson", jfb=True, dropout=0.1, spectral_norm=True, residual_damping=0.2, map_form="postln",
-    aux_residual=False, lambda_aux=0.1,
-)  # fmt: skip
+SMALL = published_config("anytime", d_model=16, n_heads=2, d_ff=32, max_seq_len=32, deq_max_iter=4)
 
 
 @pytest.fixture
