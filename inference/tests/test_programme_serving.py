@@ -197,3 +197,70 @@ def test_a_request_to_one_models_server_root_must_name_that_model(client, import
     assert response.status_code == 400 and response.json()["error"]["param"] == "model"
     ok = post(client, f"/serve/{SLUG}/v1/completions", {"model": f"{SLUG}@depth=4", "prompt": "x", "max_tokens": 1})
     assert ok.status_code == 200, ok.content
+
+
+@pytest.mark.django_db(transaction=True)  # the live server's thread reads the imported row and the key
+def test_lm_eval_through_the_models_server_root_scores_as_the_programme_does(
+    live_server, imported, torch_model, settings, tmp_path
+):
+    from eqlm.programme.score import next_token_logprobs
+    from eqlm.scoring import rolling_windows
+    from inference.models import ApiKey
+    from inference.tests.test_lmeval import BLIMP_TASKS, FIXTURES, run_lm_eval
+
+    settings.API_REQUIRE_KEY = True
+    _, key = ApiKey.issue("lm-eval", requests_per_minute=100_000, tokens_per_minute=100_000_000)
+    context = 64  # the model's max_positions: lm-eval sends at most max_length - 1 tokens, one more is generated
+    tasks = [*BLIMP_TASKS, "eqlm_heldout_rolling"]
+    harness = run_lm_eval(live_server, key, tasks, tmp_path, f"{SLUG}@depth=12", f"/serve/{SLUG}", context)
+
+    def portal(ids: list[int]) -> np.ndarray:  # the programme's own scores at the served settings (torch)
+        return next_token_logprobs(torch_model, ids, solver="picard", depth=12)
+
+    eot, worst, compared = GPT2.eot_token_id, 0.0, 0
+    for task in BLIMP_TASKS:  # each sentence after <|endoftext|> (the remote tokenizer's eos): its summed log-prob
+        for row in harness["samples"][task]:
+            for request, response in zip(row["arguments"].values(), row["resps"], strict=True):
+                assert request["arg_0"] == ""  # no context: lm-eval scores after its prefix token
+                ids = [eot, *GPT2.encode(request["arg_1"])]
+                worst = max(worst, abs(float(response[0][0]) - float(portal(ids).sum())))
+                compared += 1
+    docs = [json.loads(line)["text"] for line in (FIXTURES / "kjv_heldout.jsonl").read_text().splitlines()]
+    rows = sorted(harness["samples"]["eqlm_heldout_rolling"], key=lambda r: r["doc_id"])
+    for doc, row in zip(docs, rows, strict=True):  # lm-eval's disjoint rolling windows of max_length - 2 scored tokens
+        seq = [eot, *GPT2.encode(doc)]
+        total = sum(
+            float(portal(seq[start:end])[first - start - 1 :].sum())
+            for start, first, end in rolling_windows(len(seq) - 1, context - 2)
+        )
+        worst = max(worst, abs(float(row["resps"][0][0]) - total))
+        compared += 1
+    print(f"\nlm-eval on {SLUG} at depth 12: {compared} requests, largest difference {worst:.2e} nats")
+    assert compared == 2 * sum(len(harness["samples"][t]) for t in BLIMP_TASKS) + len(docs) and worst <= 1e-4
+
+
+@pytest.mark.browser
+@pytest.mark.django_db(transaction=True)
+def test_the_dial_generates_the_imported_gpt2_model_greedy_as_the_server_does(page, live_server, imported):
+    import httpx
+
+    from inference.tests.test_demo_browser import generate_in_page
+
+    page.goto(f"/demo/?model={SLUG}")
+    page.wait_for_selector("body[data-dial-ready=true]", timeout=60_000)
+    assert page.evaluate("window.eqlmDemo.runtime.tokenizer.name") == "gpt2"
+    run = generate_in_page(page, depth=4, max_tokens=8)  # the dial's own controls, greedy
+    assert run["tokens"] == 8 and run["meanIterations"] == 4 and run["requests"] == []
+    ids = page.evaluate(
+        "async (prompt) => { const ids = []; for await (const e of window.eqlmDemo.runtime.generate("
+        "{prompt, maxTokens: 8, depth: 4, temperature: 0})) ids.push(e.tokenId); return ids; }",
+        "And God said",
+    )
+    api = httpx.post(
+        f"{live_server.url}/v1/completions",
+        json={"model": SLUG, "prompt": "And God said", "max_tokens": 8, "temperature": 0, "depth": 4, "logprobs": 0},
+        timeout=60,
+    ).json()["choices"][0]
+    assert ids == [GPT2.token_from_string(name) for name in api["logprobs"]["tokens"]]
+    assert run["text"] == api["text"] == GPT2.decode(ids)
+    page.watch.assert_clean()
