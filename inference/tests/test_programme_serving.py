@@ -99,6 +99,9 @@ def test_greedy_completion_is_the_programmes_greedy_gpt2_continuation_streamed_a
     assert body["usage"] == {"prompt_tokens": len(GPT2.encode(PROMPT)), "completion_tokens": 8, "total_tokens": 12}
     assert body["eqlm"]["iterations_per_token"] == [4] * 8
 
+    empty = completion(client, prompt="", max_tokens=2, depth=4)  # continued after the manifest's empty_prompt
+    assert empty["usage"]["prompt_tokens"] == 0 and empty["usage"]["completion_tokens"] == 2
+
     streamed, chunks = stream_text(client, max_tokens=8, depth=4)
     assert streamed == choice["text"]
     assert chunks[-1]["usage"]["completion_tokens"] == 8
@@ -181,7 +184,7 @@ def test_a_request_longer_than_the_context_in_gpt2_tokens_is_refused_for_scoring
     assert ok.status_code == 200, ok.content
 
 
-def test_the_council_refuses_members_with_different_tokenizers(client, imported):
+def test_the_council_refuses_members_with_different_tokenizers_and_runs_gpt2_members(client, imported):
     response = post(client, "/v1/completions", {
         "model": "eqlm-council", "prompt": "In the beginning", "max_tokens": 2,
         "kinetic": {"members": ["eqlm-demo", SLUG]},
@@ -190,6 +193,14 @@ def test_the_council_refuses_members_with_different_tokenizers(client, imported)
     error = response.json()["error"]
     assert error["param"] == "kinetic.members" and error["type"] == "invalid_request_error"
     assert "one tokenizer" in error["message"] and "gpt2" in error["message"]
+    same = post(client, "/v1/completions", {
+        "model": "eqlm-council", "prompt": PROMPT, "max_tokens": 3, "temperature": 0, "depth": 4, "logprobs": 0,
+        "kinetic": {"members": [SLUG, SLUG]},
+    })  # fmt: skip
+    assert same.status_code == 200, same.content
+    choice = same.json()["choices"][0]
+    tokens = [GPT2.token_from_string(name) for name in choice["logprobs"]["tokens"]]
+    assert len(tokens) == 3 and choice["text"] == GPT2.decode(tokens)
 
 
 def test_a_request_to_one_models_server_root_must_name_that_model(client, imported):

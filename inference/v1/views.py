@@ -68,9 +68,9 @@ class FirstRendererNegotiation(BaseContentNegotiation):
 
 
 class V1View(APIView):
-    """A /v1 view. `served_model`: under a model's own server root (/serve/<id>/, model_root.py), that model's id,
-    which the tokenizer endpoints default to and the generation endpoints must be asked for; None at the site root."""
-
+    # No docstring: drf-spectacular would print an inherited one as every operation's description.
+    # `served_model`: under a model's own server root (/serve/<id>/, model_root.py), that model's id, which the
+    # tokenizer endpoints default to and the generation endpoints must be asked for; None at the site root.
     served_model: str | None = None
     authentication_classes = [ApiKeyAuthentication]
     permission_classes: list = []
