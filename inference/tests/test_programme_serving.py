@@ -275,3 +275,15 @@ def test_the_dial_generates_the_imported_gpt2_model_greedy_as_the_server_does(pa
     assert ids == [GPT2.token_from_string(name) for name in api["logprobs"]["tokens"]]
     assert run["text"] == api["text"] == GPT2.decode(ids)
     page.watch.assert_clean()
+
+
+def test_the_dial_page_says_a_gpt2_model_reads_gpt2_tokens(client, imported):
+    import re
+
+    def notes(model: str) -> str:  # the page's description of the model and what to expect of it
+        page = client.get(f"/demo/?model={model}").content.decode()
+        parts = ("demo-limitation", "output-expect")
+        return "".join(re.search(rf'id="{name}".*?</p>', page, re.S)[0] for name in parts)
+
+    assert "GPT-2 BPE tokens" in notes(SLUG) and "one GPT-2 token at a time" in notes(SLUG)
+    assert "byte-level" not in notes(SLUG) and "byte-level" in notes("eqlm-demo")
