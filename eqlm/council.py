@@ -38,8 +38,7 @@ from .generation import (
 from .limits import DEFAULT_HALT
 from .logprobs import log_softmax, logsumexp
 from .manifest import is_explicit
-from .tokenizer import IncrementalDecoder, encode
-from .tokenizers import tokenizer_name
+from .tokenizers import get_tokenizer, tokenizer_name
 
 DEFAULT_BETA = 2.0
 DEFAULT_TAU = 0.0
@@ -371,6 +370,7 @@ class CouncilGenerator(Generator):
         if len(vocab) != 1:
             raise ValueError("kinetic.members must share one vocabulary")
         self.members = list(members)
+        self.tokenizer = get_tokenizer(names[0])  # the members' own tokens, which the council generates in
         self.kinetic = kinetic
         self.model_id = model_id
         self.max_positions = min(m.max_positions for m in members)
@@ -399,12 +399,12 @@ class CouncilGenerator(Generator):
         )
 
     def _tokens(self, request: GenerationRequest, stats: StreamStats) -> Iterator[TokenEvent]:
-        request.validate(self.max_depth)
+        request.validate(self.max_depth, self.model.vocab_size)
         unsupported = council_refuses(request.start, request.halt if request.tol is not None else DEFAULT_HALT)
         if unsupported:
             raise ValueError(unsupported)
-        given = request.ids()
-        ids = given or encode(self.manifest.get("empty_prompt", "\n"))
+        given = request.ids(self.tokenizer)
+        ids = given or self.tokenizer.encode(self.manifest.get("empty_prompt", "\n"))
         scoring = request.logprobs or request.echo_logprobs
         if scoring and len(ids) > self.max_positions:
             raise ContextLengthExceeded(len(ids), self.max_positions)
@@ -438,7 +438,7 @@ class CouncilGenerator(Generator):
             else:
                 stats.prompt_logprobs = np.zeros((0, self.model.vocab_size))
         length = len(ids)
-        decoder = IncrementalDecoder()
+        decoder = self.tokenizer.incremental_decoder()
         for n in range(request.max_tokens):
             own = {key: state.log_probs() for key, state in distinct.items()}
             stacked = np.stack([own[id(member)] for member in self.members])

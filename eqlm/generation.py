@@ -30,7 +30,8 @@ from .limits import (
 )
 from .logprobs import log_softmax
 from .noise import start_states
-from .tokenizer import IncrementalDecoder, encode
+from .tokenizer import encode
+from .tokenizers import Tokenizer, get_tokenizer, tokenizer_name
 
 
 @dataclass
@@ -55,7 +56,7 @@ class GenerationRequest:
     top_p: float = 1.0
     seed: int | None = None  # the sampler's seed, and the noise start's (0 when None)
     stop: tuple[str, ...] = ()
-    prompt_ids: tuple[int, ...] | None = None  # raw byte tokens; when given, `prompt` is ignored (never re-encoded)
+    prompt_ids: tuple[int, ...] | None = None  # the model's tokens; when given, `prompt` is ignored (never re-encoded)
     logprobs: bool = False  # attach each generated token's log-probability row (TokenEvent.logprobs)
     echo_logprobs: bool = False  # score the prompt too (StreamStats.prompt_logprobs), in the same solve
     start: str | None = None  # one of limits.STARTS; None -> "warm" with warm_start=True, else "zero"
@@ -71,11 +72,15 @@ class GenerationRequest:
     def noise_seed(self) -> int:
         return 0 if self.seed is None else int(self.seed)
 
-    def ids(self) -> list[int]:
-        return list(self.prompt_ids) if self.prompt_ids is not None else encode(self.prompt)
+    def ids(self, tokenizer: Tokenizer | None = None) -> list[int]:
+        """The prompt's token ids: `prompt_ids` as given, else the prompt encoded by `tokenizer` (bytes when None)."""
+        if self.prompt_ids is not None:
+            return list(self.prompt_ids)
+        return tokenizer.encode(self.prompt) if tokenizer is not None else encode(self.prompt)
 
-    def validate(self, max_depth: int = DEPTH_MAX) -> None:
-        """Refuse what no model may be asked; `max_depth` is the model's cap (limits.model_depths)."""
+    def validate(self, max_depth: int = DEPTH_MAX, vocab_size: int = 256) -> None:
+        """Refuse what no model may be asked; `max_depth` is the model's cap (limits.model_depths), `vocab_size` the
+        number of its token ids."""
         if self.depth is not None and not DEPTH_MIN <= int(self.depth) <= max_depth:
             raise ValueError(f"depth must be between {DEPTH_MIN} and {max_depth}")
         if self.tol is not None and not self.tol > 0:
@@ -97,8 +102,9 @@ class GenerationRequest:
             raise ValueError("temperature must be >= 0")
         if not 0 < self.top_p <= 1:
             raise ValueError("top_p must be in (0, 1]")
-        if self.prompt_ids is not None and not all(0 <= int(t) < 256 for t in self.prompt_ids):
-            raise ValueError("prompt token ids are bytes: 0..255")
+        if self.prompt_ids is not None and not all(0 <= int(t) < vocab_size for t in self.prompt_ids):
+            kind = "bytes: " if vocab_size == 256 else ""
+            raise ValueError(f"prompt token ids are {kind}0..{vocab_size - 1}")
 
 
 @dataclass
@@ -130,7 +136,7 @@ class GenerationResult:
             text="".join(e.text for e in events),
             tokens=events,
             finish_reason=stats.finish_reason,
-            prompt_tokens=len(request.ids()),
+            prompt_tokens=len(stats.prompt_ids),
             completion_tokens=len(events),
             mean_iterations=float(np.mean(stats.iterations)) if stats.iterations else 0.0,
             final_residual=stats.residuals[-1] if stats.residuals else 0.0,
@@ -209,6 +215,8 @@ class Generator:
         self.manifest = self.model.manifest
         self.model_id: str = self.manifest.get("model_id", DEFAULT_MODEL_ID)
         self.max_positions = self.model.max_positions
+        # the model's own tokens (the manifest's `tokenizer`: UTF-8 bytes, or GPT-2's BPE)
+        self.tokenizer: Tokenizer = get_tokenizer(tokenizer_name(self.manifest))
         # the model's own default depth and cap (manifest `default_depth`, `max_depth`; DEPTH_MAX when it has none)
         self.default_depth, self.max_depth = model_depths(self.manifest)
 
@@ -219,7 +227,7 @@ class Generator:
             request.depth, request.tol, request.solver, start=request.start, halt=request.halt,
             warm_start=request.warm_start,
         )  # fmt: skip
-        request.validate(self.max_depth)
+        request.validate(self.max_depth, self.model.vocab_size)
         if request.tol is not None:
             depth = int(request.depth or self.max_depth)
         else:
@@ -228,8 +236,8 @@ class Generator:
         stats.halt = request.halt if request.tol is not None else None
         noise = request.start == "noise"
         stats.noise_seed = request.noise_seed if noise else None
-        given = request.ids()
-        ids = given or encode(self.manifest.get("empty_prompt", "\n"))
+        given = request.ids(self.tokenizer)
+        ids = given or self.tokenizer.encode(self.manifest.get("empty_prompt", "\n"))
         scoring = request.logprobs or request.echo_logprobs
         if scoring and len(ids) > self.max_positions:
             raise ContextLengthExceeded(len(ids), self.max_positions)
@@ -253,7 +261,7 @@ class Generator:
             all_logits = self.model.head(z)[0]
             stats.prompt_logprobs = log_softmax(all_logits[:-1]) if given else np.zeros((0, self.model.vocab_size))
             next_logits = all_logits[-1]
-        decoder = IncrementalDecoder()
+        decoder = self.tokenizer.incremental_decoder()
         for n in range(request.max_tokens):
             logits = next_logits if next_logits is not None else self.model.head(last_z)[0, -1]
             next_logits = None

@@ -1,9 +1,11 @@
 """Log probabilities on the wire: log-softmax, top-k and the OpenAI shapes, from one log-probability row per token.
 
 Nothing here knows a model: each function takes the log-probability vector that predicted a token (a numpy row over
-the 256 byte tokens), so any scorer (the generator, the prompt solve, a council) can build the same wire shapes.
-Legacy completions get `{tokens, token_logprobs, top_logprobs, text_offset}`; chat gets `content` entries of
-`{token, logprob, bytes, top_logprobs}`. Token names follow eqlm.tokenizer.token_string; text offsets count bytes.
+the model's vocabulary) and the model's tokenizer (eqlm.tokenizers; UTF-8 bytes when None), so any scorer (the
+generator, the prompt solve, a council) can build the same wire shapes. Legacy completions get `{tokens,
+token_logprobs, top_logprobs, text_offset}`; chat gets `content` entries of `{token, logprob, bytes, top_logprobs}`.
+Token names are the tokenizer's `token_string`; `bytes` are each token's bytes; a text offset counts characters of the
+choice's text (TextOffsets), except a byte model's, which counts bytes (one per token).
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from .tokenizer import token_string
+from .tokenizers import Tokenizer
 
 MAX_TOP_LOGPROBS = 20
 TOKEN_NAMES = [token_string(t) for t in range(256)]
@@ -62,17 +65,45 @@ def top_k_rows(matrix: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
     return ids, values
 
 
+class TextOffsets:
+    """Where each token starts in a choice's text (OpenAI's `text_offset`), token after token from `start`: in
+    characters, as the tokenizer's streaming decoder completes them (a token inside a character starts where that
+    character does). A byte model's offsets count bytes, one per token, as they always have."""
+
+    def __init__(self, tokenizer: Tokenizer | None = None, start: int = 0):
+        self.position = start
+        bytewise = tokenizer is None or tokenizer.name == "bytes"
+        self._decoder = None if bytewise else tokenizer.incremental_decoder()
+
+    def take(self, token_ids: Sequence[int]) -> list[int]:
+        """The offsets of the next tokens of the text."""
+        offsets = []
+        for token in token_ids:
+            offsets.append(self.position)
+            self.position += 1 if self._decoder is None else len(self._decoder.push(int(token)))
+        return offsets
+
+
+def name_of(tokenizer: Tokenizer | None):
+    """The function naming a token id: the tokenizer's token_string (eqlm.tokenizer's byte names when None)."""
+    return TOKEN_NAMES.__getitem__ if tokenizer is None else tokenizer.token_string
+
+
 def completion_logprobs(
     token_ids: Sequence[int],
     rows: Sequence[np.ndarray | None],
     k: int,
     offset: int = 0,
+    tokenizer: Tokenizer | None = None,
+    offsets: TextOffsets | None = None,
 ) -> dict:
     """OpenAI's legacy `logprobs` object for tokens, each with the row that predicted it (None: no prediction).
 
-    `text_offset` is the byte offset of each token in the choice's text, starting at `offset`.
+    `text_offset` is each token's offset in the choice's text: from `offsets` when given (a choice's running
+    TextOffsets), else from `offset` on, counted as TextOffsets counts for `tokenizer` (bytes when None).
     """
-    tokens = [TOKEN_NAMES[t] for t in token_ids]
+    name = name_of(tokenizer)
+    tokens = [name(t) for t in token_ids]
     token_logprobs: list[float | None] = [None] * len(tokens)
     top: list[dict | None] = [None] * len(tokens)
     scored = [i for i, row in enumerate(rows) if row is not None]
@@ -82,9 +113,9 @@ def completion_logprobs(
         order, best = top_k_rows(matrix, k)
         for n, i in enumerate(scored):
             token_logprobs[i] = float(picked[n])
-            top[i] = {TOKEN_NAMES[t]: lp for t, lp in zip(order[n].tolist(), best[n].tolist(), strict=True)}
-    offsets = list(range(offset, offset + len(tokens)))
-    return {"tokens": tokens, "token_logprobs": token_logprobs, "top_logprobs": top, "text_offset": offsets}
+            top[i] = {name(t): lp for t, lp in zip(order[n].tolist(), best[n].tolist(), strict=True)}
+    text_offset = (offsets or TextOffsets(tokenizer, offset)).take(token_ids)
+    return {"tokens": tokens, "token_logprobs": token_logprobs, "top_logprobs": top, "text_offset": text_offset}
 
 
 def merge_completion_logprobs(parts: Sequence[dict]) -> dict:
@@ -93,11 +124,13 @@ def merge_completion_logprobs(parts: Sequence[dict]) -> dict:
     return {key: [item for part in parts for item in part[key]] for key in keys}
 
 
-def chat_logprob_entry(token: int, row: np.ndarray, k: int) -> dict:
-    """One entry of OpenAI's chat `logprobs.content`: the raw byte in `bytes`, the top k alternatives."""
+def chat_logprob_entry(token: int, row: np.ndarray, k: int, tokenizer: Tokenizer | None = None) -> dict:
+    """One entry of OpenAI's chat `logprobs.content`: the token's bytes in `bytes`, the top k alternatives."""
+    name = name_of(tokenizer)
+    raw = (lambda t: [int(t)]) if tokenizer is None else (lambda t: list(tokenizer.token_bytes(t)))
     return {
-        "token": token_string(token),
+        "token": name(token),
         "logprob": float(row[token]),
-        "bytes": [int(token)],
-        "top_logprobs": [{"token": token_string(t), "logprob": lp, "bytes": [t]} for t, lp in top_k(row, k)],
+        "bytes": raw(token),
+        "top_logprobs": [{"token": name(t), "logprob": lp, "bytes": raw(t)} for t, lp in top_k(row, k)],
     }

@@ -31,6 +31,8 @@ urlpatterns = [
     path("tokenize", tokenizer_views.TokenizeView.as_view(), name="tokenize"),
     path("detokenize", tokenizer_views.DetokenizeView.as_view(), name="detokenize"),
     path("tokenizer_info", tokenizer_views.TokenizerInfoView.as_view(), name="tokenizer-info"),
+    # one model's own server root, for harnesses that send no model to /tokenize (inference/v1/model_root.py)
+    path("serve/<str:served_model>/", include("inference.v1.model_root")),
     path("api/", include("findings_app.api_urls")),
     path("api/", include("benchmarks_app.api_urls")),
     path("api/", include("lab_app.api_urls")),

@@ -46,16 +46,25 @@ def served_demo(settings, serve_models, demo_export):
     return demo_export
 
 
-def run_lm_eval(live_server, raw_key: str, tasks: list[str], out: Path) -> dict:
-    """Run the harness against the live server; returns {"results": ..., "samples": {task: [rows]}}."""
+def run_lm_eval(
+    live_server,
+    raw_key: str,
+    tasks: list[str],
+    out: Path,
+    model: str = f"eqlm-demo@depth={DEPTH}",
+    root: str = "",
+    max_length: int = MAX_LENGTH,
+) -> dict:
+    """Run the harness against the live server (at `root` below it: "/serve/<id>" is one model's server root);
+    returns {"results": ..., "samples": {task: [rows]}}."""
     if not LM_EVAL.exists():
         pytest.fail(f"{LM_EVAL} is missing: run `make lmeval-env` (make test does) to install lm-eval")
     model_args = ",".join(
         [
-            f"model=eqlm-demo@depth={DEPTH}",
-            f"base_url={live_server.url}/v1/completions",
+            f"model={model}",
+            f"base_url={live_server.url}{root}/v1/completions",
             "tokenizer_backend=remote",
-            f"max_length={MAX_LENGTH}",
+            f"max_length={max_length}",
             f"auth_token={raw_key}",
             "max_retries=1",
         ]

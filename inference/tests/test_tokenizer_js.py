@@ -78,3 +78,29 @@ def test_js_streaming_decode_matches_python_piece_by_piece(node_results):
         else:
             assert pieces == python_pieces
     assert js["whole"] == [tokenizer.decode(b) for b in streams]
+
+
+def test_the_browser_reads_a_manifests_tokenizer_name_as_python_does():
+    from eqlm.tokenizers import tokenizer_name
+
+    if not shutil.which("node"):
+        pytest.skip("node is not installed")
+    manifests = [{}, {"tokenizer": "gpt2"}, {"tokenizer": "bytes"}, {"tokenizer": None},
+                 {"tokenizer": "utf-8 bytes (token id = byte value)"}, {"tokenizer": "llama"}]  # fmt: skip
+    script = (
+        'import(require("url").pathToFileURL(process.argv[1])).then((t) => process.stdout.write(JSON.stringify('
+        "JSON.parse(process.argv[2]).map((m) => { try { return t.tokenizerName(m); } catch { return null; } }))));"
+    )
+    done = subprocess.run(
+        ["node", "-e", script, str(ROOT / "static/js/tokenizer.js"), json.dumps(manifests)],
+        capture_output=True, text=True, timeout=30, check=True,
+    )  # fmt: skip
+
+    def python(manifest):
+        try:
+            return tokenizer_name(manifest)
+        except ValueError:
+            return None
+
+    names = [python(m) for m in manifests]
+    assert json.loads(done.stdout) == names == ["bytes", "gpt2", "bytes", "bytes", "bytes", None]

@@ -101,7 +101,13 @@ def serve(data: dict, plain_runtime):
         pool=kinetic["pool"],
         learning_rate=kinetic["learning_rate"],
     )
-    generator = CouncilGenerator(_member_runtimes(members), controls, model_id=COUNCIL_ID)
+    runtimes = _member_runtimes(members)
+    try:
+        generator = CouncilGenerator(runtimes, controls, model_id=COUNCIL_ID)
+    except ValueError as exc:  # members the game cannot mix: another tokenizer or vocabulary
+        if not str(exc).startswith("kinetic.members"):
+            raise
+        raise ApiError(f"{exc}.", param="kinetic.members", code="invalid_member") from None
     return generator, CouncilTelemetry(members, {**kinetic, "members": members})
 
 

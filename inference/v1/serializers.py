@@ -24,6 +24,8 @@ from eqlm.limits import (
 from inference.model_ids import COUNCIL_ID, base_id, suffix_pairs
 from portal.api import ApiError
 
+from .plan import TokenIds
+
 MAX_TOP_LOGPROBS = 20
 # The council's default members: the KJV equilibrium model and the second-domain (code) model; never the unrolled one.
 # They are the members the council bench measured and tuned the defaults on (fixtures/council_bench.json): the KJV one
@@ -38,18 +40,17 @@ CONTROL_CAP = 1e6  # beta and tau beyond this only overflow; the game is already
         "oneOf": [
             {"type": "string"},
             {"type": "array", "items": {"type": "string"}},
-            {"type": "array", "items": {"type": "integer", "minimum": 0, "maximum": 255}},
-            {
-                "type": "array",
-                "items": {"type": "array", "items": {"type": "integer", "minimum": 0, "maximum": 255}},
-            },
+            {"type": "array", "items": {"type": "integer", "minimum": 0}},
+            {"type": "array", "items": {"type": "array", "items": {"type": "integer", "minimum": 0}}},
         ],
-        "description": "Text to continue: a string, a list of strings (one completion each), byte token ids, or a "
-        "list of such lists. Token ids are raw bytes, never re-encoded: [195] is one token.",
+        "description": "Text to continue: a string, a list of strings (one completion each), token ids, or a list of "
+        "such lists. Token ids are the model's (GET /tokenizer_info: UTF-8 bytes 0-255, or GPT-2 BPE 0-50256), never "
+        "re-encoded: for a byte model [195] is one token.",
     }
 )
 class PromptField(serializers.Field):
-    """OpenAI's prompt union; strings stay text, token-id lists become `bytes` (the exact tokens to score)."""
+    """OpenAI's prompt union; strings stay text, token-id lists become plan.TokenIds (the exact tokens to score),
+    checked against the model's vocabulary once the model is known (plan.check_token_ids)."""
 
     @staticmethod
     def _is_ids(item) -> bool:
@@ -58,21 +59,21 @@ class PromptField(serializers.Field):
         return all(isinstance(t, int) and not isinstance(t, bool) for t in item)
 
     @staticmethod
-    def _as_bytes(ids: list[int]) -> bytes:
-        bad = next((t for t in ids if not 0 <= t <= 255), None)
+    def _as_ids(ids: list[int]) -> TokenIds:
+        bad = next((t for t in ids if t < 0), None)
         if bad is not None:
-            raise serializers.ValidationError(f"Token ids are bytes: integers from 0 to 255 (got {bad}).")
-        return bytes(ids)
+            raise serializers.ValidationError(f"Token ids are integers from 0 (got {bad}).")
+        return TokenIds(ids)
 
-    def to_internal_value(self, data) -> list[str | bytes]:
+    def to_internal_value(self, data) -> list[str | TokenIds]:
         if isinstance(data, str):
             return [data]
         if isinstance(data, list) and data and all(isinstance(item, str) for item in data):
             return list(data)
         if self._is_ids(data):
-            return [self._as_bytes(data)]
+            return [self._as_ids(data)]
         if isinstance(data, list) and data and all(self._is_ids(item) for item in data):
-            return [self._as_bytes(item) for item in data]
+            return [self._as_ids(item) for item in data]
         raise serializers.ValidationError(
             "Expected a string, a non-empty list of strings, a list of token ids, or a list of token-id lists."
         )
@@ -306,7 +307,7 @@ class GenerationParamsSerializer(serializers.Serializer):
         for name in ("max_tokens", "max_completion_tokens"):
             fields[name] = serializers.IntegerField(
                 required=False, allow_null=True, default=None, min_value=1, max_value=cap,
-                help_text=f"Most tokens (UTF-8 bytes) to generate, 1–{cap} on this server.",
+                help_text=f"Most tokens (the model's: UTF-8 bytes or GPT-2 BPE) to generate, 1–{cap} on this server.",
             )  # fmt: skip
         fields["n"] = serializers.IntegerField(
             required=False, allow_null=True, default=1, min_value=1, max_value=settings.API_MAX_N,
@@ -420,8 +421,8 @@ class CompletionRequestSerializer(GenerationParamsSerializer):
         cap = settings.API_MAX_TOKENS
         fields["max_tokens"] = serializers.IntegerField(
             required=False, allow_null=True, default=None, min_value=0, max_value=cap,
-            help_text=f"Most tokens (UTF-8 bytes) to generate, 0–{cap} on this server (0 only with echo: score "
-            "the prompt alone).",
+            help_text=f"Most tokens (the model's: UTF-8 bytes or GPT-2 BPE) to generate, 0–{cap} on this server (0 "
+            "only with echo: score the prompt alone).",
         )  # fmt: skip
         return fields
 

@@ -1,6 +1,8 @@
 """vLLM-compatible tokenizer endpoints at the server root: POST /tokenize, POST /detokenize, GET /tokenizer_info.
 
-Harnesses (lm-evaluation-harness's `tokenizer_backend=remote`) look for them beside /v1. Tokens are the served
+Harnesses (lm-evaluation-harness's `tokenizer_backend=remote`) look for them beside /v1, and send no model: under a
+model's own server root (/serve/<id>/tokenize, model_root.py) they speak that model's tokens, at the site root the
+default model's unless the request names one. Tokens are the served
 model's, as its manifest names them (eqlm.tokenizers): UTF-8 bytes, or GPT-2's BPE. `add_special_tokens` prepends the
 beginning-of-text token (the byte "\\n" that the portal's evaluator scores after, or GPT-2's `<|endoftext|>`) and is
 off by default, because /v1/completions never adds it itself. Detokenizing bytes that are not valid UTF-8 is lossy
@@ -109,7 +111,7 @@ class TokenizeView(V1View):
         serializer.is_valid(raise_exception=True)
         data = serializer.validated_data
         ratelimit.admit(self.caller, 0)
-        _, context, tokenizer = model_context(data["model"])
+        _, context, tokenizer = model_context(data["model"] or self.served_model)
         text = data["prompt"] if "prompt" in data else chat_prompt(data["messages"])
         tokens = ([tokenizer.bos_token_id] if data["add_special_tokens"] else []) + tokenizer.encode(text)
         strs = [tokenizer.token_string(t) for t in tokens] if data["return_token_strs"] else None
@@ -128,7 +130,7 @@ class DetokenizeView(V1View):
         serializer = DetokenizeRequestSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         ratelimit.admit(self.caller, 0)
-        _, _, tokenizer = model_context(serializer.validated_data["model"])
+        _, _, tokenizer = model_context(serializer.validated_data["model"] or self.served_model)
         check_tokens(serializer.validated_data["tokens"], tokenizer)
         return Response({"prompt": tokenizer.decode(serializer.validated_data["tokens"])})
 
@@ -143,7 +145,7 @@ class TokenizerInfoView(V1View):
     )
     def get(self, request):
         ratelimit.admit(self.caller, 0)
-        model_id, context, tokenizer = model_context(request.query_params.get("model") or None)
+        model_id, context, tokenizer = model_context(request.query_params.get("model") or self.served_model)
         return Response({"model": model_id, **tokenizer_info(tokenizer), "model_max_length": context})
 
 

@@ -22,6 +22,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from eqlm.limits import DEPTH_MIN
+from eqlm.logprobs import TextOffsets
 from eqlm.manifest import controls_of
 from inference.model_ids import COUNCIL_ID, base_id, is_council_id, suffix_pairs
 from portal.api import ApiError, error_body
@@ -36,7 +37,6 @@ from .plan import (
     Plan,
     build_plan,
     chat_prompt,
-    prompt_token_count,
 )
 from .serializers import (
     ChatCompletionRequestSerializer,
@@ -68,6 +68,10 @@ class FirstRendererNegotiation(BaseContentNegotiation):
 
 
 class V1View(APIView):
+    # No docstring: drf-spectacular would print an inherited one as every operation's description.
+    # `served_model`: under a model's own server root (/serve/<id>/, model_root.py), that model's id, which the
+    # tokenizer endpoints default to and the generation endpoints must be asked for; None at the site root.
+    served_model: str | None = None
     authentication_classes = [ApiKeyAuthentication]
     permission_classes: list = []
     throttle_classes: list = []
@@ -115,6 +119,16 @@ def check_depth(model_id: str, depth: int | None, max_depth: int) -> None:
         param="depth",
         code="depth_out_of_range",
     )
+
+
+def check_served_model(model_id: str, served: str | None) -> None:
+    """A 400 naming `model` when a request to one model's server root (/serve/<id>/) asks for another model."""
+    if served is not None and base_id(model_id) != served:
+        raise ApiError(
+            f"This server root serves the model '{served}' alone; the request asks for '{model_id}'.",
+            param="model",
+            code="model_not_served_here",
+        )
 
 
 def model_object(state: dict, created: int) -> dict:
@@ -166,7 +180,8 @@ class GenerationView(V1View):
     response_object: str
     chunk_object: str
 
-    def plan(self, data: dict) -> Plan:
+    def plan(self, data: dict, tokenizer) -> Plan:
+        """The request's plan, its prompts in `tokenizer`'s tokens (the model's)."""
         raise NotImplementedError
 
     prompt_param = "prompt"
@@ -185,14 +200,15 @@ class GenerationView(V1View):
         """A whole choice's `logprobs` object."""
         raise NotImplementedError
 
-    def token_logprobs(self, plan: Plan, event, offset: int) -> dict:
-        """One streamed token's `logprobs` object (offset: its byte offset in the choice's token sequence)."""
+    def token_logprobs(self, plan: Plan, event, offsets) -> dict:
+        """One streamed token's `logprobs` object (offsets: the choice's running eqlm.logprobs.TextOffsets)."""
         raise NotImplementedError
 
     def post(self, request):
         serializer = self.serializer_class(data=request.data)
         serializer.is_valid(raise_exception=True)
         data = merge_suffix(serializer.validated_data, request.data)
+        check_served_model(data["model"], self.served_model)
         sent = sent_controls(data, request.data)
         generator, telemetry = council.serve(data, served_runtime)
         check_model_controls(data["model"], sent, generator.manifest)  # an explicit transformer's 400s
@@ -200,13 +216,14 @@ class GenerationView(V1View):
         check_depth(data["model"], data.get("depth"), generator.max_depth)
         if data.get("depth") is None and data.get("tol") is None:
             data["depth"] = generator.default_depth  # fixed depth by default, at the model's own default
-        plan = self.plan(data)
+        plan = self.plan(data, generator.tokenizer)
         plan.model = data["model"]  # responses echo the id as sent, suffix included
         if plan.scoring:
-            lengths = [prompt_token_count(p) for p in plan.prompts]
-            scoring.check_scoring_context(lengths, generator.max_positions, self.prompt_param)
+            lengths = [len(ids) for ids in plan.prompt_ids]
+            unit = scoring.token_unit(generator.tokenizer)
+            scoring.check_scoring_context(lengths, generator.max_positions, self.prompt_param, unit)
         choices = len(plan.prompts) * plan.n
-        reserve = sum(prompt_token_count(p) for p in plan.prompts) * plan.n + plan.max_tokens * choices
+        reserve = sum(len(ids) for ids in plan.prompt_ids) * plan.n + plan.max_tokens * choices
         ratelimit.admit(self.caller, reserve)
         slot = ratelimit.acquire_generation_slot()
         ident = f"{self.id_prefix}-{uuid.uuid4().hex[:24]}"
@@ -269,17 +286,18 @@ class GenerationView(V1View):
                 stream = generator.stream(req)
                 followed = telemetry.follow(stream)
                 events, first, echo_logprobs = iter(stream), [], None
+                offsets = TextOffsets(plan.tokenizer)  # where each token starts in the choice's text
                 if plan.echo and plan.logprobs is not None:  # the prompt's scores exist once its solve has run
                     first = list(itertools.islice(events, 1))
-                    echo_logprobs = scoring.prompt_logprobs(req.ids(), stream.stats.prompt_logprobs, plan.logprobs)
+                    rows = stream.stats.prompt_logprobs
+                    echo_logprobs = scoring.prompt_logprobs(req.ids(), rows, plan.logprobs, plan.tokenizer, offsets)
                 yield from self.opening_chunks(ident, created, plan.model, plan, index, prompt, echo_logprobs)
                 prompt_tokens += len(req.ids())
-                offset = len(req.ids()) if plan.echo else 0
                 iterations, residual = [], None
                 for event in itertools.chain(first, events):
                     extra = followed.on_event(event)  # None unless the council answers
                     if plan.logprobs is not None:  # every token, even a byte that completes no character yet
-                        logprobs = self.token_logprobs(plan, event, offset + len(iterations))
+                        logprobs = self.token_logprobs(plan, event, offsets)
                         yield self.chunk(
                             ident, created, plan.model, plan, index, text=event.text, eqlm=extra, logprobs=logprobs
                         )
@@ -357,8 +375,8 @@ class CompletionView(GenerationView):
     response_object = "text_completion"
     chunk_object = "text_completion"
 
-    def plan(self, data):
-        return build_plan(data, data["prompt"], COMPLETIONS_DEFAULT_MAX_TOKENS, "prompt")
+    def plan(self, data, tokenizer):
+        return build_plan(data, data["prompt"], COMPLETIONS_DEFAULT_MAX_TOKENS, "prompt", tokenizer)
 
     def choice(self, index, text, reason, logprobs=None):
         return wire.text_choice(index, text, reason, logprobs)
@@ -373,10 +391,10 @@ class CompletionView(GenerationView):
         return [self.chunk(ident, created, model_id, plan, index, text=prompt, logprobs=logprobs)]
 
     def choice_logprobs(self, plan, prompt_ids, stats, events):
-        return scoring.completion_choice_logprobs(prompt_ids, stats, events, plan.logprobs, plan.echo)
+        return scoring.completion_choice_logprobs(prompt_ids, stats, events, plan.logprobs, plan.echo, plan.tokenizer)
 
-    def token_logprobs(self, plan, event, offset):
-        return scoring.events_logprobs([event], plan.logprobs, offset)
+    def token_logprobs(self, plan, event, offsets):
+        return scoring.events_logprobs([event], plan.logprobs, 0, plan.tokenizer, offsets)
 
     @extend_schema(
         operation_id="v1_completions_create",
@@ -409,8 +427,8 @@ class ChatCompletionView(GenerationView):
     response_object = "chat.completion"
     chunk_object = "chat.completion.chunk"
 
-    def plan(self, data):
-        return build_plan(data, [chat_prompt(data["messages"])], CHAT_DEFAULT_MAX_TOKENS, "messages")
+    def plan(self, data, tokenizer):
+        return build_plan(data, [chat_prompt(data["messages"])], CHAT_DEFAULT_MAX_TOKENS, "messages", tokenizer)
 
     prompt_param = "messages"
 
@@ -425,10 +443,10 @@ class ChatCompletionView(GenerationView):
         return [self.chunk(ident, created, model_id, plan, index, role=True)]
 
     def choice_logprobs(self, plan, prompt_ids, stats, events):
-        return scoring.chat_choice_logprobs(events, plan.logprobs)
+        return scoring.chat_choice_logprobs(events, plan.logprobs, plan.tokenizer)
 
-    def token_logprobs(self, plan, event, offset):
-        return scoring.chat_choice_logprobs([event], plan.logprobs)
+    def token_logprobs(self, plan, event, offsets):
+        return scoring.chat_choice_logprobs([event], plan.logprobs, plan.tokenizer)
 
     @extend_schema(
         operation_id="v1_chat_completions_create",

@@ -1,6 +1,7 @@
 /* The depth-dial page: controls, streaming output shaded by iterations, live figures and the quality chart.
    Generation runs in this tab (static/js/eqlm-runtime.js on onnxruntime-web, the noise start's normals from
-   static/js/eqlm-noise.js); nothing is sent to the server. The depth range and the controls a model takes are its
+   static/js/eqlm-noise.js), in the model's own tokens (its manifest's tokenizer: bytes, or GPT-2 BPE, which the runtime
+   loads with the model); nothing is sent to the server. The depth range and the controls a model takes are its
    manifest's: an explicit transformer's depth is fixed at its layer count, with no tol, halting rule or start. */
 import { EqlmRuntime } from "./eqlm-runtime.js";
 import * as noise from "./eqlm-noise.js";
@@ -62,12 +63,18 @@ function drawLegend() {
 // The default decoding is sampling (it reads better than greedy's loops); greedy is one click away.
 const SAMPLED = { temperature: els.temperature.value, topP: els.topP.value };
 function topP() { return Math.max(0.05, Math.min(1, Number(els.topP.value) || 1)); }
+/* What the model's tokens are called (its manifest's tokenizer, as the runtime reads it): bytes, or BPE tokens. */
+function tokenWord() {
+  const manifest = (state.runtime && state.runtime.manifest) || {};
+  return manifest.tokenizer === "gpt2" ? "token" : "byte";
+}
 function describeSampling() {
   const t = Number(els.temperature.value);
   const greedy = t <= 0;
+  const word = tokenWord();
   els.samplingMode.textContent = greedy
-    ? "Greedy: the most likely byte every time (temperature 0; top_p does not apply)."
-    : `Sampling at temperature ${t.toFixed(2)} with top_p ${topP().toFixed(2)} (each byte drawn from the smallest set holding ${Math.round(100 * topP())}% of the probability).`;
+    ? `Greedy: the most likely ${word} every time (temperature 0; top_p does not apply).`
+    : `Sampling at temperature ${t.toFixed(2)} with top_p ${topP().toFixed(2)} (each ${word} drawn from the smallest set holding ${Math.round(100 * topP())}% of the probability).`;
   els.topP.disabled = greedy;
   els.greedy.hidden = greedy;
   els.sampled.hidden = !greedy;
@@ -152,7 +159,7 @@ function resetOutput(prompt) {
 }
 
 function appendToken(event, cap) {
-  if (!event.text) return; // inside a UTF-8 sequence: the bytes show up with the token that completes it
+  if (!event.text) return; // inside a UTF-8 sequence: its bytes show up with the token that completes it
   const span = document.createElement("span");
   span.className = "tok";
   span.textContent = event.text;

@@ -20,6 +20,8 @@
      (`manifest.layers`), the start is the embedding, its depth is its layer count, and it takes no tol, other
      solver, start or halting rule (refusedControls, eqlm/manifest.py's twin); each session is fed only the inputs
      it declares (a layer graph takes no `inj`), and no residual is reported (NaN).
+   Text is encoded and decoded in the model's own tokens (tokenizer.js getTokenizer(tokenizerName(manifest)): UTF-8
+   bytes, or GPT-2's BPE for an imported programme model), as generation.Generator does.
    Sampling (temperature > 0) uses its own seeded generator, so sampled text differs from the server's. */
 import * as EqlmTokenizer from "./tokenizer.js";
 
@@ -283,9 +285,14 @@ class EqlmRuntime {
       return ort.InferenceSession.create(graph, extra.length ? { ...options, externalData: extra } : options);
     };
     const roles = graphRoles(manifest);
-    const opened = await Promise.all(roles.map(open));
+    const [tokenizer, ...opened] = await Promise.all([
+      EqlmTokenizer.getTokenizer(EqlmTokenizer.tokenizerName(manifest)),
+      ...roles.map(open),
+    ]);
     const sessions = Object.fromEntries(roles.map((role, i) => [role, opened[i]]));
-    return new EqlmRuntime(ort, manifest, sessions, threads, noise);
+    const runtime = new EqlmRuntime(ort, manifest, sessions, threads, noise);
+    runtime.tokenizer = tokenizer;
+    return runtime;
   }
 
   /* sessions: {role: InferenceSession} for every role of graphRoles(manifest).
@@ -312,6 +319,13 @@ class EqlmRuntime {
     this.stepSessions = this.explicit ? manifest.layers.map((role) => sessions[role]) : null;
     this.noise = noise;
     this.emptyPrompt = manifest.empty_prompt ?? "\n";
+    this.tokenizer = null; // the model's (tokenizer.js), loaded by `load` or on the first generation
+  }
+
+  /* The model's tokenizer (tokenizer.js getTokenizer of the manifest's name). */
+  async modelTokenizer() {
+    if (!this.tokenizer) this.tokenizer = await EqlmTokenizer.getTokenizer(EqlmTokenizer.tokenizerName(this.manifest));
+    return this.tokenizer;
   }
 
   describe() {
@@ -424,7 +438,7 @@ class EqlmRuntime {
      `start` is one of STARTS ("zero" by default; `warmStart: true` is "warm", its older spelling). */
   async *generate({ prompt, maxTokens = 64, depth = null, tol = null, warmStart = false, start = null,
                     halt = "residual", solver = "picard", temperature = 0, topP = 1, seed = 0, signal = null }) {
-    const tokenizer = EqlmTokenizer;
+    const tokenizer = await this.modelTokenizer();
     // what the model does not take (eqlm/manifest.py requested_controls: defaults are the model's own)
     start = start || (warmStart ? "warm" : "zero");
     const given = { depth, tol, solver: solver !== "picard" ? solver : null, start: start !== "zero" ? start : null,
@@ -453,7 +467,7 @@ class EqlmRuntime {
     let lastIter = state.iterations[t - 1];
     let lastRes = state.residual[t - 1];
     let lastHistory = state.history[t - 1];
-    const decoder = new tokenizer.IncrementalDecoder();
+    const decoder = tokenizer.incrementalDecoder();
     for (let n = 0; n < maxTokens; n++) {
       if (signal && signal.aborted) return;
       const logits = await this.head(lastZ);

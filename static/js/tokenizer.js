@@ -28,6 +28,8 @@ export class IncrementalDecoder {
    gpt-tokenizer's r50k_base encoding, imported only when asked for). Token names are the token's text when its bytes
    are valid UTF-8 alone, else "bytes:\xNN..." (every byte in hex); tokenFromString reverses them. */
 export const TOKENIZER_NAMES = ["bytes", "gpt2"];
+// What manifests written before the key named a tokenizer carry under "tokenizer" (eqlm/tokenizers.py LEGACY_NAMES).
+const LEGACY_NAMES = { "utf-8 bytes (token id = byte value)": "bytes" };
 const BYTES_PREFIX = "bytes:";
 const ENDOFTEXT = "<|endoftext|>";
 const ENDOFTEXT_ID = 50256;
@@ -144,6 +146,16 @@ async function gpt2Tokenizer() {
     tokenBytes: bytesOf,
     tokenId,
   });
+}
+
+/* The tokenizer a model's manifest names, "bytes" when it names none (eqlm/tokenizers.py tokenizer_name). */
+export function tokenizerName(manifest) {
+  const given = (manifest && manifest.tokenizer) || "bytes";
+  const name = LEGACY_NAMES[given] ?? given;
+  if (!TOKENIZER_NAMES.includes(name)) {
+    throw new Error(`unknown tokenizer ${JSON.stringify(name)}: the portal knows ${TOKENIZER_NAMES.join(", ")}`);
+  }
+  return name;
 }
 
 const loaded = new Map();
