@@ -21,6 +21,7 @@ urlpatterns = [
         name="api-docs",
     ),
     path("api/", views.api_reference, name="api-reference"),
+    path("glossary/", views.glossary, name="glossary"),
     path("findings/", include("findings_app.urls")),
     path("benchmarks/experiments/", include("experiments_app.urls")),  # before the tables' /benchmarks/<slug>/
     path("benchmarks/", include("benchmarks_app.urls")),
