@@ -9,6 +9,10 @@ from inference.v1 import tokenizer as tokenizer_views
 
 from . import views
 
+admin.site.site_header = "EqLM Portal admin"
+admin.site.site_title = "EqLM Portal admin"
+admin.site.index_title = "Operations"
+
 urlpatterns = [
     path("", home, name="home"),
     path("favicon.ico", views.favicon),
