@@ -1,5 +1,6 @@
 """The API reference (/api/, the OpenAPI schema behind /api/docs/, docs/API.md) states the depth the server uses."""
 
+import json
 import re
 from pathlib import Path
 
@@ -46,3 +47,25 @@ def test_a_request_without_depth_runs_the_documented_default(client):
     body = {"model": "eqlm-demo", "prompt": "In the beginning", "max_tokens": 1, "temperature": 0}
     eqlm = client.post("/v1/completions", body, content_type="application/json").json()["eqlm"]
     assert eqlm["iterations_per_token"] == [default]
+
+
+def test_the_schemas_solver_start_and_halt_choices_are_the_served_models_controls(client):
+    models = client.get("/v1/models").json()["data"]
+    controls = next(m for m in models if m["id"] == "eqlm-demo")["eqlm"]["controls"]
+    schema = client.get("/api/schema/", HTTP_ACCEPT="application/json").json()["components"]["schemas"]
+    request = schema["CompletionRequest"]["properties"]
+    assert schema["EqlmSolverEnum"]["enum"] == controls["solvers"]
+    assert request["solver"]["default"] == controls["solvers"][0]
+    assert request["halt"]["default"] == controls["halts"][0]
+    for start in controls["starts"]:
+        assert f'"{start}"' in request["start"]["description"]
+
+
+def test_the_schema_states_every_council_default_that_v1_models_lists(client):
+    models = client.get("/v1/models").json()["data"]
+    defaults = next(m for m in models if m["id"] == "eqlm-council")["eqlm"]["kinetic_defaults"]
+    kinetic = client.get("/api/schema/", HTTP_ACCEPT="application/json").json()["components"]["schemas"]["Kinetic"]
+    for name, value in defaults.items():
+        field = kinetic["properties"][name]
+        stated = field.get("default") == value or f"default: {json.dumps(value)} with memory" in field["description"]
+        assert stated, (name, value, field)
