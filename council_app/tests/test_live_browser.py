@@ -123,5 +123,5 @@ def test_without_memory_the_share_control_hides_and_the_table_has_no_reputations
     page.locator("#live-compare").uncheck()
     chat(page, "In the beginning")
     header = page.locator("#live-weights thead th").all_inner_texts()
-    assert header == ["#", "Token", "Leader", "w eqlm-demo-anytime", "w eqlm-code", "Iterations", "Converged"]
+    assert header == ["#", "Token", "Leader", "w eqlm-demo-anytime", "w eqlm-code", "Game updates", "Converged"]
     page.watch.assert_clean()
