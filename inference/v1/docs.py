@@ -151,11 +151,7 @@ EQLM_SCHEMA = {
             "nullable": True,
             "description": "eqlm-council only: the game's updates per generated token (null when none was generated)",
         },
-        "game_updates_per_token": {
-            "type": "array",
-            "items": {"type": "integer"},
-            "description": "eqlm-council only: the game's updates for each generated token",
-        },
+        "game_updates_per_token": {"type": "array", "items": {"type": "integer"}, "description": "eqlm-council only"},
         "final_residual": {"type": "number", "nullable": True},
         "council": COUNCIL_SCHEMA,
     },
