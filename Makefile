@@ -20,7 +20,7 @@ include .env
 export
 endif
 
-.PHONY: help setup run worker check test test-sqlite test-postgres lint format system-deps services vendor \
+.PHONY: help setup run dev worker check test test-sqlite test-postgres lint format system-deps services vendor \
         tokenizer-ranks migrate seed collectstatic clean reliability train-demo train-code export-onnx council-fixture
 
 help: ## List the commands
@@ -78,6 +78,9 @@ run: seed collectstatic ## Serve the portal at http://127.0.0.1:$(PORT) (starts 
 	echo "Serving the EqLM Portal at http://127.0.0.1:$(PORT)/"; \
 	$(BIN)/python manage.py shell -v 0 -c "$$ADMIN_HINT"; \
 	$(BIN)/python manage.py runserver 127.0.0.1:$(PORT) --noreload
+
+dev: seed collectstatic ## The debug server: auto-reload and Django's technical error pages (URL list, tracebacks)
+	DEBUG=1 DEBUG_TECHNICAL_PAGES=1 $(BIN)/python manage.py runserver 127.0.0.1:$(PORT)
 
 # -B runs beat inside the worker (start one such worker only): it queues portal.sweep_lost_jobs every JOB_SWEEP_SECONDS.
 # Experiments train on their own `train` queue: one process, one thread, niced, so ingest, lab jobs and evaluations

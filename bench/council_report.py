@@ -131,9 +131,11 @@ def print_report(report: dict) -> None:
         print(f"\n== {mix['title']} ({name}); scored bytes {mix['scored_bytes']}")
         print_rows(mix["rows"])
     c, other = report["chosen"], report["chosen"]["runner_up"]
+    tuned = c.get("tuned", c)
     print(
-        f"\nchosen on the tuning mix: memory pool={c['pool']} beta={c['beta']:g} share={c['share']:g} "
-        f"learning_rate={c['learning_rate']:g} (the {other['pool']} pool's best: beta={other['beta']:g} "
+        f"\nserved defaults: memory pool={c['pool']} beta={c['beta']:g} share={c['share']:g} "
+        f"learning_rate={c['learning_rate']:g}; best on the tuning mix: share={tuned['share']:g} "
+        f"learning_rate={tuned['learning_rate']:g} (the {other['pool']} pool's best: beta={other['beta']:g} "
         f"share={other['share']:g} learning_rate={other['learning_rate']:g}); "
         f"fixed-share mixture share={c['mixture_share']:g}"
     )

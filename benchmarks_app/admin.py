@@ -1,5 +1,6 @@
 """Admin as the ops console: uploads with re-ingest, runs, arms, rows and the declared tables."""
 
+from django import forms
 from django.contrib import admin, messages
 from django.db import transaction
 from django.utils.html import format_html
@@ -8,6 +9,7 @@ from portal.models import JobStatus
 
 from .models import Arm, Comparison, ResultRow, Run, SourceFile
 from .parsers import IngestError
+from .parsers.registry import FORMATS
 from .tasks import ingest_upload
 from .uploads import combined_sha, read_limited
 
@@ -33,6 +35,9 @@ class SourceFileAdmin(admin.ModelAdmin):
         form = super().get_form(request, obj, change=change, **kwargs)
         if obj is None:
             form.base_fields["file"].required = True  # an upload row with no file would have nothing to ingest
+            form.base_fields["requested_format"] = forms.ChoiceField(
+                choices=[("", "Detect from the file"), *FORMATS.items()], required=False, label="Requested format"
+            )
         return form
 
     def save_model(self, request, obj, form, change):

@@ -123,14 +123,16 @@ COMPARISONS = [
                 "label": "B1 mean",
                 "stat": "mean",
                 "value": "0.6805",
-                "known_problem": "README: B1's published 0.6805 ± 0.0202 does not follow from the stored rows.",
+                "known_problem": "Noted with the programme's result files: "
+                "B1's published 0.6805 ± 0.0202 does not follow from the stored rows.",
             },
             {
                 "row": "treatment",
                 "label": "B1 SD",
                 "stat": "sd",
                 "value": "0.0202",
-                "known_problem": "README: B1's published 0.6805 ± 0.0202 does not follow from the stored rows.",
+                "known_problem": "Noted with the programme's result files: "
+                "B1's published 0.6805 ± 0.0202 does not follow from the stored rows.",
             },
             {
                 "row": "treatment",
@@ -138,7 +140,8 @@ COMPARISONS = [
                 "stat": "range",
                 "metric": "final_loss",
                 "value": "2.95–3.15",
-                "known_problem": "README: the published loss 2.95–3.15 does not follow from the stored rows.",
+                "known_problem": "Noted with the programme's result files: "
+                "the published loss 2.95–3.15 does not follow from the stored rows.",
             },
             {"row": "ratio", "label": "mean ratio", "stat": "ratio_mean", "value": "0.991"},
             {
@@ -146,7 +149,8 @@ COMPARISONS = [
                 "label": "CI lower bound",
                 "stat": "ci_low",
                 "value": "0.971",
-                "known_problem": "README: the published CI lower bound 0.971 is 0.970 from the rows (seed 44's ratio).",
+                "known_problem": "Noted with the programme's result files: "
+                "the published CI lower bound 0.971 is 0.970 from the rows (seed 44's ratio).",
             },
             {"row": "ratio", "label": "CI upper bound", "stat": "ci_high", "value": "1.033"},
         ],  # fmt: skip
@@ -426,14 +430,16 @@ COMPARISONS = [
                 "label": "ratio at equal FLOPs",
                 "stat": "sweep_ratio",
                 "value": "0.72",
-                "known_problem": "README: F44's 0.72 is a two-seed value at about 2.05 iterations, not at 2.44.",
+                "known_problem": "Noted with the programme's result files: "
+                "F44's 0.72 is a two-seed value at about 2.05 iterations, not at 2.44.",
             },
             {
                 "row": "sweep_x8_4344",
                 "label": "mean depth of that point",
                 "stat": "sweep_depth",
                 "value": "2.44",
-                "known_problem": "README: the 0.72 point sits at about 2.05 iterations, not 2.44.",
+                "known_problem": "Noted with the programme's result files: "
+                "the 0.72 point sits at about 2.05 iterations, not 2.44.",
             },
             {
                 "row": "sweep_x8_4344",
@@ -487,12 +493,14 @@ COMPARISONS = [
             {
                 "label": "explicit perplexity 0.5B / 1B / 2.5B",
                 "value": "1271.4 / 503.5 / 259.7",
-                "known_problem": "README: the F55 perplexities exist in the findings text only, in no result file.",
+                "known_problem": "Noted with the programme's result files: "
+                "the F55 perplexities exist in the findings text only, in no result file.",
             },
             {
                 "label": "tied perplexity 0.5B / 1B / 2.5B",
                 "value": "1961.6 / 785.4 / 339.7",
-                "known_problem": "README: the F55 perplexities exist in the findings text only, in no result file.",
+                "known_problem": "Noted with the programme's result files: "
+                "the F55 perplexities exist in the findings text only, in no result file.",
             },
         ],  # fmt: skip
     },

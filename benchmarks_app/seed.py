@@ -49,9 +49,28 @@ def seed_comparisons() -> int:
     """Create the declared tables that do not exist yet (an admin's edits to existing ones are kept)."""
     created = 0
     for spec in COMPARISONS:
-        _, was_created = Comparison.objects.get_or_create(slug=spec["slug"], defaults=spec)
+        table, was_created = Comparison.objects.get_or_create(slug=spec["slug"], defaults=spec)
         created += was_created
+        if not was_created:
+            _reword_known_problems(table)
     return created
+
+
+OLD_PREFIX, NEW_PREFIX = "README: ", "Noted with the programme's result files: "
+
+
+def _reword_known_problems(table: Comparison) -> None:
+    """A table seeded before the checks spoke to readers: its "README: ..." known problems in the new words (an
+    admin's other edits are kept)."""
+    published = table.published if isinstance(table.published, list) else []
+    changed = False
+    for entry in published:
+        text = entry.get("known_problem", "") if isinstance(entry, dict) else ""
+        if text.startswith(OLD_PREFIX):
+            entry["known_problem"] = NEW_PREFIX + text.removeprefix(OLD_PREFIX)
+            changed = True
+    if changed:
+        Comparison.objects.filter(pk=table.pk).update(published=published)
 
 
 def seed() -> str:

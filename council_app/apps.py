@@ -5,6 +5,7 @@ from django.apps import AppConfig
 
 class CouncilConfig(AppConfig):
     name = "council_app"
+    verbose_name = "Council"
 
     def ready(self):
         from . import signals

@@ -268,9 +268,9 @@ PROVENANCE_KEYS_FOR_CARD = (
     "train_seconds",
 )
 LIMITATION = (
-    "A small demo EqLM trained by this portal's own code on one book (the King James Bible, byte-level), on shared "
-    "CPUs or, for minutes, one lent accelerator (its provenance names each device). It is not one of the programme's "
-    "120M-parameter checkpoints, which cannot be downloaded here; its numbers say nothing about those models."
+    "A small demo EqLM trained by this portal's own code on one book (the King James Bible, byte-level), on "
+    "CPUs or on an accelerator (its provenance names each device). It is not one of the programme's "
+    "120M-parameter checkpoints, which this portal does not serve; its numbers say nothing about those models."
 )
 CODE_LIMITATION = (
     "A small EqLM trained by this portal's own code on Python source (the pinned Django wheel's *.py files, "

@@ -14,7 +14,10 @@ class ExperimentForm(forms.ModelForm):
 
     class Meta:
         model = Experiment
-        fields = ["slug", "title", "hypothesis", "arms", "seeds", "evaluation", "criterion", "predecessor", "notes"]
+        fields = [
+            *("slug", "title", "hypothesis", "arms", "seeds", "evaluation", "criterion", "predecessor"),
+            *("notes", "summary"),
+        ]
 
     def clean(self):
         data = super().clean()

@@ -32,6 +32,9 @@ class Experiment(models.Model):
     )
     launched_at = models.DateTimeField(null=True, blank=True, editable=False)
     notes = models.TextField(blank=True, help_text="free notes, not part of the registration")
+    summary = models.TextField(
+        blank=True, help_text="the hypothesis in a reader's words, shown on the page; not part of the registration"
+    )
 
     objects = ExperimentQuerySet.as_manager()
 

@@ -32,13 +32,16 @@ def load_fixture(path: Path = FIXTURE) -> tuple[int, int]:
     created = rows = 0
     for item in data["experiments"]:
         if not Experiment.objects.filter(slug=item["slug"]).exists():
-            spec = {k: v for k, v in item.items() if k not in ("records", "launched_at")}
+            spec = {k: v for k, v in item.items() if k not in ("records", "launched_at", "summary")}
             if spec.get("registered_at"):
                 spec["registered_at"] = parse_datetime(spec["registered_at"])
             experiment = register_experiment(spec, check_files=False)
             if item.get("launched_at"):
                 Experiment.objects.filter(pk=experiment.pk).update(launched_at=parse_datetime(item["launched_at"]))
             created += 1
+        else:  # a bundled experiment's reader text follows the fixture; its registration never changes
+            Experiment.objects.filter(slug=item["slug"]).update(notes=item.get("notes", ""))
+        Experiment.objects.filter(slug=item["slug"]).update(summary=item.get("summary", ""))
         if item.get("records"):
             rows += ingest_records(item["records"], source_name=f"fixtures/experiments.json#{item['slug']}")
     return created, rows
@@ -78,6 +81,7 @@ def fixture_entry(experiment: Experiment) -> dict:
         "launched_at": experiment.launched_at.isoformat() if experiment.launched_at else None,
         "predecessor": experiment.predecessor.slug if experiment.predecessor_id else None,
         "notes": experiment.notes,
+        "summary": experiment.summary,
         "records": [{k: v for k, v in rec.items() if v not in (None, "", {})} for rec in records],
     }
 

@@ -24,7 +24,7 @@ from .spec import (
     registration_hash,
 )
 
-EDITABLE = ("title", "notes", *FROZEN_FIELDS)
+EDITABLE = ("title", "notes", "summary", *FROZEN_FIELDS)
 
 
 class Frozen(Exception):
@@ -108,7 +108,7 @@ def update_experiment(experiment: Experiment, changes: dict, *, check_files: boo
     unknown = sorted(set(changes) - set(EDITABLE))
     if unknown:
         raise SpecError(unknown[0], f"not editable; editable: {', '.join(EDITABLE)}")
-    for name in ("title", "notes"):
+    for name in ("title", "notes", "summary"):
         if name in changes and not isinstance(changes[name], str):
             raise SpecError(name, "text")
     if "title" in changes and not changes["title"].strip():
@@ -132,6 +132,8 @@ def update_experiment(experiment: Experiment, changes: dict, *, check_files: boo
             experiment.title = str(changes["title"])[:200]
         if "notes" in changes:
             experiment.notes = str(changes["notes"])
+        if "summary" in changes:
+            experiment.summary = str(changes["summary"])
         _rehash(experiment)
         experiment.save()
     return experiment
@@ -337,6 +339,8 @@ def experiment_detail(experiment: Experiment) -> dict:
     return {
         **experiment_summary(experiment, outcome),
         "hypothesis": experiment.hypothesis,
+        "summary": experiment.summary,
+        "notes": experiment.notes,
         "arms": experiment.arms,
         "evaluation": experiment.evaluation,
         "criterion": experiment.criterion,

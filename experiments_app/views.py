@@ -21,7 +21,7 @@ def index(request):
             registered=experiment.registered_at,
         )
         items.append(summary)
-    return render(request, "experiments/index.html", {"section": "benchmarks", "experiments": items})
+    return render(request, "experiments/index.html", {"section": "experiments", "experiments": items})
 
 
 def _badged(outcome: dict, per_seed_parts: bool = True) -> dict:
@@ -40,7 +40,7 @@ def detail(request, slug: str):
         ]
     }
     context = {
-        "section": "benchmarks",
+        "section": "experiments",
         "experiment": experiment,
         "data": data,
         "verdict_tree": _badged(data["outcome"]),

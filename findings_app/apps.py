@@ -5,3 +5,4 @@ from django.apps import AppConfig
 
 class FindingsConfig(AppConfig):
     name = "findings_app"
+    verbose_name = "Findings"

@@ -5,3 +5,4 @@ from django.apps import AppConfig
 
 class InferenceConfig(AppConfig):
     name = "inference"
+    verbose_name = "Models and inference"

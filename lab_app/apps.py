@@ -5,3 +5,4 @@ from django.apps import AppConfig
 
 class LabConfig(AppConfig):
     name = "lab_app"
+    verbose_name = "Equilibrium lab"

@@ -6,6 +6,7 @@ NAVIGATION = [
     ("home", "Home", "home"),
     ("findings", "Findings", "findings:index"),
     ("benchmarks", "Benchmarks", "benchmarks:index"),
+    ("experiments", "Experiments", "experiments:index"),
     ("demo", "Demo", "inference:demo"),
     ("lab", "Lab", "lab:index"),
     ("council", "Council", "council:index"),

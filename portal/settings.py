@@ -83,6 +83,9 @@ VAR_DIR = Path(env("VAR_DIR", str(BASE_DIR / "var")))
 VAR_DIR.mkdir(parents=True, exist_ok=True)
 
 DEBUG = env_bool("DEBUG", True)
+# With DEBUG on, visitors still get the portal's own 404 and 500 pages; `make dev` sets this to see Django's
+# technical pages (the URL list, tracebacks) instead.
+DEBUG_TECHNICAL_PAGES = env_bool("DEBUG_TECHNICAL_PAGES", False)
 SECRET_KEY = env("SECRET_KEY")
 if not SECRET_KEY:
     if not DEBUG:
@@ -125,6 +128,9 @@ MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "portal.middleware.SecurityHeadersMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
+    # outside CommonMiddleware (its slash redirects) and the API's error shape; its exception hook runs after
+    # DatabaseUnavailableMiddleware's, so lost services keep their 503s
+    "portal.error_pages.ErrorPagesMiddleware",
     "portal.middleware.DatabaseUnavailableMiddleware",
     "portal.middleware.ApiErrorShapeMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",

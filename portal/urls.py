@@ -9,6 +9,10 @@ from inference.v1 import tokenizer as tokenizer_views
 
 from . import views
 
+admin.site.site_header = "EqLM Portal admin"
+admin.site.site_title = "EqLM Portal admin"
+admin.site.index_title = "Operations"
+
 urlpatterns = [
     path("", home, name="home"),
     path("favicon.ico", views.favicon),
@@ -21,6 +25,7 @@ urlpatterns = [
         name="api-docs",
     ),
     path("api/", views.api_reference, name="api-reference"),
+    path("glossary/", views.glossary, name="glossary"),
     path("findings/", include("findings_app.urls")),
     path("benchmarks/experiments/", include("experiments_app.urls")),  # before the tables' /benchmarks/<slug>/
     path("benchmarks/", include("benchmarks_app.urls")),

@@ -56,6 +56,14 @@ def api_reference(request):
     return render(request, "api/reference.html", context)
 
 
+def glossary(request):
+    """Every term the portal's pages link to, with its definition."""
+    from .glossary import TERMS
+
+    terms = sorted(TERMS, key=lambda term: term.term.lower())
+    return render(request, "glossary.html", {"section": "glossary", "terms": terms})
+
+
 def not_found(request, exception=None):
     if request.path.startswith("/api/"):  # API clients get the API's error shape, not an HTML page
         from .api import error_body

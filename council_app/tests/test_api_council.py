@@ -69,16 +69,16 @@ def test_every_generated_token_reports_a_distribution_of_weights_and_its_leader(
         assert all(m["iterations"] == 8 for m in entry["members"])  # the request's (default) depth
 
 
-def test_the_councils_top_level_iterations_are_named_game_updates(api):
+def test_the_councils_mean_iterations_are_block_iterations_and_game_updates_have_their_own_field(api):
     body = complete(api, model="eqlm-council", prompt=PROMPTS[0], depth=6)
     eqlm, council = body["eqlm"], body["eqlm"]["council"]
     games = [e["iterations"] for e in council["tokens"]]
-    assert eqlm["iterations_per_token"] == games
-    assert eqlm["mean_game_iterations"] == eqlm["mean_iterations"] == council["mean_iterations"]
-    assert eqlm["mean_game_iterations"] == round(sum(games) / len(games), 4)
-    assert eqlm["depth_requested"] == 6  # the members' depth, which the game iterations are not
+    assert eqlm["iterations_per_token"] == [6] * len(games) and eqlm["mean_iterations"] == 6  # the members' depth
+    assert eqlm["game_updates_per_token"] == games
+    assert eqlm["mean_game_updates"] == council["mean_game_updates"] == round(sum(games) / len(games), 4)
+    assert eqlm["depth_requested"] == 6
     scored = complete(api, model="eqlm-council", prompt=PROMPTS[0], max_tokens=0, echo=True, logprobs=0)["eqlm"]
-    assert scored["mean_game_iterations"] is None and scored["mean_iterations"] is None
+    assert scored["mean_game_updates"] is None and scored["mean_iterations"] == 8  # the prompt solve's depth
 
 
 def test_a_streamed_councils_closing_and_usage_chunks_name_game_updates_too(api):
@@ -87,8 +87,9 @@ def test_a_streamed_councils_closing_and_usage_chunks_name_game_updates_too(api)
     payloads = b"".join(post(api, "/v1/completions", body).streaming_content).decode().split("\n\n")
     chunks = [json.loads(p[len("data: ") :]) for p in payloads if p.startswith("data: {")]
     closing, usage = [c for c in chunks if c["choices"] and c["choices"][0]["finish_reason"]][0], chunks[-1]
-    assert closing["eqlm"]["mean_game_iterations"] == closing["eqlm"]["council"]["mean_iterations"]
-    assert usage["eqlm"]["mean_game_iterations"] == usage["eqlm"]["mean_iterations"]
+    assert closing["eqlm"]["mean_game_updates"] == closing["eqlm"]["council"]["mean_game_updates"]
+    assert usage["eqlm"]["mean_game_updates"] == closing["eqlm"]["mean_game_updates"]
+    assert closing["eqlm"]["mean_iterations"] == usage["eqlm"]["mean_iterations"] == 8  # the members' default depth
 
 
 def test_each_member_runs_with_the_requests_eqlm_controls(api):

@@ -60,5 +60,5 @@ def test_an_unknown_or_bad_control_is_refused_naming_it(kinetic, param):
 def test_the_models_list_states_the_councils_default_controls():
     council = next(m for m in Client().get("/v1/models").json()["data"] if m["id"] == "eqlm-council")
     defaults = council["eqlm"]["kinetic_defaults"]
-    assert defaults["memory"] == "fixed_share" and defaults["share"] == 0.02 and defaults["beta"] == 0.0
-    assert defaults["pool"] == "arithmetic" and defaults["learning_rate"] == 0.5
+    assert defaults["memory"] == "fixed_share" and defaults["share"] == 0.002 and defaults["beta"] == 0.0
+    assert defaults["pool"] == "arithmetic" and defaults["learning_rate"] == 0.1

@@ -102,7 +102,7 @@ def test_at_the_default_controls_the_prompts_own_member_leads_and_the_answer_is_
     assert page.locator("#live-memory").input_value() == "fixed_share"
     assert page.locator("#live-share-field").is_visible()
     assert page.locator("#live-pool").input_value() == "arithmetic"  # the served defaults (eqlm.council)
-    assert page.locator("#live-learning_rate").input_value() == "0.5"
+    assert page.locator("#live-learning_rate").input_value() == "0.1"
     page.locator("#live-compare").uncheck()
     chat(page, prompt, tokens=30)  # as the API test: code often opens with a line's indentation
     led, text = leaders_and_text(page)
@@ -123,5 +123,5 @@ def test_without_memory_the_share_control_hides_and_the_table_has_no_reputations
     page.locator("#live-compare").uncheck()
     chat(page, "In the beginning")
     header = page.locator("#live-weights thead th").all_inner_texts()
-    assert header == ["#", "Token", "Leader", "w eqlm-demo-anytime", "w eqlm-code", "Iterations", "Converged"]
+    assert header == ["#", "Token", "Leader", "w eqlm-demo-anytime", "w eqlm-code", "Game updates", "Converged"]
     page.watch.assert_clean()

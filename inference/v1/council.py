@@ -148,6 +148,11 @@ class StreamTelemetry:
         """The closing chunk's `eqlm`, from the choice's summary."""
         return summary
 
+    @property
+    def entries(self) -> list[dict]:
+        """The per-token entries of every event seen so far (none, for a plain model)."""
+        return []
+
 
 class Telemetry:
     """A request's telemetry beyond the `eqlm` summary; this base is a plain model's, which adds nothing."""
@@ -160,8 +165,8 @@ class Telemetry:
         """An `eqlm` object with this telemetry added (entries: those of the tokens it covers)."""
         return self.label(summary)
 
-    def label(self, summary: dict) -> dict:
-        """An `eqlm` summary with its figures named for what they count (a stream's usage chunk gets only this)."""
+    def label(self, summary: dict, entries: list[dict] | None = None) -> dict:
+        """An `eqlm` summary with its figures named for what they count (entries: the tokens' telemetry entries)."""
         return summary
 
     def follow(self, stream) -> StreamTelemetry:
@@ -170,6 +175,13 @@ class Telemetry:
 
 
 PLAIN = Telemetry()
+
+
+def _members_mean(entry: dict) -> float | int:
+    """One token's block iterations: the mean over the council's members (a whole number when they agree)."""
+    counts = [member["iterations"] for member in entry["members"]]
+    mean = sum(counts) / len(counts)
+    return int(mean) if mean == int(mean) else round(mean, 4)
 
 
 @dataclass
@@ -189,11 +201,11 @@ class CouncilTelemetry(Telemetry):
 
     def council_object(self, entries: list[dict], tokens: list[dict] | None = None) -> dict:
         """The `council` object summing up `entries`; it lists `tokens` (default: the entries themselves)."""
-        iterations = [e["iterations"] for e in entries]
+        games = [e["iterations"] for e in entries]
         return {
             "members": self.members,
             "kinetic": self.kinetic,
-            "mean_iterations": round(sum(iterations) / len(iterations), 4) if iterations else 0.0,
+            "mean_game_updates": round(sum(games) / len(games), 4) if games else 0.0,
             "converged_fraction": round(sum(e["converged"] for e in entries) / len(entries), 4) if entries else None,
             "tokens": entries if tokens is None else tokens,
         }
@@ -203,17 +215,25 @@ class CouncilTelemetry(Telemetry):
         return [{"choice": choice, **self.token_entry(k, ev.token_id, ev.text, e)} for k, (ev, e) in pairs]
 
     def add_to_summary(self, summary: dict, entries: list[dict]) -> dict:
-        return self.label(summary) | {"council": self.council_object(entries)}
+        return self.label(summary, entries) | {"council": self.council_object(entries)}
 
-    def label(self, summary: dict) -> dict:
-        """The council's `eqlm.mean_iterations` counts game updates per token, not block iterations: say so by name.
-
-        The old key stays (docs/API.md promises `mean_iterations` in every `eqlm` object); each member's own block
-        iterations are in `council.tokens[].members[]`.
-        """
-        if not summary.get("iterations_per_token"):  # the prompt alone was scored: its game's updates are not reported
-            return {**summary, "mean_iterations": None, "mean_game_iterations": None}
-        return {**summary, "mean_game_iterations": summary["mean_iterations"]}
+    def label(self, summary: dict, entries: list[dict] | None = None) -> dict:
+        """`mean_iterations` and `iterations_per_token` count block iterations, as for every model: per token, the
+        mean over the members, each of which solves its own block (`council.tokens[].members[]`). The game's updates
+        per token, which the generator reports as the tokens' iterations, get their own fields: `mean_game_updates`
+        and `game_updates_per_token`. With no generated token the prompt solve's figures stay, and the game's are
+        null."""
+        games = list(summary.get("iterations_per_token") or [])
+        if not games or not entries:
+            return {**summary, "mean_game_updates": None, "game_updates_per_token": []}
+        blocks = [_members_mean(entry) for entry in entries]
+        return {
+            **summary,
+            "mean_iterations": round(sum(blocks) / len(blocks), 4),
+            "iterations_per_token": blocks,
+            "mean_game_updates": round(sum(games) / len(games), 4),
+            "game_updates_per_token": games,
+        }
 
     def follow(self, stream) -> CouncilStreamTelemetry:
         return CouncilStreamTelemetry(self, stream.stats)
@@ -241,4 +261,9 @@ class CouncilStreamTelemetry(StreamTelemetry):
 
     def close(self, summary: dict) -> dict:
         pending, self.pending = self.pending, []
-        return self.telemetry.label(summary) | {"council": self.telemetry.council_object(self.sent, pending)}
+        council = self.telemetry.council_object(self.sent, pending)
+        return self.telemetry.label(summary, self.sent) | {"council": council}
+
+    @property
+    def entries(self) -> list[dict]:
+        return self.sent

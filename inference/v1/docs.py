@@ -76,7 +76,7 @@ COUNCIL_SCHEMA = {
             "type": "object",
             "description": "the controls used (members, tau, beta, eta, max_iter, tol, reference)",
         },
-        "mean_iterations": {"type": "number"},
+        "mean_game_updates": {"type": "number", "description": "the game's updates per generated token"},
         "converged_fraction": {"type": "number", "nullable": True},
         "tokens": {
             "type": "array",
@@ -138,15 +138,20 @@ EQLM_SCHEMA = {
         "mean_iterations": {
             "type": "number",
             "nullable": True,
-            "description": "iterations per generated token (the council: game updates, as mean_game_iterations); "
-            "with no generated token, the prompt solve's: the depth when fixed, null when adaptive",
+            "description": "block iterations per generated token (the council: the mean over its members); with no "
+            "generated token, the prompt solve's: the depth when fixed, null when adaptive",
         },
-        "mean_game_iterations": {
+        "iterations_per_token": {
+            "type": "array",
+            "items": {"type": "number"},
+            "description": "block iterations of each generated token (whole numbers; the council: the members' mean)",
+        },
+        "mean_game_updates": {
             "type": "number",
             "nullable": True,
-            "description": "eqlm-council only: game updates per generated token (null when none was generated)",
+            "description": "eqlm-council only: the game's updates per generated token (null when none was generated)",
         },
-        "iterations_per_token": {"type": "array", "items": {"type": "integer"}},
+        "game_updates_per_token": {"type": "array", "items": {"type": "integer"}, "description": "eqlm-council only"},
         "final_residual": {"type": "number", "nullable": True},
         "council": COUNCIL_SCHEMA,
     },

@@ -1,5 +1,8 @@
 """Request serializers for /v1/: they validate a request and are its OpenAPI schema (OpenAI's fields, then EqLM's)."""
 
+import json
+from pathlib import Path
+
 from django.conf import settings
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
@@ -20,11 +23,23 @@ from eqlm.limits import (
     HALTS,
     SOLVERS,
     STARTS,
+    model_depths,
 )
 from inference.model_ids import COUNCIL_ID, base_id, suffix_pairs
 from portal.api import ApiError
 
 from .plan import TokenIds
+
+
+def default_model_depths() -> tuple[int, int]:
+    """(default_depth, max_depth) of the default model, from the manifest the server serves it by (eqlm.limits);
+    the limits' fallbacks where no manifest is installed."""
+    path = Path(settings.DEMO_MODEL_ONNX_DIR) / "manifest.json"
+    try:
+        return model_depths(json.loads(path.read_text()))
+    except (OSError, ValueError):
+        return DEFAULT_DEPTH, DEPTH_MAX
+
 
 MAX_TOP_LOGPROBS = 20
 # The council's default members: the KJV equilibrium model and the second-domain (code) model; never the unrolled one.
@@ -263,7 +278,8 @@ class GenerationParamsSerializer(serializers.Serializer):
         required=False, allow_null=True, default=None, min_value=DEPTH_MIN, max_value=DEPTH_CAP_MAX,
         help_text=f"EqLM: iterations of the weight-tied block per token, {DEPTH_MIN} to the model's max_depth "
         f"({DEPTH_MAX} unless its manifest declares another, at most {DEPTH_CAP_MAX}; /v1/models lists each "
-        f"model's). Default: the model's default_depth ({DEFAULT_DEPTH} for {DEFAULT_MODEL_ID}); with `tol`, the cap "
+        f"model's). Default: the model's default_depth ({default_model_depths()[0]} for {DEFAULT_MODEL_ID}, read from "
+        "its manifest as the server does); with `tol`, the cap "
         "on iterations, the model's max_depth when unset. An explicit transformer (explicit-demo) takes only its layer "
         "count, and none of tol, start, halt, warm_start or a solver but picard (each a 400).",
     )  # fmt: skip

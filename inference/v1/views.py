@@ -281,6 +281,7 @@ class GenerationView(V1View):
     def stream_events(self, generator, telemetry: council.Telemetry, plan: Plan, slot, ident: str, created: int):
         prompt_tokens = completion_tokens = 0
         all_iterations: list[int] = []
+        all_entries: list[dict] = []
         try:
             for index, prompt, req in plan.requests():
                 stream = generator.stream(req)
@@ -309,10 +310,11 @@ class GenerationView(V1View):
                 all_iterations += iterations
                 reason = stream.finish_reason
                 own = followed.close(wire.eqlm_summary(plan, iterations, residual, req))
+                all_entries += followed.entries
                 yield self.chunk(ident, created, plan.model, plan, index, reason=reason, eqlm=own)
             if plan.include_usage:
                 usage = wire.usage(prompt_tokens, completion_tokens)
-                summary = telemetry.label(wire.eqlm_summary(plan, all_iterations, residual))
+                summary = telemetry.label(wire.eqlm_summary(plan, all_iterations, residual), all_entries)
                 yield wire.sse(wire.usage_chunk(ident, self.chunk_object, created, plan.model, usage, summary))
             yield wire.sse("[DONE]")
         except Exception as exc:

@@ -83,7 +83,7 @@ function start() {
     while (row.cells.length > 3) { row.deleteCell(3); }
     for (const m of members) { headCell(row, `w ${m}`, true); }
     if (memory) { for (const m of members) { headCell(row, `π ${m}`, true); } }
-    headCell(row, "Iterations", true);
+    headCell(row, "Game updates", true);
     headCell(row, "Converged", false);
     table.tBodies[0].textContent = "";
   }
