@@ -14,19 +14,27 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.csrf import csrf_exempt, csrf_protect
 
 from . import stats, tables
+from .experiment_names import resolve, stored_experiments
 from .models import Arm, Comparison, ResultRow, Run, SourceFile
+from .overview import overview
 from .parsers import FORMATS, IngestError
 from .records import tables_cache_version
 from .uploads import SizeLimitedUploadHandler, UploadRefused, queue_uploads, validate_upload_batch
 
 
 def index(request):
-    items = [tables.build_table(c) for c in Comparison.objects.all()]
-    totals = {status: sum(t["counts"][status] for t in items) for status in tables.STATUS_TEXT}
+    view = overview([tables.build_table(c) for c in Comparison.objects.all()])
+    sections = [
+        ("programme-record", "The programme's record",
+         "Each table recomputes figures the programme published, from the rows of its own runs.", view["programme"]),
+        ("portal-models", "This portal's own models",
+         "Measured on the small models this portal trains and serves, beside the programme's claims they echo.",
+         view["portal"]),
+    ]  # fmt: skip
     context = {
         "section": "benchmarks",
-        "tables": items,
-        "totals": totals,
+        "view": view,
+        "sections": [s for s in sections if s[3]],
         "row_count": ResultRow.objects.count(),
         "run_count": Run.objects.count(),
     }
@@ -82,11 +90,15 @@ def runs(request):
     else:
         qs = Run.objects.matching(filters["experiment"], filters["arm"], int(seed) if seed else None, filters["metric"])
     page = Paginator(qs, 50).get_page(request.GET.get("page"))
+    experiments = stored_experiments()
+    wanted = filters["experiment"]
     context = {
         "section": "benchmarks",
         "page": page,
         "filters": filters,
-        "experiments": Run.objects.experiment_names(),
+        # The programme's name (exp10) stays selected even though its rows are stored as exp10_5090.
+        "experiments": experiments if not wanted or wanted in experiments else [wanted, *experiments],
+        "stored_as": [name for name in resolve(wanted, experiments) if name != wanted],
         "arms": Arm.objects.labels(),
         "metrics": choices()["metrics"],
         "query": "&".join(f"{k}={v}" for k, v in filters.items() if v),

@@ -8,7 +8,7 @@ from django.urls import reverse
 from django.utils.text import slugify
 
 from .figure_values import parse_value
-from .provenance import benchmark_runs_url, normalise_experiment, normalise_reference
+from .provenance import normalise_experiment, normalise_reference
 
 CODE_PATTERN = r"F\d{1,3}(?:-(?:correction|addendum))?"
 _CODE = re.compile(rf"^(?:{CODE_PATTERN})$", re.IGNORECASE)
@@ -338,10 +338,23 @@ class Reference(models.Model):
 
     @property
     def runs_url(self) -> str:
-        """Where the benchmark runs of an experiment are listed ('' for anything else)."""
+        """Where the stored runs of an experiment are listed: '' for anything else, and '' when no run of it is
+        stored (exp10 lists the runs stored as exp10_5090)."""
         if self.kind == self.Kind.EXPERIMENT and self.code:
-            return benchmark_runs_url(self.code)
+            from benchmarks_app.experiment_names import runs_url
+
+            return runs_url(self.code, getattr(self, "stored_experiments", None))
         return ""
+
+    @property
+    def stored_as(self) -> list[str]:
+        """The names this experiment's rows are stored under, where they differ from its code."""
+        if self.kind != self.Kind.EXPERIMENT or not self.code:
+            return []
+        from benchmarks_app.experiment_names import resolve
+
+        names = resolve(self.code, getattr(self, "stored_experiments", None))
+        return [] if names == [self.code] else names
 
 
 class RecordNote(models.Model):

@@ -186,8 +186,9 @@ def quoted_checks(figure: Figure, checks: list[dict]) -> list[dict]:
     return found
 
 
-def theme_overview() -> list[dict]:
-    counts = Finding.objects.counts_by("theme")
+def theme_overview(filters: dict | None = None) -> list[dict]:
+    """Each theme with its count of findings, within `filters` when given (so no chip offers an empty timeline)."""
+    counts = (Finding.objects.filtered(**filters) if filters else Finding.objects).counts_by("theme")
     return [{"value": value, "label": label, "count": counts.get(value, 0)} for value, label in Theme.choices]
 
 

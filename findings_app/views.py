@@ -51,6 +51,7 @@ def index(request):
     if request.GET.get("format") == "csv":
         return _timeline_csv(result.findings)
     findings = list(_timeline_prefetch(result.findings))
+    _attach_stored_experiments(ref for finding in findings for ref in finding.experiment_refs)
     query = urlencode(result.filters)
     context = {
         "section": "findings",
@@ -59,7 +60,8 @@ def index(request):
         "findings": findings,
         "days": [(day, list(entries)) for day, entries in groupby(findings, key=lambda finding: finding.date)],
         "total": Finding.objects.count(),
-        "themes": theme_overview(),
+        "themes": (themes := theme_overview({k: v for k, v in result.filters.items() if k != "theme"})),
+        "themes_total": sum(theme["count"] for theme in themes),
         "query": query,
         "csv_url": f"{reverse('findings:index')}?{urlencode({**result.filters, 'format': 'csv'})}",
         "json_url": f"{reverse('findings-api:list')}{'?' + query if query else ''}",
@@ -94,6 +96,7 @@ def detail(request, code):
         for kind, label in FindingLink.Kind.choices
     ]
     previous, following = _neighbours(finding)
+    _attach_stored_experiments(finding.references.all())
     context = {
         "section": "findings",
         "finding": finding,
@@ -102,8 +105,29 @@ def detail(request, code):
         "references_by_kind": _references_by_kind(finding.references.all()),
         "previous": previous,
         "next": following,
+        "tables": recomputing_tables(finding.code),
     }
     return render(request, "findings/detail.html", context)
+
+
+def recomputing_tables(code: str) -> list[dict]:
+    """The benchmark tables that cite this finding and recompute its figures from stored rows."""
+    from benchmarks_app.models import Comparison
+
+    return [
+        {"slug": c.slug, "title": c.title, "url": reverse("benchmarks:detail", args=[c.slug])}
+        for c in Comparison.objects.only("slug", "title", "findings")
+        if code in (c.findings or [])
+    ]
+
+
+def _attach_stored_experiments(references) -> None:
+    """Give each reference the stored experiment names once, so its links need no query of their own."""
+    from benchmarks_app.experiment_names import stored_experiments
+
+    stored = stored_experiments()
+    for ref in references:
+        ref.stored_experiments = stored
 
 
 def _neighbours(finding: Finding) -> tuple[Finding | None, Finding | None]:

@@ -58,7 +58,12 @@ def _published_checks(table_slug: str, labels: list[str], row_id: str) -> list[d
         return []
     body = build_table(comparison)
     checks = [*body.get("unplaced_checks", []), *(c for row in body["rows"] for c in row.get("published", []))]
-    return [{**c, "row": row_id, "label": f"{table_slug}: {c['label']}"} for c in checks if c["label"] in labels]
+    # `source_table` marks a copy: the check is counted once, on its own table.
+    return [
+        {**c, "row": row_id, "label": f"{table_slug}: {c['label']}", "source_table": table_slug}
+        for c in checks
+        if c["label"] in labels
+    ]
 
 
 def _cost(flops: list[tuple[str, dict, float]], arm_models: dict, selector: dict) -> tuple[str, str]:

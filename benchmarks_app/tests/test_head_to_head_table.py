@@ -70,8 +70,15 @@ def test_the_portals_side_is_the_experiments_own_verdict_with_cost_beside_it(wit
 def test_the_benchmarks_page_shows_the_head_to_head_beside_the_programmes_tables(client, with_experiments):
     page = html.unescape(client.get("/benchmarks/").content.decode())
     assert "Head-to-head on the portal's models" in page
-    assert page.index("table-local-head-to-head") > page.index("table-exp31-adaptive-depth")
-    assert "/benchmarks/experiments/head-to-head-demo/" in page
+    # The programme's record first; the portal's own models in their own section after it.
+    assert (
+        page.index('id="local-head-to-head"')
+        > page.index('id="portal-models"')
+        > page.index('id="exp31-adaptive-depth"')
+    )
+    assert (
+        "/benchmarks/experiments/head-to-head-demo/" in client.get("/benchmarks/local-head-to-head/").content.decode()
+    )
 
 
 def test_the_portals_figures_follow_from_the_experiments_committed_rows(with_experiments):

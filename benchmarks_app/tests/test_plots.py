@@ -36,21 +36,23 @@ def test_the_overview_plot_puts_f45s_recomputed_interval_beside_the_published_on
     assert "95% interval beside the published figure" in table["overview_caption"]
 
 
-def test_every_table_with_rows_has_a_plot_on_the_benchmarks_page(client, seeded):
-    html = client.get("/benchmarks/").content.decode()
-    assert "vendor/plotly.min.js" in html and '<script type="module" src="/static/js/benchmarks.js">' in html
+def test_every_table_with_rows_has_its_plots_on_its_own_page_and_none_on_the_overview(client, seeded):
+    overview = client.get("/benchmarks/").content.decode()
+    assert "vendor/plotly.min.js" not in overview
     for comparison in Comparison.objects.all():
         table = build_table(comparison)
+        html = client.get(f"/benchmarks/{comparison.slug}/").content.decode()
         if table["empty"]:
             assert f'id="plot-{comparison.slug}"' not in html
             continue
+        assert "vendor/plotly.min.js" in html and '<script type="module" src="/static/js/benchmarks.js">' in html
         assert f'data-plot="plot-data-{comparison.slug}"' in html, comparison.slug
         block = html.split(f'id="plot-data-{comparison.slug}" type="application/json">')[1]
         data = json.loads(block.split("</script>")[0])
         assert data["type"] in {"forest", "dots", "curve", "depth", "ladder"}
     # Each plot sits above its table, which stays.
-    section = html.split('id="f45-equal-compute"', 1)[1]
-    assert section.index('id="plot-f45-equal-compute"') < section.index('id="table-f45-equal-compute"')
+    html = client.get("/benchmarks/f45-equal-compute/").content.decode()
+    assert html.index('id="plot-f45-equal-compute"') < html.index('id="table-f45-equal-compute"')
 
 
 def test_the_detail_plot_caption_comes_from_the_data(client, seeded):
