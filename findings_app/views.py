@@ -9,19 +9,10 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils.http import urlencode
 
+from .home import BOTTOM_LINE, HEADLINES
 from .models import Finding, FindingLink, RecordNote, Reference, canonical_code
-from .services import filter_findings, headline_figures, review_overview, theme_overview
+from .services import bottom_line, filter_findings, headline_figures, review_overview, theme_overview
 
-# The home page's numbers: (label, finding code, figure name). Values come from the stored Figure rows.
-HEADLINES = [
-    ("Tied block at the explicit model's width: quality ratio", "F45", "mean ratio"),
-    ("…and its parameters, tied against explicit", "F45", "parameters"),
-    ("Anytime-unrolled training at matched parameters (qualified by F44)", "F24", "B1 ratio vs explicit"),
-    ("The wide tied model at equal compute: quality ratio", "F44", "ratio at mean depth 2.08"),
-    ("Routing council against the designated single model", "F41", "deployed system vs designated single model"),
-    ("Qwen2.5-7B-Instruct alone on the same questions", "F54", "Qwen2.5-7B-Instruct"),
-    ("The billion-parameter tied twin: perplexity ratio over training", "F55", "perplexity ratios"),
-]
 LATEST_COUNT = 6
 
 
@@ -36,6 +27,7 @@ def home(request):
         "home.html",
         {
             "section": "home",
+            "bottom_line": bottom_line(BOTTOM_LINE),
             "headlines": headline_figures(HEADLINES),
             "notes": RecordNote.objects.all(),
             "themes": theme_overview(),
