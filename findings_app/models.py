@@ -174,6 +174,28 @@ class Finding(models.Model):
         return STATUS_BADGES.get(self.status, "neutral")
 
     @property
+    def status_badge_text(self) -> str:
+        """The badge's words: the outcome, and where the record's own status word differs, why.
+
+        The record writes VALIDATED for a measurement the reviewer checked, even when what it measured missed its
+        target (F18: "VALIDATED (formal H1 miss)"), so such a badge reads "Missed · measurement validated".
+        """
+        display = self.get_status_display()
+        head = self.status_raw.split("·")[0].split("(")[0].strip()
+        if head.upper() == Status.VALIDATED and self.status != Status.VALIDATED:
+            return f"{display} · measurement validated"
+        if self.status == Status.OTHER and head:
+            return f"{display} · {head.lower()}"
+        return display
+
+    @property
+    def status_badge_title(self) -> str:
+        """The badge's tooltip: what the record says, word for word."""
+        if self.status_badge_text == self.get_status_display():
+            return f"Outcome: {self.get_status_display().lower()}"
+        return f"Outcome as the portal reads it; the record's status: {self.status_raw}"
+
+    @property
     def review_badge(self) -> str:
         return REVIEW_BADGES.get(self.review, "neutral")
 
@@ -257,6 +279,23 @@ class Figure(models.Model):
     @property
     def anchor(self) -> str:
         return "fig-" + (slugify(self.name) or str(self.position))
+
+    @property
+    def spread(self) -> float | None:
+        """The ± of a "value ± spread" figure (kept as a spread, never shown as a bracketed interval)."""
+        if self.interval_kind != self.IntervalKind.PLUS_MINUS or self.number is None or self.interval_low is None:
+            return None
+        return round(self.number - self.interval_low, 12)
+
+    @property
+    def interval_label(self) -> str:
+        """What a bracketed interval is, in the record's own words: a bootstrap CI only where it says bootstrap."""
+        context = self.context.lower()
+        if "bootstrap" in context:
+            return "95% bootstrap CI" if "95%" in context else "bootstrap CI"
+        if "ci" in context.split() or "ci [" in context:
+            return "CI as recorded"
+        return "interval as recorded"
 
 
 class FindingLink(models.Model):

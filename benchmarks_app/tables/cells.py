@@ -16,6 +16,9 @@ def _summary_cell(values: dict[int, float], scale: float = 1.0) -> dict:
     summary = stats.summarize({s: v * scale for s, v in values.items()})
     if summary.n == 0:
         return _cell("no rows", num=False, empty=True)
+    if summary.n > 1 and stats.is_deterministic(list(values.values())):
+        # The same value in every seed (a fixed depth, a count): no spread to show.
+        return _cell(f"{fmt(summary.mean)} (every seed)", mean=summary.mean, sd=None, n=summary.n)
     text = fmt(summary.mean) + (f" ± {fmt(summary.sd)}" if summary.sd is not None else "")
     return _cell(text, mean=summary.mean, sd=summary.sd, n=summary.n)
 

@@ -44,7 +44,7 @@ function ratioPlot(el, d) {
   if (d.mean !== null && d.mean !== undefined) {
     const interval = seeds.length >= 2 && d.ci && d.ci[0] !== null;
     traces.push({
-      type: "scatter", mode: "markers", name: interval ? "mean with its 95% interval" : "mean (one seed: no interval)",
+      type: "scatter", mode: "markers", name: interval ? `mean, ${d.interval_label || "interval"}` : "mean (one seed: no interval)",
       x: ["mean"], y: [d.mean], marker: { size: 13, color: PALETTE[1], symbol: "diamond" },
       error_y: interval
         ? { type: "data", symmetric: false, array: [d.ci[1] - d.mean], arrayminus: [d.mean - d.ci[0]], color: PALETTE[1] }
@@ -63,7 +63,7 @@ function forestPlot(el, d) {
     const rows = d.rows.filter((r) => r.kind === kind && r.value !== null);
     const hasBars = rows.some((r) => r.low !== null && r.low !== undefined);
     return {
-      type: "scatter", mode: "markers", name: kind === "recomputed" ? (hasBars ? "recomputed, 95% interval" : "recomputed") : "published",
+      type: "scatter", mode: "markers", name: kind === "recomputed" ? (hasBars ? `recomputed, ${d.interval_label || "interval"}` : "recomputed") : "published",
       y: rows.map((r) => r.label), x: rows.map((r) => r.value),
       text: rows.map((r) => (r.status ? `published: ${r.status}` : "recomputed from the stored rows")),
       hovertemplate: "%{y}: %{x:.4f} (%{text})<extra></extra>",
