@@ -88,6 +88,7 @@ def overview(tables: list[dict]) -> dict:
             "verdict": verdict(table),
             "findings": table["findings"],
             "full_provenance": table["full_provenance"],
+            "uploads": table.get("uploads", []),
         }
         (portal if is_portal_table(table) else programme).append(row)
     shown = [t for t in tables if not t["empty"]]

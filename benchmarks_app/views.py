@@ -13,7 +13,7 @@ from django.http import HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.csrf import csrf_exempt, csrf_protect
 
-from . import stats, tables
+from . import stats, tables, upload_review
 from .experiment_names import resolve, stored_experiments
 from .models import Arm, Comparison, ResultRow, Run, SourceFile
 from .overview import overview
@@ -133,6 +133,33 @@ def run_detail(request, run_id: str):
     return render(request, "benchmarks/run_detail.html", context)
 
 
+def _held_batch(request):
+    """The batch the uploader was asked about: (paired, format) on confirm; (None, "") on cancel or a stale token."""
+    token = request.POST.get("held", "")
+    if request.POST.get("decision") != "confirm":
+        upload_review.discard(token)
+        messages.info(request, "Upload cancelled: nothing was stored.")
+        return None, ""
+    released = upload_review.release(token, request.user.pk)
+    if released is None:
+        messages.error(request, "That upload is no longer waiting for confirmation; choose the files again.")
+        return None, ""
+    return released
+
+
+def _queue(request, paired, fmt) -> None:
+    try:
+        stored = queue_uploads(paired, fmt=fmt, uploader=request.user)
+    except IngestError as exc:
+        messages.error(request, exc.message)
+        stored = []
+    for hint, source, duplicate in stored:
+        if duplicate:
+            messages.info(request, f"{hint}: identical bytes already uploaded as #{source.pk}; nothing new.")
+        else:
+            messages.success(request, f"{hint}: queued as upload #{source.pk}.")
+
+
 def choices() -> dict:
     """Distinct experiment:arm pairs and metrics for the pickers: a scan of every row, so cached per ingest."""
     key = f"benchmarks:choices:{tables_cache_version()}"
@@ -203,25 +230,28 @@ def uploads(request):
 @csrf_protect
 def _uploads(request):
     if request.method == "POST":
-        files = request.FILES.getlist("file")
-        oversize = getattr(request, "_benchmarks_oversize", [])
-        hints = [h.strip() for h in request.POST.get("paths", "").splitlines() if h.strip()]
-        fmt = request.POST.get("format", "")
-        try:
-            paired = validate_upload_batch(files, hints, fmt, oversize)
-        except UploadRefused as exc:
-            messages.error(request, exc.message)
-            return redirect("benchmarks:uploads")
-        try:
-            stored = queue_uploads(paired, fmt=fmt, uploader=request.user)
-        except IngestError as exc:
-            messages.error(request, exc.message)
-            stored = []
-        for hint, source, duplicate in stored:
-            if duplicate:
-                messages.info(request, f"{hint}: identical bytes already uploaded as #{source.pk}; nothing new.")
-            else:
-                messages.success(request, f"{hint}: queued as upload #{source.pk}.")
+        if request.POST.get("held"):
+            paired, fmt = _held_batch(request)
+            if paired is None:
+                return redirect("benchmarks:uploads")
+        else:
+            files = request.FILES.getlist("file")
+            oversize = getattr(request, "_benchmarks_oversize", [])
+            hints = [h.strip() for h in request.POST.get("paths", "").splitlines() if h.strip()]
+            fmt = request.POST.get("format", "")
+            try:
+                paired = validate_upload_batch(files, hints, fmt, oversize)
+            except UploadRefused as exc:
+                messages.error(request, exc.message)
+                return redirect("benchmarks:uploads")
+            # Rows for the programme's own experiments change its record: ask first, naming the tables.
+            changed = upload_review.programme_tables_changed(upload_review.experiments_in(paired, fmt))
+            if changed:
+                token = upload_review.hold(paired, fmt, request.user.pk)
+                files = [hint for hint, _, _ in paired]
+                context = {"section": "benchmarks", "tables": changed, "token": token, "files": files}
+                return render(request, "benchmarks/upload_confirm.html", context)
+        _queue(request, paired, fmt)
         return redirect("benchmarks:uploads")
     recent = SourceFile.objects.select_related("uploader").order_by("-pk")[:50]
     context = {

@@ -32,7 +32,10 @@ def _ratio_cell(ratio: dict) -> dict:
     if not ratio["n"]:
         return _cell("no paired seeds", num=False, empty=True)
     text = f"{fmt(ratio['mean'])} [{fmt(ratio['ci_low'])}, {fmt(ratio['ci_high'])}]"
-    return _cell(text, mean=ratio["mean"], sd=ratio["sd"], ci_low=ratio["ci_low"], ci_high=ratio["ci_high"])
+    # n: the paired seeds behind the ratio, shown beside it (it can be fewer than the seeds behind a mean).
+    return _cell(
+        text, mean=ratio["mean"], sd=ratio["sd"], ci_low=ratio["ci_low"], ci_high=ratio["ci_high"], n=ratio["n"]
+    )
 
 
 def _stat_options(comparison: Comparison) -> dict:

@@ -23,6 +23,20 @@ def full_provenance(rows: list[dict]) -> bool:
     return bool(rows) and all(is_recorded(r["config_hash"]) and is_recorded(r["git_commit"]) for r in rows)
 
 
+def uploads_in(rows: list[dict]) -> list[dict]:
+    """The uploaded files among a table's rows: who, when, which file, how many rows and which seeds."""
+    found: dict[tuple, dict] = {}
+    for r in rows:
+        if not r.get("uploaded"):
+            continue
+        key = (r["uploaded_by"], r["uploaded_at"], r["source"])
+        item = found.setdefault(key, {"by": key[0], "at": key[1], "source": key[2], "rows": 0, "seeds": set()})
+        item["rows"] += 1
+        if r["seed"] is not None:
+            item["seeds"].add(r["seed"])
+    return [{**item, "seeds": sorted(item["seeds"])} for item in found.values()]
+
+
 def side_rows(experiment: str, arm: str, metric: str, condition: dict | None = None, seeds=None):
     qs = ResultRow.objects.for_side(experiment, arm, metric, condition_key(condition))
     if seeds:
