@@ -7,7 +7,7 @@ from django.db.models import Count, Q
 from django.urls import reverse
 from django.utils.text import slugify
 
-from .figure_values import parse_value
+from .figure_values import badge_text, interval_label, parse_value
 from .provenance import normalise_experiment, normalise_reference
 
 CODE_PATTERN = r"F\d{1,3}(?:-(?:correction|addendum))?"
@@ -175,22 +175,12 @@ class Finding(models.Model):
 
     @property
     def status_badge_text(self) -> str:
-        """The badge's words: the outcome, and where the record's own status word differs, why.
-
-        The record writes VALIDATED for a measurement the reviewer checked, even when what it measured missed its
-        target (F18: "VALIDATED (formal H1 miss)"), so such a badge reads "Missed · measurement validated".
-        """
-        display = self.get_status_display()
-        head = self.status_raw.split("·")[0].split("(")[0].strip()
-        if head.upper() == Status.VALIDATED and self.status != Status.VALIDATED:
-            return f"{display} · measurement validated"
-        if self.status == Status.OTHER and head:
-            return f"{display} · {head.lower()}"
-        return display
+        """The badge's words; where the record's own status word differs, why (F18: "Missed · measurement
+        validated"). See figure_values.badge_text."""
+        return badge_text(self.get_status_display(), self.status, self.status_raw)
 
     @property
     def status_badge_title(self) -> str:
-        """The badge's tooltip: what the record says, word for word."""
         if self.status_badge_text == self.get_status_display():
             return f"Outcome: {self.get_status_display().lower()}"
         return f"Outcome as the portal reads it; the record's status: {self.status_raw}"
@@ -289,13 +279,8 @@ class Figure(models.Model):
 
     @property
     def interval_label(self) -> str:
-        """What a bracketed interval is, in the record's own words: a bootstrap CI only where it says bootstrap."""
-        context = self.context.lower()
-        if "bootstrap" in context:
-            return "95% bootstrap CI" if "95%" in context else "bootstrap CI"
-        if "ci" in context.split() or "ci [" in context:
-            return "CI as recorded"
-        return "interval as recorded"
+        """What a bracketed interval is, in the record's words: a bootstrap CI only where it says bootstrap."""
+        return interval_label(self.context)
 
 
 class FindingLink(models.Model):
