@@ -33,6 +33,8 @@ def headline(table: dict) -> dict | None:
     checks = [c for c in table["checks"] if not c.get("source_table")]
     wanted = HEADLINE_CHECK.get(table["slug"])
     chosen = next((c for c in checks if c["label"] == wanted), checks[0] if checks else None)
+    if chosen is None and table.get("outcome"):  # a pre-registered experiment's overall verdict
+        return {"label": "the portal's verdict", "value": table["outcome"]["verdict"], "published": ""}
     if chosen is None:
         return None
     return {"label": chosen["label"], "value": chosen["recomputed_text"], "published": chosen["published"]}
@@ -43,6 +45,9 @@ def verdict(table: dict) -> dict:
     counts = table["counts"]
     total = sum(counts.values())
     if not total:
+        quoted = sum(1 for c in table["checks"] if c.get("source_table"))
+        if quoted:  # the head-to-head quotes the programme's checks; they count on their own tables
+            return {"text": f"quotes {quoted} published figures, checked on their own tables", "badge": "neutral"}
         return {"text": "no published figure to check", "badge": "neutral"}
     if counts["differs"]:
         return {"text": f"{counts['differs']} of {total} published figures differ", "badge": "bad"}
@@ -60,13 +65,20 @@ def verdict(table: dict) -> dict:
     return {"text": f"all {total} published figures match", "badge": "ok"}
 
 
+CLAIM_CHARS = 180
+
+
 def claim(table: dict, finding_titles: dict[str, str]) -> str:
-    """What the table tests: its first finding's title, else the first sentence of its description."""
-    for link in table["findings"]:
-        if link["code"] in finding_titles:
-            return finding_titles[link["code"]]
-    text = table["description"] or table["title"]
-    return text.split(". ")[0].rstrip(".") + "."
+    """What the table tests: for the programme's, its first finding's title; else its description's first clause."""
+    if not is_portal_table(table):
+        for link in table["findings"]:
+            if link["code"] in finding_titles:
+                return finding_titles[link["code"]]
+    text = (table["description"] or table["title"]).split(". ")[0].rstrip(".")
+    if len(text) > CLAIM_CHARS:
+        cut = max(text.rfind(": ", 0, CLAIM_CHARS), text.rfind(", ", 0, CLAIM_CHARS))
+        text = text[: cut if cut > 40 else CLAIM_CHARS].rstrip(" ,:") + " …"
+    return text if text.endswith("…") else text + "."
 
 
 def overview(tables: list[dict]) -> dict:
