@@ -201,6 +201,7 @@ def compare_page(request):
         "fmt": stats.format_figure,
     }
     if result:
+        context["interval_label"] = stats.interval_label(result["ratio"]["n"], method)
         context["seed_rows"] = _seed_rows(result)
         context["plot"] = tables.ratio_plot(result)
     return render(request, "benchmarks/compare.html", context)
