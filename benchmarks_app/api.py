@@ -17,6 +17,7 @@ from rest_framework.views import APIView
 from portal.api import ApiError
 
 from . import stats, tables
+from .experiment_names import resolve
 from .models import Comparison, ResultRow, SourceFile
 from .parsers import FORMATS, IngestError
 from .uploads import MAX_FILES, SizeLimitedUploadHandler, queue_uploads, validate_upload_batch
@@ -247,7 +248,7 @@ class ResultRowSerializer(serializers.ModelSerializer):
         return (obj.source_file.path_hint or obj.source_file.original_name) if obj.source_file else ""
 
 
-FILTERS = {"experiment": "experiment", "arm": "arm_label", "metric": "metric", "run": "arm__run__run_id"}
+FILTERS = {"arm": "arm_label", "metric": "metric", "run": "arm__run__run_id"}
 
 
 def filter_results(params):
@@ -255,6 +256,8 @@ def filter_results(params):
     for param, field in FILTERS.items():
         if params.get(param):
             qs = qs.filter(**{field: params[param]})
+    if params.get("experiment"):  # the programme's name (exp10) also finds the rows stored as exp10_5090
+        qs = qs.filter(experiment__in=resolve(params["experiment"]) or [params["experiment"]])
     if params.get("seed"):
         try:
             qs = qs.filter(seed=int(params["seed"]))

@@ -37,7 +37,9 @@ class RunQuerySet(models.QuerySet):
         """Runs with that experiment, an arm of that label, that seed and rows of that metric (each optional)."""
         qs = self
         if experiment:
-            qs = qs.filter(experiment=experiment)
+            from .experiment_names import resolve
+
+            qs = qs.filter(experiment__in=resolve(experiment) or [experiment])
         if arm:
             qs = qs.filter(arms__label=arm)
         if seed is not None:

@@ -161,6 +161,18 @@ def t_interval(values: Sequence[float], *, level: float = DEFAULT_LEVEL) -> tupl
     return m - half, m + half
 
 
+def normal_interval(values: Sequence[float], *, level: float = DEFAULT_LEVEL) -> tuple[float | None, float | None]:
+    """Mean ± z·SD/√n (normal approximation); how some of the record's printed intervals were made."""
+    n = len(values)
+    if n < 2:
+        return (float(values[0]), float(values[0])) if n else (None, None)
+    from statistics import NormalDist
+
+    m = sum(values) / n
+    half = NormalDist().inv_cdf(0.5 + level / 2.0) * sample_sd(values) / math.sqrt(n)
+    return m - half, m + half
+
+
 def interval(values: Sequence[float], method: str = "bootstrap", **options) -> tuple[float | None, float | None]:
     """Dispatch to `bootstrap_ci` or `t_interval` by name."""
     if method == "bootstrap":
@@ -170,6 +182,38 @@ def interval(values: Sequence[float], method: str = "bootstrap", **options) -> t
     raise ValueError(f"unknown interval method {method!r}; use one of {', '.join(METHODS)}")
 
 
+def interval_label(n: int, method: str = "bootstrap", level: float = DEFAULT_LEVEL) -> str:
+    """What an interval over `n` seeds is, in a column head's words: '' when there is none.
+
+    With three seeds or fewer a 95% percentile bootstrap is exactly the min–max of the values, so it is called
+    what it is, a range; only with more seeds is it a bootstrap confidence interval.
+
+    >>> interval_label(3), interval_label(5), interval_label(1), interval_label(4, "t")
+    ('range of 3 seeds', '95% bootstrap CI', '', '95% t interval')
+    """
+    if n <= 1:
+        return ""
+    pct = f"{level * 100:g}%"
+    if method == "t":
+        return f"{pct} t interval"
+    if n <= 3 and level >= 0.9:
+        return f"range of {n} seeds"
+    return f"{pct} bootstrap CI"
+
+
+def interval_heading(ns) -> str:
+    """One column head for intervals over several rows' seed counts ('range of 3 seeds' when all are three)."""
+    labels = {interval_label(n) for n in ns if n > 1}
+    if len(labels) == 1:
+        return labels.pop()
+    return "interval (see the note)" if labels else "no interval"
+
+
+def is_deterministic(values: Sequence[float]) -> bool:
+    """Every seed gave the same value (a count such as FLOPs): a figure with no interval to show."""
+    return len(values) > 0 and max(values) == min(values)
+
+
 def describe_interval(method: str, n: int, level: float = DEFAULT_LEVEL, resamples: int = DEFAULT_RESAMPLES) -> str:
     """The sentence a table prints under itself to say which interval it shows."""
     pct = f"{level * 100:g}%"
@@ -177,7 +221,10 @@ def describe_interval(method: str, n: int, level: float = DEFAULT_LEVEL, resampl
         return f"{pct} Student-t interval over {n} seed{'s' if n != 1 else ''} (df = {max(n - 1, 0)})."
     text = f"{pct} percentile bootstrap over seeds ({resamples:,} resamples, seeded RNG)."
     if n == 3:
-        text += " With three seeds the bootstrap interval is the min–max of the per-seed ratios."
+        text += (
+            " With three seeds the bootstrap interval is the min–max of the per-seed ratios, so it is shown as the"
+            " range of 3 seeds."
+        )
     elif n == 1:
         text += " With one seed there is no interval: it is that seed's value."
     return text

@@ -13,20 +13,28 @@ from django.http import HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.csrf import csrf_exempt, csrf_protect
 
-from . import stats, tables
+from . import stats, tables, upload_review
+from .experiment_names import resolve, stored_experiments
 from .models import Arm, Comparison, ResultRow, Run, SourceFile
+from .overview import overview
 from .parsers import FORMATS, IngestError
 from .records import tables_cache_version
 from .uploads import SizeLimitedUploadHandler, UploadRefused, queue_uploads, validate_upload_batch
 
 
 def index(request):
-    items = [tables.build_table(c) for c in Comparison.objects.all()]
-    totals = {status: sum(t["counts"][status] for t in items) for status in tables.STATUS_TEXT}
+    view = overview([tables.build_table(c) for c in Comparison.objects.all()])
+    sections = [
+        ("programme-record", "The programme's record",
+         "Each table recomputes figures the programme published, from the rows of its own runs.", view["programme"]),
+        ("portal-models", "This portal's own models",
+         "Measured on the small models this portal trains and serves, beside the programme's claims they echo.",
+         view["portal"]),
+    ]  # fmt: skip
     context = {
         "section": "benchmarks",
-        "tables": items,
-        "totals": totals,
+        "view": view,
+        "sections": [s for s in sections if s[3]],
         "row_count": ResultRow.objects.count(),
         "run_count": Run.objects.count(),
     }
@@ -82,11 +90,15 @@ def runs(request):
     else:
         qs = Run.objects.matching(filters["experiment"], filters["arm"], int(seed) if seed else None, filters["metric"])
     page = Paginator(qs, 50).get_page(request.GET.get("page"))
+    experiments = stored_experiments()
+    wanted = filters["experiment"]
     context = {
         "section": "benchmarks",
         "page": page,
         "filters": filters,
-        "experiments": Run.objects.experiment_names(),
+        # The programme's name (exp10) stays selected even though its rows are stored as exp10_5090.
+        "experiments": experiments if not wanted or wanted in experiments else [wanted, *experiments],
+        "stored_as": [name for name in resolve(wanted, experiments) if name != wanted],
         "arms": Arm.objects.labels(),
         "metrics": choices()["metrics"],
         "query": "&".join(f"{k}={v}" for k, v in filters.items() if v),
@@ -119,6 +131,33 @@ def run_detail(request, run_id: str):
         ],
     }
     return render(request, "benchmarks/run_detail.html", context)
+
+
+def _held_batch(request):
+    """The batch the uploader was asked about: (paired, format) on confirm; (None, "") on cancel or a stale token."""
+    token = request.POST.get("held", "")
+    if request.POST.get("decision") != "confirm":
+        upload_review.discard(token)
+        messages.info(request, "Upload cancelled: nothing was stored.")
+        return None, ""
+    released = upload_review.release(token, request.user.pk)
+    if released is None:
+        messages.error(request, "That upload is no longer waiting for confirmation; choose the files again.")
+        return None, ""
+    return released
+
+
+def _queue(request, paired, fmt) -> None:
+    try:
+        stored = queue_uploads(paired, fmt=fmt, uploader=request.user)
+    except IngestError as exc:
+        messages.error(request, exc.message)
+        stored = []
+    for hint, source, duplicate in stored:
+        if duplicate:
+            messages.info(request, f"{hint}: identical bytes already uploaded as #{source.pk}; nothing new.")
+        else:
+            messages.success(request, f"{hint}: queued as upload #{source.pk}.")
 
 
 def choices() -> dict:
@@ -162,6 +201,7 @@ def compare_page(request):
         "fmt": stats.format_figure,
     }
     if result:
+        context["interval_label"] = stats.interval_label(result["ratio"]["n"], method)
         context["seed_rows"] = _seed_rows(result)
         context["plot"] = tables.ratio_plot(result)
     return render(request, "benchmarks/compare.html", context)
@@ -191,25 +231,28 @@ def uploads(request):
 @csrf_protect
 def _uploads(request):
     if request.method == "POST":
-        files = request.FILES.getlist("file")
-        oversize = getattr(request, "_benchmarks_oversize", [])
-        hints = [h.strip() for h in request.POST.get("paths", "").splitlines() if h.strip()]
-        fmt = request.POST.get("format", "")
-        try:
-            paired = validate_upload_batch(files, hints, fmt, oversize)
-        except UploadRefused as exc:
-            messages.error(request, exc.message)
-            return redirect("benchmarks:uploads")
-        try:
-            stored = queue_uploads(paired, fmt=fmt, uploader=request.user)
-        except IngestError as exc:
-            messages.error(request, exc.message)
-            stored = []
-        for hint, source, duplicate in stored:
-            if duplicate:
-                messages.info(request, f"{hint}: identical bytes already uploaded as #{source.pk}; nothing new.")
-            else:
-                messages.success(request, f"{hint}: queued as upload #{source.pk}.")
+        if request.POST.get("held"):
+            paired, fmt = _held_batch(request)
+            if paired is None:
+                return redirect("benchmarks:uploads")
+        else:
+            files = request.FILES.getlist("file")
+            oversize = getattr(request, "_benchmarks_oversize", [])
+            hints = [h.strip() for h in request.POST.get("paths", "").splitlines() if h.strip()]
+            fmt = request.POST.get("format", "")
+            try:
+                paired = validate_upload_batch(files, hints, fmt, oversize)
+            except UploadRefused as exc:
+                messages.error(request, exc.message)
+                return redirect("benchmarks:uploads")
+            # Rows for the programme's own experiments change its record: ask first, naming the tables.
+            changed = upload_review.programme_tables_changed(upload_review.experiments_in(paired, fmt))
+            if changed:
+                token = upload_review.hold(paired, fmt, request.user.pk)
+                files = [hint for hint, _, _ in paired]
+                context = {"section": "benchmarks", "tables": changed, "token": token, "files": files}
+                return render(request, "benchmarks/upload_confirm.html", context)
+        _queue(request, paired, fmt)
         return redirect("benchmarks:uploads")
     recent = SourceFile.objects.select_related("uploader").order_by("-pk")[:50]
     context = {

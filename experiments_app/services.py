@@ -248,7 +248,9 @@ def arm_figures(experiment: Experiment, rows: list[criteria.Row]) -> list[dict]:
             rows_out = []
             for d in depths:
                 values = [by_depth[d][s] for s in sorted(by_depth[d])]
-                low, high = stats.bootstrap_ci(values) if len(values) > 1 else (None, None)
+                # A deterministic figure (FLOPs: the same in every seed) carries no interval.
+                spread = len(values) > 1 and not stats.is_deterministic(values)
+                low, high = stats.bootstrap_ci(values) if spread else (None, None)
                 rows_out.append(
                     {
                         "depth": d,
@@ -259,7 +261,10 @@ def arm_figures(experiment: Experiment, rows: list[criteria.Row]) -> list[dict]:
                         "n": len(values),
                     }
                 )
-            items.append({"metric": metric, "start": start, "seeds": seeds, "rows": rows_out})
+            with_interval = any(r["ci_low"] is not None for r in rows_out)
+            label = stats.interval_heading([r["n"] for r in rows_out if r["ci_low"] is not None])
+            items.append({"metric": metric, "start": start, "seeds": seeds, "rows": rows_out,
+                          "interval_label": label if with_interval else ""})  # fmt: skip
         halting = sorted(
             (
                 {

@@ -85,3 +85,36 @@ def _tidy(number: float) -> float:
     if number == 0 or not math.isfinite(number):
         return number
     return round(number, 12 - int(math.floor(math.log10(abs(number)))))
+
+
+def interval_label(context: str) -> str:
+    """What a figure's bracketed interval is, read from its context: a bootstrap CI only where it says bootstrap.
+
+    >>> interval_label("95% bootstrap CI [0.8979, 0.9492]"), interval_label("SD 0.0169; 95% interval [0.939, 0.977]")
+    ('95% bootstrap CI', 'interval as recorded')
+    """
+    lowered = context.lower()
+    if "bootstrap" in lowered:
+        return "95% bootstrap CI" if "95%" in lowered else "bootstrap CI"
+    if "ci" in lowered.split() or "ci [" in lowered:
+        return "CI as recorded"
+    return "interval as recorded"
+
+
+def badge_text(display: str, status: str, status_raw: str) -> str:
+    """A finding's badge: the outcome, and why when the record's own status word differs from it.
+
+    The record writes VALIDATED for a measurement the reviewer checked, even when what it measured missed its
+    target, so such a badge reads "Missed · measurement validated"; an OTHER outcome names the record's word.
+
+    >>> badge_text("Missed", "MISSED", "VALIDATED (formal H1 miss) · SIGNED-OFF")
+    'Missed · measurement validated'
+    >>> badge_text("Other", "OTHER", "RECORDED AS A BOUNDARY (operator halt, ADR 0011) · single seed")
+    'Other · recorded as a boundary'
+    """
+    head = status_raw.split("·")[0].split("(")[0].strip()
+    if head.upper() == "VALIDATED" and status != "VALIDATED":
+        return f"{display} · measurement validated"
+    if status == "OTHER" and head:
+        return f"{display} · {head.lower()}"
+    return display

@@ -7,8 +7,8 @@ from django.db.models import Count, Q
 from django.urls import reverse
 from django.utils.text import slugify
 
-from .figure_values import parse_value
-from .provenance import benchmark_runs_url, normalise_experiment, normalise_reference
+from .figure_values import badge_text, interval_label, parse_value
+from .provenance import normalise_experiment, normalise_reference
 
 CODE_PATTERN = r"F\d{1,3}(?:-(?:correction|addendum))?"
 _CODE = re.compile(rf"^(?:{CODE_PATTERN})$", re.IGNORECASE)
@@ -174,6 +174,18 @@ class Finding(models.Model):
         return STATUS_BADGES.get(self.status, "neutral")
 
     @property
+    def status_badge_text(self) -> str:
+        """The badge's words; where the record's own status word differs, why (F18: "Missed · measurement
+        validated"). See figure_values.badge_text."""
+        return badge_text(self.get_status_display(), self.status, self.status_raw)
+
+    @property
+    def status_badge_title(self) -> str:
+        if self.status_badge_text == self.get_status_display():
+            return f"Outcome: {self.get_status_display().lower()}"
+        return f"Outcome as the portal reads it; the record's status: {self.status_raw}"
+
+    @property
     def review_badge(self) -> str:
         return REVIEW_BADGES.get(self.review, "neutral")
 
@@ -258,6 +270,18 @@ class Figure(models.Model):
     def anchor(self) -> str:
         return "fig-" + (slugify(self.name) or str(self.position))
 
+    @property
+    def spread(self) -> float | None:
+        """The ± of a "value ± spread" figure (kept as a spread, never shown as a bracketed interval)."""
+        if self.interval_kind != self.IntervalKind.PLUS_MINUS or self.number is None or self.interval_low is None:
+            return None
+        return round(self.number - self.interval_low, 12)
+
+    @property
+    def interval_label(self) -> str:
+        """What a bracketed interval is, in the record's words: a bootstrap CI only where it says bootstrap."""
+        return interval_label(self.context)
+
 
 class FindingLink(models.Model):
     """A link the record states on `source`: it supersedes, corrects, or relates to `target`."""
@@ -338,10 +362,23 @@ class Reference(models.Model):
 
     @property
     def runs_url(self) -> str:
-        """Where the benchmark runs of an experiment are listed ('' for anything else)."""
+        """Where the stored runs of an experiment are listed: '' for anything else, and '' when no run of it is
+        stored (exp10 lists the runs stored as exp10_5090)."""
         if self.kind == self.Kind.EXPERIMENT and self.code:
-            return benchmark_runs_url(self.code)
+            from benchmarks_app.experiment_names import runs_url
+
+            return runs_url(self.code, getattr(self, "stored_experiments", None))
         return ""
+
+    @property
+    def stored_as(self) -> list[str]:
+        """The names this experiment's rows are stored under, where they differ from its code."""
+        if self.kind != self.Kind.EXPERIMENT or not self.code:
+            return []
+        from benchmarks_app.experiment_names import resolve
+
+        names = resolve(self.code, getattr(self, "stored_experiments", None))
+        return [] if names == [self.code] else names
 
 
 class RecordNote(models.Model):

@@ -137,36 +137,55 @@ class Headline:
     code: str
     name: str
     figure: Figure | None
+    table: dict | None = None
     checks: list[dict] | None = None
 
 
 def headline_figures(spec) -> list[Headline]:
-    """The home page's numbers: each (label, finding code, figure name) read from its stored Figure row, with the
-    benchmark tables' published-vs-recomputed checks of the numbers it quotes."""
-    figures = Figure.objects.lookup((code, name) for _, code, name in spec)
-    headlines = [Headline(label, code, name, figures.get((code, name))) for label, code, name in spec]
-    checks = benchmark_checks_by_finding({h.code for h in headlines})
-    for headline in headlines:
-        if headline.figure is not None:
-            headline.checks = quoted_checks(headline.figure, checks.get(headline.code, []))
+    """The home page's numbers: each (label, finding code, figure name, table slug) read from its stored Figure row,
+    with the published-vs-recomputed checks of the one table that recomputes it (never a table quoting another's)."""
+    figures = Figure.objects.lookup((code, name) for _, code, name, _ in spec)
+    by_table = benchmark_checks_by_table({slug for *_, slug in spec if slug})
+    headlines = []
+    for label, code, name, slug in spec:
+        headline = Headline(label, code, name, figures.get((code, name)))
+        table = by_table.get(slug)
+        if table is not None and headline.figure is not None:
+            headline.table = table
+            headline.checks = quoted_checks(headline.figure, table["checks"])
+        headlines.append(headline)
     return headlines
 
 
-def benchmark_checks_by_finding(codes: set[str]) -> dict[str, list[dict]]:
-    """{finding code: every published-vs-recomputed check of the benchmark tables that cite it (with the table)}."""
+def benchmark_checks_by_table(slugs: set[str]) -> dict[str, dict]:
+    """{table slug: {title, url, checks}}: each table's own published-vs-recomputed checks (copies left out)."""
     from benchmarks_app.models import Comparison
     from benchmarks_app.tables import build_table
 
-    out: dict[str, list[dict]] = {}
-    for comparison in Comparison.objects.all():
-        cited = [code for code in comparison.findings or [] if code in codes]
-        if not cited:
-            continue
-        table = build_table(comparison)
-        for item in table["checks"]:
-            for code in cited:
-                out.setdefault(code, []).append({**item, "table_url": f"/benchmarks/{comparison.slug}/"})
+    out: dict[str, dict] = {}
+    for comparison in Comparison.objects.filter(slug__in=slugs):
+        url = f"/benchmarks/{comparison.slug}/"
+        checks = [
+            {**item, "table_url": url} for item in build_table(comparison)["checks"] if not item.get("source_table")
+        ]
+        out[comparison.slug] = {"slug": comparison.slug, "title": comparison.title, "url": url, "checks": checks}
     return out
+
+
+def bottom_line(spec) -> list[dict]:
+    """The programme's bottom line: each statement with the table (or finding) a reader checks it against."""
+    from benchmarks_app.models import Comparison
+
+    titles = dict(Comparison.objects.filter(slug__in={slug for _, _, slug, _ in spec}).values_list("slug", "title"))
+    return [
+        {
+            "title": title,
+            "text": text,
+            "code": code,
+            "table": {"url": f"/benchmarks/{slug}/", "title": titles[slug]} if slug in titles else None,
+        }
+        for title, text, slug, code in spec
+    ]
 
 
 def quoted_checks(figure: Figure, checks: list[dict]) -> list[dict]:
@@ -186,8 +205,9 @@ def quoted_checks(figure: Figure, checks: list[dict]) -> list[dict]:
     return found
 
 
-def theme_overview() -> list[dict]:
-    counts = Finding.objects.counts_by("theme")
+def theme_overview(filters: dict | None = None) -> list[dict]:
+    """Each theme with its count of findings, within `filters` when given (so no chip offers an empty timeline)."""
+    counts = (Finding.objects.filtered(**filters) if filters else Finding.objects).counts_by("theme")
     return [{"value": value, "label": label, "count": counts.get(value, 0)} for value, label in Theme.choices]
 
 

@@ -9,19 +9,10 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils.http import urlencode
 
+from .home import BOTTOM_LINE, HEADLINES
 from .models import Finding, FindingLink, RecordNote, Reference, canonical_code
-from .services import filter_findings, headline_figures, review_overview, theme_overview
+from .services import bottom_line, filter_findings, headline_figures, review_overview, theme_overview
 
-# The home page's numbers: (label, finding code, figure name). Values come from the stored Figure rows.
-HEADLINES = [
-    ("Tied block at the explicit model's width: quality ratio", "F45", "mean ratio"),
-    ("…and its parameters, tied against explicit", "F45", "parameters"),
-    ("Anytime-unrolled training at matched parameters (qualified by F44)", "F24", "B1 ratio vs explicit"),
-    ("The wide tied model at equal compute: quality ratio", "F44", "ratio at mean depth 2.08"),
-    ("Routing council against the designated single model", "F41", "deployed system vs designated single model"),
-    ("Qwen2.5-7B-Instruct alone on the same questions", "F54", "Qwen2.5-7B-Instruct"),
-    ("The billion-parameter tied twin: perplexity ratio over training", "F55", "perplexity ratios"),
-]
 LATEST_COUNT = 6
 
 
@@ -36,6 +27,7 @@ def home(request):
         "home.html",
         {
             "section": "home",
+            "bottom_line": bottom_line(BOTTOM_LINE),
             "headlines": headline_figures(HEADLINES),
             "notes": RecordNote.objects.all(),
             "themes": theme_overview(),
@@ -51,6 +43,7 @@ def index(request):
     if request.GET.get("format") == "csv":
         return _timeline_csv(result.findings)
     findings = list(_timeline_prefetch(result.findings))
+    _attach_stored_experiments(ref for finding in findings for ref in finding.experiment_refs)
     query = urlencode(result.filters)
     context = {
         "section": "findings",
@@ -59,7 +52,8 @@ def index(request):
         "findings": findings,
         "days": [(day, list(entries)) for day, entries in groupby(findings, key=lambda finding: finding.date)],
         "total": Finding.objects.count(),
-        "themes": theme_overview(),
+        "themes": (themes := theme_overview({k: v for k, v in result.filters.items() if k != "theme"})),
+        "themes_total": sum(theme["count"] for theme in themes),
         "query": query,
         "csv_url": f"{reverse('findings:index')}?{urlencode({**result.filters, 'format': 'csv'})}",
         "json_url": f"{reverse('findings-api:list')}{'?' + query if query else ''}",
@@ -94,6 +88,7 @@ def detail(request, code):
         for kind, label in FindingLink.Kind.choices
     ]
     previous, following = _neighbours(finding)
+    _attach_stored_experiments(finding.references.all())
     context = {
         "section": "findings",
         "finding": finding,
@@ -102,8 +97,29 @@ def detail(request, code):
         "references_by_kind": _references_by_kind(finding.references.all()),
         "previous": previous,
         "next": following,
+        "tables": recomputing_tables(finding.code),
     }
     return render(request, "findings/detail.html", context)
+
+
+def recomputing_tables(code: str) -> list[dict]:
+    """The benchmark tables that cite this finding and recompute its figures from stored rows."""
+    from benchmarks_app.models import Comparison
+
+    return [
+        {"slug": c.slug, "title": c.title, "url": reverse("benchmarks:detail", args=[c.slug])}
+        for c in Comparison.objects.only("slug", "title", "findings")
+        if code in (c.findings or [])
+    ]
+
+
+def _attach_stored_experiments(references) -> None:
+    """Give each reference the stored experiment names once, so its links need no query of their own."""
+    from benchmarks_app.experiment_names import stored_experiments
+
+    stored = stored_experiments()
+    for ref in references:
+        ref.stored_experiments = stored
 
 
 def _neighbours(finding: Finding) -> tuple[Finding | None, Finding | None]:

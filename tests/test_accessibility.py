@@ -100,7 +100,7 @@ def test_the_lab_can_be_driven_from_the_keyboard_alone(page):
 def test_the_depth_dial_can_be_driven_from_the_keyboard_alone(page):
     page.goto("/demo/")
     wait_until(page, "!document.getElementById('generate').disabled", 60)
-    tab_to(page, "depth")
+    tab_to(page, "depth-slider")  # the logarithmic slider: an arrow key moves the depth by one
     start = int(page.locator("#depth-value").inner_text())  # the served model's default depth
     for _ in range(4):
         page.keyboard.press("ArrowLeft")

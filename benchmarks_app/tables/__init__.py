@@ -20,7 +20,16 @@ from .curve import build_curve
 from .head_to_head import build_head_to_head
 from .ladder import build_ladder
 from .plots import caption, overview_plot
-from .queries import compare, finding_links, parse_side, per_seed, provenance, side_rows
+from .queries import (
+    compare,
+    finding_links,
+    full_provenance,
+    parse_side,
+    per_seed,
+    provenance,
+    side_rows,
+    uploads_in,
+)
 from .ratio import build_ratio, ratio_plot
 
 __all__ = [
@@ -69,7 +78,13 @@ def build_table(comparison: Comparison, *, use_cache: bool = True) -> dict:
             "treatment": comparison.treatment if comparison.treatment_experiment else "",
             "baseline": comparison.baseline if comparison.baseline_experiment else "",
             "metric": comparison.metric,
-            "counts": {status: sum(1 for item in body["checks"] if item["status"] == status) for status in STATUS_TEXT},
+            "full_provenance": full_provenance(body["provenance"]),
+            "uploads": uploads_in(body["provenance"]),
+            # Checks copied from another table (the head-to-head quotes the programme's) count on that table only.
+            "counts": {
+                status: sum(1 for item in body["checks"] if item["status"] == status and not item.get("source_table"))
+                for status in STATUS_TEXT
+            },
         }
     )
     body["plot_caption"] = caption(body["plot"])

@@ -29,11 +29,13 @@ def build_adaptive(c: Comparison) -> dict:
         {int(_condition_value(key, "tolerance_multiple")) for (arm, key, _m) in grouped if arm == sweep_arm and key}
     )
     entries = [(arm, None) for arm in arms] + [(sweep_arm, {"tolerance_multiple": m}) for m in multiples]
-    rows, points, lookup = [], [], {}
+    rows, points, lookup, ratio_ns = [], [], {}, []
     for arm, cond in entries:
         blimp = values(arm, cond)
         depth = values(arm, cond, "mean_depth")
         ratio = stats.compare_per_seed(blimp, explicit, **opts)["ratio"]
+        if arm != explicit_arm:
+            ratio_ns.append(ratio["n"])
         label = arm if cond is None else f"{arm} (tolerance × {cond['tolerance_multiple']})"
         row_id = arm if cond is None else f"{arm}x{cond['tolerance_multiple']}"
         lookup[row_id] = (arm, cond)
@@ -75,7 +77,7 @@ def build_adaptive(c: Comparison) -> dict:
             "BLiMP (mean ± SD)",
             "Mean depth (iterations)",
             "n seeds",
-            "Ratio vs explicit [95% CI]",
+            f"Ratio vs explicit [{stats.interval_heading(ratio_ns)}]",
             "Per seed",
         ],  # fmt: skip
         "rows": rows,

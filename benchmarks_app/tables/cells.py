@@ -16,6 +16,9 @@ def _summary_cell(values: dict[int, float], scale: float = 1.0) -> dict:
     summary = stats.summarize({s: v * scale for s, v in values.items()})
     if summary.n == 0:
         return _cell("no rows", num=False, empty=True)
+    if summary.n > 1 and stats.is_deterministic(list(values.values())):
+        # The same value in every seed (a fixed depth, a count): no spread to show.
+        return _cell(f"{fmt(summary.mean)} (every seed)", mean=summary.mean, sd=None, n=summary.n)
     text = fmt(summary.mean) + (f" ± {fmt(summary.sd)}" if summary.sd is not None else "")
     return _cell(text, mean=summary.mean, sd=summary.sd, n=summary.n)
 
@@ -29,7 +32,10 @@ def _ratio_cell(ratio: dict) -> dict:
     if not ratio["n"]:
         return _cell("no paired seeds", num=False, empty=True)
     text = f"{fmt(ratio['mean'])} [{fmt(ratio['ci_low'])}, {fmt(ratio['ci_high'])}]"
-    return _cell(text, mean=ratio["mean"], sd=ratio["sd"], ci_low=ratio["ci_low"], ci_high=ratio["ci_high"])
+    # n: the paired seeds behind the ratio, shown beside it (it can be fewer than the seeds behind a mean).
+    return _cell(
+        text, mean=ratio["mean"], sd=ratio["sd"], ci_low=ratio["ci_low"], ci_high=ratio["ci_high"], n=ratio["n"]
+    )
 
 
 def _stat_options(comparison: Comparison) -> dict:

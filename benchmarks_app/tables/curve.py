@@ -56,7 +56,8 @@ def build_curve(c: Comparison) -> dict:
                             recomputed))  # fmt: skip
     columns = ["Arm", x_key, f"{c.metric} (mean ± SD)", "n seeds", "Per seed"]
     if baseline:
-        columns.append(f"Ratio vs {c.baseline} [95% CI]")
+        ns = [len(set(values) & set(baseline)) for values in groups.values()]
+        columns.append(f"Ratio vs {c.baseline} [{stats.interval_heading(ns)}]")
     return {
         "columns": columns,
         "rows": rows,

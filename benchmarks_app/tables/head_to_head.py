@@ -11,6 +11,9 @@ each checked against its recomputed value by that table's builder.
 
 from __future__ import annotations
 
+import math
+
+from .. import stats
 from ..models import Comparison, ResultRow
 from .cells import _cell, fmt
 
@@ -58,7 +61,12 @@ def _published_checks(table_slug: str, labels: list[str], row_id: str) -> list[d
         return []
     body = build_table(comparison)
     checks = [*body.get("unplaced_checks", []), *(c for row in body["rows"] for c in row.get("published", []))]
-    return [{**c, "row": row_id, "label": f"{table_slug}: {c['label']}"} for c in checks if c["label"] in labels]
+    # `source_table` marks a copy: the check is counted once, on its own table.
+    return [
+        {**c, "row": row_id, "label": f"{table_slug}: {c['label']}", "source_table": table_slug}
+        for c in checks
+        if c["label"] in labels
+    ]
 
 
 def _cost(flops: list[tuple[str, dict, float]], arm_models: dict, selector: dict) -> tuple[str, str]:
@@ -81,17 +89,7 @@ def build_head_to_head(c: Comparison) -> dict:
 
     spec = c.spec or {}
     experiment = Experiment.objects.filter(slug=spec.get("experiment") or c.treatment_experiment).first()
-    columns = [
-        "Claim",
-        "Measure",
-        "Programme: from its rows [95% CI]",
-        "Programme verdict",
-        "Portal's models [95% CI]",
-        "Portal per seed",
-        "Portal verdict",
-        "FLOPs/token (EqLM · explicit)",
-        "Parameters (EqLM · explicit)",
-    ]
+    columns = _columns([], [])
     if experiment is None:
         return {"columns": columns, "rows": [], "checks": [], "notes": [], "interval_note": "", "empty": True,
                 "provenance": [], "plot": None}  # fmt: skip
@@ -101,7 +99,7 @@ def build_head_to_head(c: Comparison) -> dict:
     flops = [(r.arm, r.condition, r.value) for r in rows_all
              if r.experiment == experiment.slug and r.metric == "flops_per_token"]  # fmt: skip
 
-    rows, checks = [], []
+    rows, checks, programme_ns, portal_ns = [], [], [], []
     for setting in spec.get("settings", []):
         part = outcome.parts[setting["part"]] if setting["part"] < len(outcome.parts) else None
         if part is None:
@@ -115,6 +113,9 @@ def build_head_to_head(c: Comparison) -> dict:
             node = programme_nodes[index] if index < len(programme_nodes) else None
             programme = _programme_outcome(node, seeds)
             programme_parts.append(programme)
+            if programme is not None:
+                programme_ns.append(len(programme.per_seed))
+            portal_ns.append(len(leaf.per_seed))
             row_id = f"{setting['finding']}-{index}"
             sel = leaf_nodes[index]
             eq_cost, eq_params = _cost(flops, arm_models, sel["of"])
@@ -130,7 +131,7 @@ def build_head_to_head(c: Comparison) -> dict:
                         _cell(programme.verdict if programme else "–", False),
                         _cell(_interval_text(leaf), False),
                         _cell(_per_seed(leaf), False),
-                        _cell(leaf.verdict, False, status=leaf.status),
+                        _verdict_cell(leaf, leaf_nodes[index], experiment.slug),
                         _cell(f"{eq_cost} · {base_cost}", False),
                         _cell(f"{eq_params} · {base_params}", False),
                     ],
@@ -184,7 +185,7 @@ def build_head_to_head(c: Comparison) -> dict:
         )
     provenance = _provenance(experiment.slug)
     return {
-        "columns": columns,
+        "columns": _columns(programme_ns, portal_ns),
         "rows": rows,
         "checks": checks,
         "notes": notes,
@@ -194,6 +195,54 @@ def build_head_to_head(c: Comparison) -> dict:
         "plot": None,
         "outcome": outcome.as_dict(),
     }
+
+
+def _columns(programme_ns: list[int], portal_ns: list[int]) -> list[str]:
+    """The table's heads; each interval column says what its intervals are (a range of 3 seeds is not a CI)."""
+    return [
+        "Claim",
+        "Measure",
+        f"Programme: from its rows [{stats.interval_heading(programme_ns)}]",
+        "Programme verdict",
+        f"Portal's models [{stats.interval_heading(portal_ns)}]",
+        "Portal per seed",
+        "Portal verdict",
+        "FLOPs/token (EqLM · explicit)",
+        "Parameters (EqLM · explicit)",
+    ]
+
+
+# BLiMP's minimal pairs are two-way choices: 0.5 is chance.
+BLIMP_CHANCE = 0.5
+
+
+def _at_chance(slug: str, selector: dict) -> bool:
+    """The arm's BLiMP accuracy, over its seeds, lies within the 95% binomial band of chance for one evaluation."""
+    rows = ResultRow.objects.filter(
+        experiment=slug, arm_label=selector.get("arm"), metric="blimp_accuracy", step__isnull=True
+    ).values_list("condition", "value", "n")
+    where = selector.get("where") or {}
+    found = [(value, n) for condition, value, n in rows if all((condition or {}).get(k) == v for k, v in where.items())]
+    if not found:
+        return False
+    mean = sum(value for value, _ in found) / len(found)
+    n = min((n for _, n in found if n), default=0)
+    band = 1.96 * math.sqrt(BLIMP_CHANCE * (1 - BLIMP_CHANCE) / n) if n else 0.02
+    return abs(mean - BLIMP_CHANCE) <= band
+
+
+def _verdict_cell(leaf, node: dict, slug: str) -> dict:
+    """The portal's verdict on one measure; a BLiMP comparison whose arms both sit at chance is inconclusive."""
+    other = node.get("over") or node.get("minus")
+    sides = [node.get("of"), other]
+    blimp = all(isinstance(side, dict) and side.get("metric") == "blimp_accuracy" for side in sides)
+    if blimp and all(_at_chance(slug, side) for side in sides):
+        return _cell(
+            f"inconclusive: both arms at chance on BLiMP (the criterion alone reads “{leaf.verdict}”)",
+            False,
+            status="inconclusive",
+        )
+    return _cell(leaf.verdict, False, status=leaf.status)
 
 
 def _absolute_figures(slug: str, rows) -> str:

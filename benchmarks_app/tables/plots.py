@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import re
 
+from .. import stats
+
 _NUM = re.compile(r"-?\d+(?:\.\d+)?")
 
 
@@ -21,8 +23,8 @@ def caption(plot: dict | None) -> str:
         n = _seeds(plot.get("per_seed"))
         if n >= 2:
             return (
-                f"Per-seed ratios ({n} seeds) with their mean and its 95% interval; the dotted line at 1 is "
-                "no difference. The table below holds every plotted number."
+                f"Per-seed ratios ({n} seeds) with their mean and its interval ({stats.interval_label(n)}); the "
+                "dotted line at 1 is no difference. The table below holds every plotted number."
             )
         return "One seed, so the ratio has no interval. The table below holds every plotted number."
     if kind == "curve":
@@ -48,7 +50,8 @@ def caption(plot: dict | None) -> str:
         rows = plot.get("rows", [])
         interval = any(r["kind"] == "recomputed" and r.get("low") is not None for r in rows)
         published = any(r["kind"] == "published" for r in rows)
-        what = "The recomputed ratio with its 95% interval" if interval else "The recomputed ratios"
+        label = plot.get("interval_label") or "interval"
+        what = f"The recomputed ratio with its interval ({label})" if interval else "The recomputed ratios"
         beside = (
             " beside the published figure (with its printed interval where the record gives one)" if published else ""
         )
@@ -86,7 +89,7 @@ def ratio_forest(body: dict) -> dict | None:
         }
     ]
     mean = _published(body["checks"], "ratio", "ratio_mean")
-    interval = _published(body["checks"], "ratio", "ci")
+    interval = _published(body["checks"], "ratio", "ci") or _published(body["checks"], "ratio", "ci_normal")
     if mean or interval:
         value = _numbers(mean["published"])[0] if mean and _numbers(mean["published"]) else None
         bounds = _numbers(interval["published"]) if interval else []
@@ -107,6 +110,7 @@ def ratio_forest(body: dict) -> dict | None:
         "x_title": f"{body.get('treatment') or 'treatment'} / {body.get('baseline') or 'baseline'}",
         "reference": 1.0,
         "reference_text": "a ratio of 1 (no difference)",
+        "interval_label": stats.interval_label(n),
         "rows": rows,
     }
 

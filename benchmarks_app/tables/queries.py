@@ -13,6 +13,30 @@ def finding_links(codes: list[str]) -> list[dict]:
     return [{"code": code, "url": f"/findings/{code}/"} for code in codes or []]
 
 
+def is_recorded(value) -> bool:
+    """A hash or commit the source file states ("unknown" is the programme's word for one it did not record)."""
+    return bool(value) and str(value).strip().lower() not in ("unknown", "none", "null")
+
+
+def full_provenance(rows: list[dict]) -> bool:
+    """Every row behind a table names its config hash and its commit."""
+    return bool(rows) and all(is_recorded(r["config_hash"]) and is_recorded(r["git_commit"]) for r in rows)
+
+
+def uploads_in(rows: list[dict]) -> list[dict]:
+    """The uploaded files among a table's rows: who, when, which file, how many rows and which seeds."""
+    found: dict[tuple, dict] = {}
+    for r in rows:
+        if not r.get("uploaded"):
+            continue
+        key = (r["uploaded_by"], r["uploaded_at"], r["source"])
+        item = found.setdefault(key, {"by": key[0], "at": key[1], "source": key[2], "rows": 0, "seeds": set()})
+        item["rows"] += 1
+        if r["seed"] is not None:
+            item["seeds"].add(r["seed"])
+    return [{**item, "seeds": sorted(item["seeds"])} for item in found.values()]
+
+
 def side_rows(experiment: str, arm: str, metric: str, condition: dict | None = None, seeds=None):
     qs = ResultRow.objects.for_side(experiment, arm, metric, condition_key(condition))
     if seeds:
@@ -32,7 +56,8 @@ def provenance(qs) -> list[dict]:
     """
     fields = ("arm__run__run_id", "experiment", "arm_label", "seed", "arm__run__seed_inferred", "metric", "condition",
               "value", "n", "arm__run__config_hash", "arm__run__git_commit", "source_file__path_hint",
-              "source_file__original_name", "source_pointer")  # fmt: skip
+              "source_file__original_name", "source_pointer", "source_file__uploader__username",
+              "source_file__created_at")  # fmt: skip
     rows = qs.order_by("seed", "experiment", "arm_label", "pk").values_list(*fields)
     return [
         {
@@ -50,6 +75,10 @@ def provenance(qs) -> list[dict]:
             "git_commit": git_commit,
             "source": path_hint or original_name or "",
             "pointer": pointer,
+            # A row a staff member uploaded: who and when (an upload carries no config hash or commit of its own).
+            "uploaded": bool(uploader),
+            "uploaded_by": uploader or "",
+            "uploaded_at": uploaded_at.isoformat(timespec="minutes") if uploader and uploaded_at else "",
         }
         for (
             run,
@@ -66,6 +95,8 @@ def provenance(qs) -> list[dict]:
             path_hint,
             original_name,
             pointer,
+            uploader,
+            uploaded_at,
         ) in rows  # fmt: skip
     ]
 

@@ -38,7 +38,12 @@ def build_ratio(c: Comparison) -> dict:
         {
             "id": "ratio",
             "cells": [
-                _cell("Ratio (mean of per-seed ratios) [95% CI]", False),
+                _cell(
+                    f"Ratio (mean of per-seed ratios) [{stats.interval_label(result['ratio']['n'], opts['method'])}]"
+                    if result["ratio"]["n"] > 1
+                    else "Ratio (mean of per-seed ratios)",
+                    False,
+                ),  # fmt: skip
                 _cell(f"{c.treatment} / {c.baseline}", False),
                 _ratio_cell(result["ratio"]),
                 _cell(str(result["ratio"]["n"])),
@@ -75,6 +80,7 @@ def ratio_plot(result: dict) -> dict:
         "per_seed": result["ratio"]["per_seed"],
         "mean": result["ratio"]["mean"],
         "ci": [result["ratio"]["ci_low"], result["ratio"]["ci_high"]],
+        "interval_label": stats.interval_label(result["ratio"]["n"]),
         "treatment": result["treatment"]["per_seed"],
         "baseline": result["baseline"]["per_seed"],
     }
@@ -118,6 +124,9 @@ def _evaluate_ratio_entry(c: Comparison, entry: dict, result: dict, opts: dict):
         return ratio["ci_high"]
     if stat == "ci":
         return (ratio["ci_low"], ratio["ci_high"]) if ratio["n"] else None
+    if stat == "ci_normal":
+        seeds = list(ratio["per_seed"].values())
+        return stats.normal_interval(seeds) if len(seeds) > 1 else None
     if stat == "ratio_per_seed":
         return ratio["per_seed"].get(str(entry["seed"]))
     if stat == "ratio_min":

@@ -3,6 +3,7 @@
 from django import template
 
 from benchmarks_app.stats import format_figure
+from benchmarks_app.tables.queries import is_recorded
 
 register = template.Library()
 
@@ -18,3 +19,12 @@ def signed(value, decimals: int = 4) -> str:
         return "–"
     text = format_figure(value, int(decimals))
     return text if text.startswith("-") else f"+{text}"
+
+
+NOT_RECORDED = "not recorded in the source file"
+
+
+@register.inclusion_tag("benchmarks/_provenance_cell.html")
+def provenance_cell(value, uploaded=False):
+    """A config hash or commit, shortened, or the reason it is missing."""
+    return {"value": value if is_recorded(value) else "", "uploaded": uploaded, "reason": NOT_RECORDED}

@@ -62,19 +62,28 @@ def test_f44_equal_flops_figure_is_marked_as_a_two_seed_value_near_two_iteration
     assert by_label["mean depth of that point"]["recomputed_text"] == "2.0485"
 
 
-def test_the_benchmarks_page_shows_published_vs_recomputed_with_marks(client, seeded):
-    html = client.get("/benchmarks/").content.decode()
-    assert "0.9303 [0.8979, 0.9492]" in html
-    assert "0.7868 [0.7850, 0.7881]" in html
-    assert "0.9910 [0.9697, 1.0326]" in html
-    assert "0.9582 [0.9394, 0.9721]" in html
+def test_the_table_pages_show_published_vs_recomputed_with_marks(client, seeded):
+    page = {slug: client.get(f"/benchmarks/{slug}/").content.decode()
+            for slug in ("f18-h1-three-seed", "f20-h1-121m", "f24-anytime", "f45-equal-compute")}  # fmt: skip
+    assert "0.9303 [0.8979, 0.9492]" in page["f18-h1-three-seed"]
+    assert "0.7868 [0.7850, 0.7881]" in page["f20-h1-121m"]
+    assert "0.9910 [0.9697, 1.0326]" in page["f24-anytime"]
+    assert "0.9582 [0.9394, 0.9721]" in page["f45-equal-compute"]
+    html = "".join(page.values())
     assert "known problem" in html and "✓ matches" in html
     # B1's published 0.6805 is shown with the value the rows give.
     b1 = re.search(r"B1 mean</span>: published <strong>0.6805</strong>; recomputed <strong>([0-9.]+)</strong>", html)
     assert b1 and b1.group(1) == "0.6770"
-    assert "perplexities exist in the findings text only" in html
-    assert 'href="/findings/F24/"' in html
+    assert 'href="/findings/F24/"' in page["f24-anytime"]
     assert "min–max of the per-seed ratios" in html
+
+
+def test_the_overview_has_one_row_per_table_with_its_verdict_and_link(client, seeded):
+    html = client.get("/benchmarks/").content.decode()
+    for slug in ("f18-h1-three-seed", "f20-h1-121m", "f24-anytime", "f45-equal-compute", "f55-ladder"):
+        assert html.count(f'<tr id="{slug}">') == 1 and f'href="/benchmarks/{slug}/"' in html
+    assert "all 6 published figures match" in html
+    assert 'class="plot' not in html  # the plots live on each table's own page
 
 
 def test_the_local_anytime_table_says_no_rows_yet_until_rows_exist(client, seeded):

@@ -23,3 +23,17 @@ def timeline_url(filters: dict | None = None, **changes) -> str:
     query = {key: value for key, value in query.items() if value}
     base = reverse("findings:index")
     return f"{base}?{urlencode(query)}" if query else base
+
+
+@register.filter
+def plain_number(value) -> str:
+    """A parsed figure as a reader writes it: 0.7133, 268,000, 45.8 (no padding to six decimals)."""
+    if value is None:
+        return ""
+    number = float(value)
+    if number.is_integer() and abs(number) < 1e15:
+        return f"{int(number):,}"
+    text = f"{number:.6g}"
+    if "e" in text:
+        text = f"{number:.9f}".rstrip("0").rstrip(".")
+    return text

@@ -2,6 +2,7 @@
 
 import pytest
 
+from benchmarks_app.models import Run
 from findings_app.models import Finding, Reference
 
 from .factories import make_figure, make_finding, make_reference
@@ -44,6 +45,7 @@ def test_the_detail_has_body_figures_links_and_provenance(client):
     finding = make_finding("F45", body="See F44.")
     make_figure(finding, "mean ratio", "0.9582", "SD 0.0169; 95% interval [0.939, 0.977]")
     make_reference(finding, Reference.Kind.EXPERIMENT, "exp32")
+    Run.objects.create(run_id="exp32_seed42", experiment="exp32", seed=42)  # a stored run: runs_url is offered
     body = client.get("/api/findings/F45/").json()
     assert body["code"] == "F45" and body["body"] == "See F44."
     assert '<a class="finding-ref" href="/findings/F44/"' in body["body_html"]

@@ -5,7 +5,8 @@ import io
 
 import pytest
 
-from findings_app.models import FindingLink, Reference, Review
+from benchmarks_app.models import Run
+from findings_app.models import Finding, FindingLink, Reference, Review
 
 from .factories import make_figure, make_finding, make_link, make_reference
 
@@ -25,6 +26,7 @@ def f24():
     make_figure(finding, "B1 ratio vs explicit", "0.971/1.033/0.970 — mean 0.991", "seed 43 exceeds baseline")
     make_figure(finding, "mean ratio", "0.9303", "95% bootstrap CI [0.8979, 0.9492]")
     make_reference(finding, Reference.Kind.EXPERIMENT, "exp13 (B1 seed-43 checkpoint)")
+    Run.objects.create(run_id="exp13_seed43", experiment="exp13", seed=43)  # a stored run, so the link lands
     make_reference(finding, Reference.Kind.EXPERIMENT, "damage sweep (results/scale/damage_sweep.json)")
     make_reference(finding, Reference.Kind.HYPOTHESIS, "H6")
     make_reference(finding, Reference.Kind.CONFIG_HASH, "e1c1efdd…")
@@ -67,6 +69,13 @@ def test_experiments_link_to_benchmark_runs_and_to_the_filtered_timeline(client,
     assert 'href="/benchmarks/runs/?experiment=exp13"' in html
     assert "recorded as “exp13 (B1 seed-43 checkpoint)”" in html
     assert 'href="/findings/?experiment=exp13"' in html
+
+
+def test_an_experiment_with_no_stored_run_is_named_without_a_link_to_an_empty_page(client, f24):
+    make_reference(Finding.objects.get(code="F24"), Reference.Kind.EXPERIMENT, "exp99")
+    html = client.get("/findings/F24/").content.decode()
+    assert "/benchmarks/runs/?experiment=exp99" not in html
+    assert '<code>exp99</code> <span class="muted">(no result rows of it are stored in this portal)</span>' in html
 
 
 def test_provenance_without_a_code_is_shown_as_recorded_without_a_link(client, f24):

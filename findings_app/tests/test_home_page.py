@@ -6,15 +6,15 @@ from pathlib import Path
 import pytest
 from django.conf import settings
 
+from findings_app.home import BOTTOM_LINE, HEADLINES
 from findings_app.models import Figure, Finding, RecordNote
-from findings_app.views import HEADLINES
 
 pytestmark = pytest.mark.django_db
 
 
 def test_every_headline_number_is_read_from_its_figure_row(client, record):
     html = client.get("/").content.decode()
-    for _, code, name in HEADLINES:
+    for _, code, name, _ in HEADLINES:
         figure = Figure.objects.get(finding__code=code, name=name)
         assert f'href="{figure.get_absolute_url()}">{figure.value}</a>' in html.replace("&#x27;", "'"), (code, name)
 
@@ -41,7 +41,7 @@ def test_the_home_page_renders_with_an_empty_database(client):
 def test_no_number_is_typed_into_the_home_template_or_the_headline_labels():
     template = (Path(settings.BASE_DIR) / "templates" / "home.html").read_text()
     assert re.search(r"\d", re.sub(r"</?h[1-6]\b", "", template)) is None
-    for label, _, _ in HEADLINES:
+    for label, *_ in HEADLINES:
         assert re.search(r"\d", label.replace("F44", "").replace("Qwen2.5-7B", "")) is None, label
 
 
@@ -81,14 +81,61 @@ def test_each_headline_quotes_the_recomputed_figure_beside_the_published_one_wit
     cache.clear()
     seed()
     html = client.get("/").content.decode()
-    f45 = html[html.index('href="/findings/F45/#fig-mean-ratio"') : html.index('href="/findings/F45/">F45</a>')]
+    f45 = card(html, "F45")
     assert "95% interval [0.939, 0.977]" in f45  # the published interval the headline quotes...
     assert re.search(
-        r'<span class="badge badge-bad">differs</span>\s*95% interval: published \[0.939, 0.977\], '
-        r'recomputed <a href="/benchmarks/f45-equal-compute/">0.9394–0.9721</a>',
+        r'<span class="badge badge-ok">✓ matches</span>\s*95% interval: published \[0.939, 0.977\], '
+        r'recomputed <a href="/benchmarks/f45-equal-compute/">0.9391–0.9773</a>',
         f45,
     )  # ...and beside it the recomputed one, marked as /benchmarks/ marks it
     assert re.search(r'<span class="badge badge-ok">✓ matches</span>\s*mean ratio: published 0.9582', f45)
     # A headline no benchmark table recomputes says so instead of staying silent.
-    f54 = html[html.index('href="/findings/F54/#') :]
-    assert "not recomputable" in f54[: f54.index('href="/findings/F54/">F54</a>')]
+    assert "not recomputable" in card(html, "F54")
+
+
+def card(html: str, code: str) -> str:
+    """The first headline card of a finding."""
+    start = html.index(f'<div class="card headline" data-finding="{code}"')
+    return html[start : html.index("</div>", start)]
+
+
+def test_the_home_page_leads_with_the_bottom_line_in_the_programmes_order(client, record):
+    html = client.get("/").content.decode().replace("&#x27;", "'")
+    assert html.index("The programme's bottom line") < html.index("The record in numbers")
+    positions = [html.index(title) for title, *_ in BOTTOM_LINE]
+    assert positions == sorted(positions)
+    # The exchange rate, the billion-parameter boundary, where the programme closed: each from stored figures.
+    for code, name in [("F45", "mean ratio"), ("F55", "kill gate"), ("F55", "Pythia-410m token budget on one card")]:
+        figure = Figure.objects.get(finding__code=code, name=name)
+        quoted = f'href="{figure.get_absolute_url()}" rel="noopener noreferrer"><code>{figure.value}</code>'
+        assert quoted in html, (code, name)
+
+
+def test_each_headline_card_links_the_table_that_recomputes_its_figure_and_no_other(client, record):
+    import re as _re
+
+    from django.core.cache import cache
+
+    from benchmarks_app.models import Comparison
+    from benchmarks_app.seed import seed
+    from benchmarks_app.tables import build_table
+
+    cache.clear()
+    seed()
+    html = client.get("/").content.decode()
+    for _, code, name, slug in HEADLINES:
+        figure = Figure.objects.get(finding__code=code, name=name)
+        start = html.index(f'href="{figure.get_absolute_url()}">')
+        block = html[start : html.index("</div>", start)]
+        tables = set(_re.findall(r'href="(/benchmarks/[^"]+)"', block))
+        if not slug:
+            assert tables == set(), (code, name)
+            continue
+        assert tables == {f"/benchmarks/{slug}/"}, (code, name, tables)
+        table = build_table(Comparison.objects.get(slug=slug))
+        assert code in [link["code"] for link in table["findings"]], (code, slug)
+        quoted = [c for c in table["checks"] if c["published"] in f"{figure.value} {figure.context}"]
+        assert quoted, (code, name, slug)  # the table holds a check of the very number the card shows
+    # F44's "0.72 and 0.73" card links the compute audit, not the portal's own head-to-head.
+    assert "/benchmarks/local-head-to-head/" not in card(html, "F44")
+    assert 'href="/benchmarks/f44-compute-audit/"' in card(html, "F44")

@@ -7,6 +7,7 @@ import re
 
 import pytest
 
+from benchmarks_app.models import Run
 from findings_app.models import Reference, Review, Status, Theme
 
 from .factories import make_figure, make_finding, make_reference
@@ -26,6 +27,7 @@ def three_findings():
     )
     late = make_finding("F41", date=datetime.date(2026, 8, 29), theme=Theme.COUNCIL, body="A council of **players**.")
     make_reference(middle, Reference.Kind.EXPERIMENT, "exp13 (B1 seed-43 checkpoint)")
+    Run.objects.create(run_id="exp13_seed43", experiment="exp13", seed=43)  # a stored run, so the link lands
     make_reference(middle, Reference.Kind.HYPOTHESIS, "H6")
     make_reference(late, Reference.Kind.EXPERIMENT, "exp13_seed44")
     make_reference(late, Reference.Kind.EXPERIMENT, "exp14_local")
@@ -137,6 +139,7 @@ def test_seed_runs_of_one_experiment_show_as_one_experiment(client):
     finding = make_finding("F18")
     for recorded in ["exp05_full_v4", "exp05_full_v4_s43", "exp05_full_v4_s44"]:
         make_reference(finding, Reference.Kind.EXPERIMENT, recorded)
+    Run.objects.create(run_id="exp05_full_v4", experiment="exp05_full_v4", seed=42)
     html = client.get("/findings/").content.decode()
     assert html.count('href="/benchmarks/runs/?experiment=exp05_full_v4"') == 1
     assert client.get("/api/findings/").json()["results"][0]["experiments"] == ["exp05_full_v4"]

@@ -2,8 +2,8 @@
    its data in data-plot; every plotted number is also in the page's tables. Legends claim an interval only where
    the data has one, and the first depths of a fixed-point curve are kept off the axis's range and marked. */
 import * as Focus from "./plot-focus.js";
+import { PALETTE, logAxis, styleTraces } from "./plot-style.js";
 
-const PALETTE = ["#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#000000"];
 const config = { displaylogo: false, responsive: true };
 
 function css(name) {
@@ -44,14 +44,14 @@ function ratioPlot(el, d) {
   if (d.mean !== null && d.mean !== undefined) {
     const interval = seeds.length >= 2 && d.ci && d.ci[0] !== null;
     traces.push({
-      type: "scatter", mode: "markers", name: interval ? "mean with its 95% interval" : "mean (one seed: no interval)",
+      type: "scatter", mode: "markers", name: interval ? `mean, ${d.interval_label || "interval"}` : "mean (one seed: no interval)",
       x: ["mean"], y: [d.mean], marker: { size: 13, color: PALETTE[1], symbol: "diamond" },
       error_y: interval
         ? { type: "data", symmetric: false, array: [d.ci[1] - d.mean], arrayminus: [d.mean - d.ci[0]], color: PALETTE[1] }
         : { visible: false },
     });
   }
-  window.Plotly.newPlot(el, traces, layout({
+  window.Plotly.newPlot(el, styleTraces(traces), layout({
     yaxis: { title: { text: "treatment / baseline" } },
     shapes: [{ type: "line", xref: "paper", x0: 0, x1: 1, y0: 1, y1: 1, line: { dash: "dot", color: css("--muted") || "#888" } }],
   }), config);
@@ -63,7 +63,7 @@ function forestPlot(el, d) {
     const rows = d.rows.filter((r) => r.kind === kind && r.value !== null);
     const hasBars = rows.some((r) => r.low !== null && r.low !== undefined);
     return {
-      type: "scatter", mode: "markers", name: kind === "recomputed" ? (hasBars ? "recomputed, 95% interval" : "recomputed") : "published",
+      type: "scatter", mode: "markers", name: kind === "recomputed" ? (hasBars ? `recomputed, ${d.interval_label || "interval"}` : "recomputed") : "published",
       y: rows.map((r) => r.label), x: rows.map((r) => r.value),
       text: rows.map((r) => (r.status ? `published: ${r.status}` : "recomputed from the stored rows")),
       hovertemplate: "%{y}: %{x:.4f} (%{text})<extra></extra>",
@@ -80,7 +80,7 @@ function forestPlot(el, d) {
   const height = Math.max(220, 110 + 38 * labels.length);
   el.style.height = `${height}px`;
   el.style.minHeight = "0";
-  window.Plotly.newPlot(el, traces, layout({
+  window.Plotly.newPlot(el, styleTraces(traces), layout({
     height,
     margin: { t: 20, r: 20, b: 50, l: 20 },
     xaxis: { title: { text: d.x_title } },
@@ -93,11 +93,11 @@ function dotsPlot(el, d) {
   const height = Math.max(220, 90 + 30 * d.labels.length);
   el.style.height = `${height}px`;
   el.style.minHeight = "0";
-  window.Plotly.newPlot(el, [{
+  window.Plotly.newPlot(el, styleTraces([{
     // Dots, not bars: the axis starts near the smallest value, where a bar's length would mislead.
     type: "scatter", mode: "markers", y: d.labels, x: d.values, marker: { color: PALETTE[0], size: 11 }, name: d.y_title,
     hovertemplate: "%{y}: %{x:.4f}<extra></extra>",
-  }], layout({
+  }]), layout({
     height, showlegend: false, margin: { t: 20, r: 20, b: 50, l: 20 },
     yaxis: { autorange: "reversed" },
     xaxis: { title: { text: d.y_title }, range: focusRange(d.values) },
@@ -117,13 +117,13 @@ function curvePlot(el, d) {
     const s = d.series[arm];
     const withSd = s.sd.some((v) => v);
     traces.push({
-      type: "scatter", mode: "lines+markers", name: withSd ? `${arm} mean ± SD` : arm, x: s.x, y: s.mean,
+      type: "scatter", mode: "lines+markers", name: withSd ? `${arm} mean ± SD` : arm, legendgroup: arm, x: s.x, y: s.mean,
       line: { color: PALETTE[i % PALETTE.length] },
       error_y: withSd ? { type: "data", array: s.sd.map((v) => v || 0), visible: true } : { visible: false },
     });
     if (s.points.length) {
       traces.push({
-        type: "scatter", mode: "markers", name: `${arm} per seed`, x: s.points.map((p) => p.x),
+        type: "scatter", mode: "markers", name: `${arm} per seed`, legendgroup: arm, x: s.points.map((p) => p.x),
         y: s.points.map((p) => p.value), text: s.points.map((p) => `seed ${p.seed}`),
         marker: { color: PALETTE[i % PALETTE.length], symbol: "circle-open", size: 9 },
       });
@@ -134,11 +134,14 @@ function curvePlot(el, d) {
     const result = Focus.focus(names.map((n) => ({ name: n, x: d.series[n].x, y: d.series[n].mean })), { from: d.focus_from });
     if (result.range) {
       yaxis.range = result.range;
-      if (result.clipped) traces.push(Focus.offScaleTrace(result, { xName: d.x_key, color: css("--fg") || "#444" }));
+      if (result.clipped) traces.push({ ...Focus.offScaleTrace(result, { xName: d.x_key, color: css("--fg") || "#444" }), meta: "keep-style" });
       setNote(el, Focus.note(result, d.x_key));
     }
   }
-  window.Plotly.newPlot(el, traces, layout({ xaxis: { title: { text: d.x_key } }, yaxis }), config);
+  const xs = names.flatMap((n) => d.series[n].x);
+  const wide = d.x_key === "depth" && Math.max(...xs) / Math.max(Math.min(...xs), 1) >= 32;
+  const xaxis = { title: { text: wide ? `${d.x_key} (log scale)` : d.x_key }, ...(wide ? logAxis(xs, { powersOfTwo: true }) : {}) };
+  window.Plotly.newPlot(el, styleTraces(traces), layout({ xaxis, yaxis }), config);
 }
 
 function depthPlot(el, d) {
@@ -150,7 +153,7 @@ function depthPlot(el, d) {
     y: arms[arm].map((p) => p.blimp), text: arms[arm].map((p) => `seed ${p.seed}`),
     marker: { size: 10, color: PALETTE[i % PALETTE.length], symbol: symbols[i % symbols.length] },
   }));
-  window.Plotly.newPlot(el, traces, layout({ xaxis: { title: { text: "mean depth (iterations)" } }, yaxis: { title: { text: "BLiMP accuracy" } } }), config);
+  window.Plotly.newPlot(el, styleTraces(traces), layout({ xaxis: { title: { text: "mean depth (iterations)" } }, yaxis: { title: { text: "BLiMP accuracy" } } }), config);
 }
 
 function ladderPlot(el, d) {
@@ -159,14 +162,14 @@ function ladderPlot(el, d) {
     type: "bar", name: `${r.model} @ ${r.tokens}`, x: tasks, y: tasks.map((t) => r[t]),
     marker: { color: PALETTE[i % PALETTE.length] },
   }));
-  window.Plotly.newPlot(el, traces, layout({ barmode: "group", yaxis: { title: { text: "accuracy" } } }), config);
+  window.Plotly.newPlot(el, styleTraces(traces), layout({ barmode: "group", yaxis: { title: { text: "accuracy" } } }), config);
 }
 
 function lossPlot(el, curves) {
   const traces = Object.keys(curves).map((arm, i) => ({
     type: "scatter", mode: "lines", name: arm, x: curves[arm].step, y: curves[arm].loss, line: { color: PALETTE[i % PALETTE.length] },
   }));
-  window.Plotly.newPlot(el, traces, layout({ xaxis: { title: { text: "step" } }, yaxis: { title: { text: "training loss (nats)" } } }), config);
+  window.Plotly.newPlot(el, styleTraces(traces), layout({ xaxis: { title: { text: "step" } }, yaxis: { title: { text: "training loss (nats)" } } }), config);
 }
 
 const DRAW = { ratio: ratioPlot, forest: forestPlot, dots: dotsPlot, curve: curvePlot, depth: depthPlot, ladder: ladderPlot };

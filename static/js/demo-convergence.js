@@ -6,6 +6,10 @@
    the same numbers. */
 import * as EqlmPlotFocus from "./plot-focus.js";
 
+// A log axis labelled at powers of ten only (never "8 9 1 2 3 ... 10 2 3"); under a decade, plotly's own ticks.
+const LOG = { type: "log", dtick: 1, exponentformat: "power" };
+const logAxis = (range) => (range && range[1] - range[0] < 1 ? { type: "log" } : LOG);
+
 const $ = (id) => document.getElementById(id);
 const panel = $("convergence");
 
@@ -80,10 +84,10 @@ function start() {
   function focused(traces, from, log, noteId) {
     const Focus = EqlmPlotFocus;
     const note = $(noteId);
-    if (!Focus) return { traces, yaxis: log ? { type: "log" } : {} };
+    if (!Focus) return { traces, yaxis: log ? LOG : {} };
     const result = Focus.focus(traces.map((t) => ({ name: t.name, x: t.x, y: t.y })), { from, log });
     if (note) note.textContent = Focus.note(result, "depth");
-    const yaxis = { ...(log ? { type: "log" } : {}), ...(result.range ? { range: result.range } : {}) };
+    const yaxis = { ...(log ? logAxis(result.range) : {}), ...(result.range ? { range: result.range } : {}) };
     return { traces: result.clipped ? [...traces, Focus.offScaleTrace(result, { log, color: theme().fg })] : traces, yaxis };
   }
 
@@ -174,7 +178,7 @@ function start() {
         margin: { l: 60, r: 12, t: 12, b: 45 }, height: 230, paper_bgcolor: "rgba(0,0,0,0)", plot_bgcolor: "rgba(0,0,0,0)",
         font: { color: fg }, showlegend: false, shapes,
         xaxis: { title: { text: "iteration" }, gridcolor: grid, rangemode: "tozero" },
-        yaxis: { title: { text: "relative residual (log)" }, type: "log", gridcolor: grid, ...(result.range ? { range: result.range } : {}) },
+        yaxis: { title: { text: "relative residual (log)" }, ...logAxis(result.range), gridcolor: grid, ...(result.range ? { range: result.range } : {}) },
       }, { displayModeBar: false, responsive: true });
     }
     const table = $("cv-focus-table");

@@ -87,8 +87,90 @@ function setTemperature(value, p) {
 els.greedy.addEventListener("click", () => setTemperature(0));
 els.sampled.addEventListener("click", () => setTemperature(SAMPLED.temperature, SAMPLED.topP));
 
+// --- the logarithmic depth slider ---------------------------------------------------------------------------
+// #depth holds the depth the page sends; the slider is a view of it on a log scale from its min to its max, so
+// each doubling takes the same width. Its marks are the powers of two in range and the max, none crowding another.
+const slider = $("depth-slider");
+const marks = document.querySelector(".dial-marks");
+const STEPS = 1000;
+function depthRange() {
+  const low = Math.max(1, Number(els.depth.min) || 1);
+  return { low, high: Math.max(low, Number(els.depth.max) || low) };
+}
+function depthToPosition(depth) {
+  const { low, high } = depthRange();
+  return high > low ? Math.round((STEPS * Math.log(Math.max(low, depth) / low)) / Math.log(high / low)) : 0;
+}
+function positionToDepth(position) {
+  const { low, high } = depthRange();
+  return Math.min(high, Math.max(low, Math.round(low * Math.pow(high / low, Number(position) / STEPS))));
+}
+function drawMarks() {
+  if (!marks) return;
+  const { low, high } = depthRange();
+  const values = [];
+  for (let v = 1; v < high; v *= 2) if (v >= low) values.push(v);
+  values.push(high);
+  let last = -Infinity;
+  const spans = [];
+  for (const value of values) {
+    const left = (100 * depthToPosition(value)) / STEPS;
+    // A label closer than 6% to the one before it would collide with it: the max keeps its place, the other goes.
+    if (left - last < 6) {
+      if (value !== high) continue;
+      spans.pop();
+    }
+    const span = document.createElement("span");
+    span.dataset.depth = String(value);
+    span.textContent = String(value);
+    span.style.left = `${left}%`;
+    spans.push(span);
+    last = left;
+  }
+  // The end labels sit inside the track (left-aligned at its start, right-aligned at its end): never clipped.
+  if (spans.length) spans[0].classList.add("mark-start");
+  if (spans.length > 1) spans[spans.length - 1].classList.add("mark-end");
+  marks.replaceChildren(...(high > low ? spans : []));
+}
+function clampDepth() {
+  // The number field stops at the model's range, as the slider does (a range input clamps itself; this one not).
+  if (els.depth.value === "") return;
+  const { low, high } = depthRange();
+  const depth = Math.round(Number(els.depth.value));
+  const clamped = Number.isFinite(depth) ? Math.min(high, Math.max(low, depth)) : low;
+  if (String(clamped) !== els.depth.value) els.depth.value = String(clamped);
+}
+function syncSlider() {
+  clampDepth();
+  if (!slider) return;
+  slider.value = String(depthToPosition(Number(els.depth.value)));
+  slider.disabled = els.depth.disabled;
+  slider.setAttribute("aria-valuetext", `depth ${els.depth.value}`);
+}
+if (slider) {
+  slider.addEventListener("input", (event) => {
+    event.stopPropagation();
+    els.depth.value = String(positionToDepth(slider.value));
+    els.depth.dispatchEvent(new Event("input", { bubbles: true }));
+  });
+  slider.addEventListener("change", (event) => event.stopPropagation());
+  // From the keyboard an arrow moves the depth by one and Page Up/Down doubles or halves it (a step of the log
+  // scale's 1000 would often not move the depth at all).
+  slider.addEventListener("keydown", (event) => {
+    const depth = Number(els.depth.value);
+    const next = { ArrowLeft: depth - 1, ArrowDown: depth - 1, ArrowRight: depth + 1, ArrowUp: depth + 1,
+                   PageDown: Math.floor(depth / 2), PageUp: depth * 2, Home: -Infinity, End: Infinity }[event.key];
+    if (next === undefined) return;
+    event.preventDefault();
+    const { low, high } = depthRange();
+    els.depth.value = String(Math.min(high, Math.max(low, next)));
+    els.depth.dispatchEvent(new Event("input", { bubbles: true }));
+  });
+}
+
 function syncControls() {
   els.depthValue.textContent = els.depth.value;
+  syncSlider();
   els.tol.disabled = mode() !== "adaptive";
   for (const radio of form.querySelectorAll('input[name="halt"]')) radio.disabled = mode() !== "adaptive";
   els.tolValue.textContent = tolerance().toPrecision(2);
@@ -258,6 +340,7 @@ function applyControls(runtime) {
     els.depth.value = String(Math.min(defaultDepth, maxDepth));
   }
   els.depth.disabled = runtime.minDepth === maxDepth;
+  drawMarks();
   const taken = takes();
   for (const radio of form.querySelectorAll('input[name="start"]')) radio.disabled = !taken.starts.includes(radio.value);
   const adaptiveRadio = form.querySelector('input[name="mode"][value="adaptive"]');
@@ -271,6 +354,8 @@ function applyControls(runtime) {
 async function startUp() {
   const picker = $("model");
   if (picker) picker.addEventListener("change", () => picker.form.submit()); // each model has its own page state
+  drawMarks();
+  syncSlider();
   form.addEventListener("input", syncControls);
   form.addEventListener("change", syncControls);
   form.addEventListener("submit", generate);

@@ -1,8 +1,7 @@
 // An experiment's plot (plotly, served by the portal): held-out bits/byte by depth per arm and start, each seed
 // thin, the mean thick, and the mean's interval as a band when there are several seeds. The page's tables hold
 // every plotted number.
-const PALETTE = ["#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#000000"];
-const DASHES = ["solid", "dash", "dot", "dashdot"];
+import { DASHES, logAxis, seriesStyle } from "./plot-style.js";
 
 const css = (name) => getComputedStyle(document.documentElement).getPropertyValue(name).trim();
 const isNum = (v) => v !== null && v !== undefined;
@@ -13,7 +12,7 @@ function tracesOf(data) {
   let seriesIndex = 0;
   for (const arm of data.arms) {
     arm.series.forEach((s, k) => {
-      const colour = PALETTE[seriesIndex % PALETTE.length];
+      const colour = seriesStyle(seriesIndex).color;
       const dash = DASHES[k % DASHES.length];
       const name = arm.label + (s.start ? ` (${s.start})` : "");
       const x = s.rows.map((r) => r.depth);
@@ -53,7 +52,10 @@ if (el && node && typeof Plotly !== "undefined") {
     paper_bgcolor: css("--bg") || "#fff", plot_bgcolor: css("--bg") || "#fff",
     font: { color: css("--fg") || "#1b1f24" }, margin: { t: 30, r: 20, b: 50, l: 60 },
     legend: { orientation: "h", y: -0.25 },
-    xaxis: { title: { text: "depth (iterations)" }, type: maxDepth > 32 ? "log" : "linear" },
+    xaxis: {
+      title: { text: maxDepth > 32 ? "depth (iterations, log scale)" : "depth (iterations)" },
+      ...(maxDepth > 32 ? logAxis(traces.flatMap((t) => t.x), { powersOfTwo: true }) : { type: "linear" }),
+    },
     yaxis: { title: { text: "held-out bits/byte" } },
   };
   Plotly.newPlot(el, traces, layout, { displaylogo: false, responsive: true });
