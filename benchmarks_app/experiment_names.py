@@ -7,7 +7,7 @@ The record cites an experiment by its number; the results folder names runs afte
 
 from __future__ import annotations
 
-from .models import Run
+from .models import Run, names_for
 
 
 def resolve(code: str, stored: list[str] | None = None) -> list[str]:
@@ -20,11 +20,9 @@ def resolve(code: str, stored: list[str] | None = None) -> list[str]:
     >>> resolve("exp01", ["exp10_5090"])
     []
     """
-    code = (code or "").strip()
-    if not code:
+    if not (code or "").strip():
         return []
-    names = stored_experiments() if stored is None else stored
-    return [name for name in names if name == code or name.startswith(code + "_")]
+    return names_for(code, stored_experiments() if stored is None else stored)
 
 
 def stored_experiments() -> list[str]:

@@ -32,14 +32,19 @@ class SourceFile(Job):
         return f"#{self.pk} {self.path_hint or self.original_name}"
 
 
+def names_for(code: str, stored: list[str]) -> list[str]:
+    """The stored experiment names that the programme's name `code` names: itself, and each that extends it with
+    `_…` (exp10 -> exp10_5090); benchmarks_app.experiment_names resolves names with it."""
+    code = (code or "").strip()
+    return [name for name in stored if name == code or name.startswith(code + "_")] if code else []
+
+
 class RunQuerySet(models.QuerySet):
     def matching(self, experiment: str = "", arm: str = "", seed: int | None = None, metric: str = ""):
         """Runs with that experiment, an arm of that label, that seed and rows of that metric (each optional)."""
         qs = self
         if experiment:
-            from .experiment_names import resolve
-
-            qs = qs.filter(experiment__in=resolve(experiment) or [experiment])
+            qs = qs.filter(experiment__in=names_for(experiment, self.experiment_names()) or [experiment])
         if arm:
             qs = qs.filter(arms__label=arm)
         if seed is not None:
