@@ -62,6 +62,17 @@ def claims(facts: dict, protocol: dict | None) -> tuple[list[str], list[str]]:
 
 
 def model_detail(request, slug: str):
+    """/models/<slug>/: a published card, a bundled model, or an uploaded or imported checkpoint."""
+    from .bundled import bundled_models
+    from .model_cards import registered_sections
+    from .model_pages import bundled_page, published_cards, published_page
+
+    card = next((c for c in published_cards().get("models", []) if c["slug"] == slug), None)
+    if card is not None:
+        return published_page(request, card)
+    bundled = next((m for m in bundled_models() if m.id == slug), None)
+    if bundled is not None:
+        return bundled_page(request, bundled)
     row = get_object_or_404(RegisteredModel, slug=slug)
     facts = model_facts(row)
     metrics = row.metrics or {}
@@ -77,5 +88,7 @@ def model_detail(request, slug: str):
         "shows": shows,
         "not_shown": not_shown,
         "latest_import": row.imports.order_by("-created_at").first(),
+        "hf": registered_sections(row),
+        "section": "models",
     }
     return render(request, "inference/model_detail.html", context)

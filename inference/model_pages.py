@@ -119,20 +119,54 @@ def bundled_entry(model) -> dict:
     }
 
 
-def models_page(request):
+def listing_rows() -> list[dict]:
+    """One row per model for /models/: the programme's published ones, the bundled ones, then uploaded or imported
+    checkpoints; each links its own page."""
     from .bundled import bundled_models
+    from .serving import model_cards
 
+    served = set(model_cards())
+    rows = [
+        {"slug": c["slug"], "name": c["name"], "kind": "published by the programme", "model_class": c["architecture"]
+         .split(",")[0], "parameters": c["parameters"], "tokens": "GPT-2 BPE", "served": False}
+        for c in published_cards().get("models", [])
+    ]  # fmt: skip
+    for model in bundled_models():
+        metrics = model.metrics()
+        rows.append({"slug": model.id, "name": model.name(), "kind": "bundled (trained by this portal)",
+                     "model_class": metrics.get("model_class", "EqLM"), "parameters": metrics.get("num_params"),
+                     "tokens": "UTF-8 bytes", "served": model.id in served})  # fmt: skip
+    for row in RegisteredModel.objects.uploaded():
+        programme = (row.provenance or {}).get("format") == "programme"
+        rows.append({"slug": row.slug, "name": row.name, "kind": "imported (the programme's format)" if programme
+                     else "uploaded", "model_class": row.model_class, "parameters": row.num_params,
+                     "tokens": "GPT-2 BPE" if programme else "UTF-8 bytes", "served": row.slug in served})  # fmt: skip
+    return rows
+
+
+def models_page(request):
     uploaded = []
     for model in RegisteredModel.objects.uploaded().select_related("uploaded_by"):
         last = model.evaluations.order_by("-created_at").first()
         uploaded.append({"model": model, "last": last, "rows": blimp_rows(latest_evaluation(model))})
-    context = {
-        "section": "models",
-        "cards": published_cards(),
-        "bundled": [bundled_entry(model) for model in bundled_models()],
-        "uploaded": uploaded,
-    }
+    context = {"section": "models", "cards": published_cards(), "rows": listing_rows(), "uploaded": uploaded}
     return render(request, "inference/models.html", context)
+
+
+def published_page(request, card: dict):
+    from .model_cards import published_sections
+
+    hf = published_sections(card, published_cards().get("load_example", ""))
+    return render(request, "inference/model_published.html", {"section": "models", "card": card, "hf": hf})
+
+
+def bundled_page(request, model):
+    from .model_cards import bundled_sections
+
+    entry = bundled_entry(model)
+    return render(
+        request, "inference/model_bundled.html", {"section": "models", "m": entry, "hf": bundled_sections(entry)}
+    )
 
 
 STAGE_COLUMNS = [

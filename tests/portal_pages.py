@@ -39,6 +39,8 @@ def public_page_urls(with_lab_job: bool = True, tables: int | None = None) -> li
         "/council/replay/",
         "/demo/",
         "/models/",
+        "/models/eqlm-anytime-120m/",
+        "/models/eqlm-demo/",
         "/api/",
         "/api/docs/",
         "/admin/login/",

@@ -13,6 +13,7 @@ from django.conf import settings
 
 from eqlm.card_evaluation import CARD_TOL, split_prose
 from inference.bundled import PROSE_KEYS, bundled_model
+from inference.tests.model_pages import every_model_page
 
 pytestmark = pytest.mark.django_db
 
@@ -221,7 +222,7 @@ def cells(row: dict) -> list[str]:
 
 
 def test_the_models_page_prints_the_generated_figures_in_prose_and_table(client, bundled_model_ids):
-    html = client.get("/models/").content.decode()
+    html = every_model_page(client)
     shown = shown_figures(html)
     named = 0
     for model_id in bundled_model_ids:

@@ -16,6 +16,7 @@ from eqlm.checkpoint import load_checkpoint
 from eqlm.recipe import load_recipe
 from inference.bundled import bundled_model
 from inference.card_facts import facts_for, render
+from inference.tests.model_pages import every_model_page
 
 pytestmark = pytest.mark.django_db
 
@@ -74,7 +75,7 @@ def test_the_six_stage_models_earlier_stages_are_found_among_the_kept_candidates
 
 
 def test_the_models_page_shows_the_generated_facts_for_every_stage(client, bundled_model_ids, regenerated):
-    html = client.get("/models/").content.decode()
+    html = every_model_page(client)
     assert "anytime-unrolled cross-entropy" not in html
     for model_id in bundled_model_ids:
         facts, card = regenerated[model_id], section(html, model_id)
@@ -151,7 +152,7 @@ def test_a_model_without_a_facts_file_says_how_to_write_it(client, settings, tmp
     for name in ("eqlm-code.pt", "eqlm-code.metrics.json", "eqlm-code.card.json"):
         shutil.copy(demo / name, tmp_path)
     settings.DEMO_MODEL_CHECKPOINT = tmp_path / "eqlm-demo.pt"  # every bundled file is looked for in tmp_path
-    card = section(client.get("/models/").content.decode(), "eqlm-code")
+    card = section(every_model_page(client), "eqlm-code")
     assert "no training facts: <code>manage.py write_card_facts</code> writes them" in card
     assert 'data-figure="eqlm-code-steps"' not in card and "<dt>Corpus</dt>" not in card
     banner = client.get("/demo/?model=eqlm-code").content.decode()

@@ -8,6 +8,7 @@ import shutil
 import pytest
 
 from inference import serving
+from inference.tests.model_pages import every_model_page
 
 pytestmark = pytest.mark.django_db
 
@@ -99,7 +100,7 @@ def test_model_files_of_an_unknown_model_or_hash_are_404s(client):
 
 
 def test_the_models_page_shows_each_bundled_model_with_its_card(client, bundled_model_ids):
-    html = client.get("/models/").content.decode()
+    html = every_model_page(client)
     assert 'id="local-demo"' in html and 'id="local-eqlm-demo-unrolled"' in html
     for model_id in bundled_model_ids[1:]:
         assert f'id="local-{model_id}"' in html and f'href="/demo/?model={model_id}"' in html

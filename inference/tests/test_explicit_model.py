@@ -19,6 +19,7 @@ from django.test import override_settings
 
 from eqlm.checkpoint import save_checkpoint
 from eqlm.testing import tiny_explicit_model
+from inference.tests.model_pages import every_model_page
 
 pytestmark = [pytest.mark.django_db, pytest.mark.slow]
 
@@ -145,7 +146,7 @@ def test_the_dial_fixes_its_depth_and_disables_what_it_does_not_take(client, ser
 
 
 def test_the_models_page_shows_its_card_with_generated_figures_and_the_experiment(client, served):
-    html = client.get("/models/").content.decode()
+    html = every_model_page(client)
     card = html[html.index('id="local-explicit-demo"') :]
     card = card[: card.index("</section>")]
     assert "explicit baseline of the head-to-head" in card and "not an equilibrium model" in card

@@ -9,6 +9,7 @@ import torch
 from eqlm.checkpoint import save_checkpoint
 from eqlm.testing import tiny_config, tiny_model
 from inference.models import EvaluationRun, RegisteredModel
+from inference.tests.model_pages import every_model_page
 
 FIXTURE = Path(__file__).parent / "fixtures" / "blimp"
 MARKER = Path("/tmp/eqlm-malicious-upload-ran")
@@ -97,7 +98,7 @@ def test_bad_upload_parameters_get_a_clear_error(staff_client, tmp_path, extra, 
 def test_models_page_shows_the_four_published_cards_and_the_local_demo_model(client):
     response = client.get("/models/")
     assert response.status_code == 200
-    html = response.content.decode()
+    html = every_model_page(client)
     for slug in ("eqlm-anytime-120m", "tied-same-width-45m", "tied-twin-1b", "recursive-qwen3-1-7b"):
         assert f'id="card-{slug}"' in html
     assert html.count("not available in this deployment") >= 4
