@@ -70,8 +70,3 @@ def current_path(path: str | Path, root: Path = REPO_ROOT) -> Path:
         return full
     new = _new_relative(relative)
     return Path(root) / new if new else full
-
-
-def old_relative_to_new(old: str) -> str:
-    """An old repository-relative path rewritten to its `models/<id>/` place (unchanged when it did not move)."""
-    return _new_relative(old) or old
