@@ -171,7 +171,7 @@ bench-scoring: setup ## Prompt scoring (echo, max_tokens 0) bytes/s against gene
 
 .PHONY: evaluate-blimp evaluate-convergence bench-decode
 # The committed models' recipes are files (eqlm/recipes/*.toml); training resumes from var/train/<recipe>/<stage>/.
-train-demo: setup ## Train or resume the served eqlm-demo from eqlm/recipes/eqlm-demo.toml (pinned by promote-demo, one thread)
+train-demo: setup ## Train or resume the served eqlm-demo from models/eqlm-demo/recipe.toml (pinned by promote-demo, one thread)
 	nice -n 10 $(BIN)/python manage.py train --recipe eqlm-demo --threads $${THREADS:-1}
 
 .PHONY: promote-demo
@@ -179,14 +179,14 @@ promote-demo: migrate ## Serve CKPT=path.pt as eqlm-demo: its recipe, card, ONNX
 	@test -n "$${CKPT:-}" || { echo "Set CKPT=path/to/checkpoint.pt (an EqLM trained from a recipe file)"; exit 2; }
 	nice -n 10 $(BIN)/python manage.py promote_demo "$${CKPT}" $${CARD:+--card "$${CARD}"}
 
-train-code: setup ## Train or resume eqlm-code from eqlm/recipes/eqlm-code.toml (the council's second-domain member)
+train-code: setup ## Train or resume eqlm-code from models/eqlm-code/recipe.toml (the council's second-domain member)
 	nice -n 10 $(BIN)/python manage.py train --recipe eqlm-code --threads $${THREADS:-1}
 
-export-onnx: setup ## Export inference/demo/MODEL.pt (default eqlm-demo) to static/models/MODEL/, re-measure its metrics and facts
+export-onnx: setup ## Export models/MODEL/checkpoint.pt (default eqlm-demo) to models/MODEL/onnx/, re-measure its metrics and facts
 	$(BIN)/python manage.py export_onnx --model-id $${MODEL:-eqlm-demo}
 
 .PHONY: card-facts
-card-facts: setup ## Regenerate inference/demo/<id>.facts.json (the cards' training and evaluation facts) from provenance and measurements
+card-facts: setup ## Regenerate models/<id>/facts.json (the cards' training and evaluation facts) from provenance and measurements
 	$(BIN)/python manage.py write_card_facts
 
 evaluate-blimp: migrate ## BLiMP of the demo model at depths 1,2,4,8,12 (first 50 pairs per paradigm) into result rows

@@ -153,21 +153,35 @@ def tiny_explicit_onnx_export(tmp_path_factory):
 
 
 @pytest.fixture
-def serve_models(settings):
-    """`serve_models(models_dir=None, default=None)`: this process serves `models_dir` (as MODELS_DIR) with
-    `default` (or models_dir/eqlm-demo) as the default model, from fresh runtimes and an empty cache; the runtimes
-    and the cache are reset again after the test, whatever it did."""
+def serve_models(settings, tmp_path_factory):
+    """`serve_models(models_dir=None, default=None)`: this process serves `models_dir` (as MODELS_DIR, one folder
+    `<id>/onnx/` per model) with `default` (an ONNX folder; or models_dir/eqlm-demo/onnx) as the default model's
+    export, from fresh runtimes and an empty cache; the runtimes and the cache are reset again after the test,
+    whatever it did. With `default`, the other models are those of `models_dir` (or of the current MODELS_DIR)."""
     from django.core.cache import cache
 
     from inference import serving
 
     def serve(models_dir: Path | None = None, default: Path | None = None) -> Path:
-        if models_dir is not None:
-            settings.MODELS_DIR = models_dir
-        settings.DEMO_MODEL_ONNX_DIR = default if default is not None else Path(models_dir) / "eqlm-demo"
+        served = models_dir
+        if default is not None:
+            served = _models_with_default(Path(models_dir or settings.MODELS_DIR), Path(default))
+        if served is not None:
+            settings.MODELS_DIR = served
+        settings.DEFAULT_MODEL = "eqlm-demo"
         serving.reset()
         cache.clear()
         return models_dir if models_dir is not None else default
+
+    def _models_with_default(base: Path, default: Path) -> Path:
+        """A MODELS_DIR whose eqlm-demo export is `default` and whose other folders are base's (links)."""
+        root = tmp_path_factory.mktemp("models")
+        for child in sorted(base.iterdir()) if base.is_dir() else []:
+            if child.is_dir() and child.name != "eqlm-demo":
+                (root / child.name).symlink_to(child.resolve(), target_is_directory=True)
+        (root / "eqlm-demo").mkdir()
+        (root / "eqlm-demo" / "onnx").symlink_to(default.resolve(), target_is_directory=True)
+        return root
 
     yield serve
     serving.reset()
@@ -179,10 +193,10 @@ def serve_models(settings):
 
 @pytest.fixture(scope="session")
 def bundled_model_ids() -> list[str]:
-    """The ids of the models committed under static/models/ (a folder with a manifest.json), in the order the portal
-    lists them: eqlm-demo first, then the others by id. Read from the folders, so a newly bundled model is expected
-    everywhere the tests enumerate the bundled models."""
-    others = sorted(p.parent.name for p in (ROOT / "static" / "models").glob("*/manifest.json"))
+    """The ids of the models committed under models/ (a folder with an export, onnx/manifest.json), in the order the
+    portal lists them: eqlm-demo first, then the others by id. Read from the folders, so a newly bundled model is
+    expected everywhere the tests enumerate the bundled models."""
+    others = sorted(p.parent.parent.name for p in (ROOT / "models").glob("*/onnx/manifest.json"))
     return ["eqlm-demo"] + [model_id for model_id in others if model_id != "eqlm-demo"]
 
 

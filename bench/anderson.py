@@ -36,7 +36,7 @@ SAME_POINT = 0.01  # bits/byte
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--model", default="eqlm-demo", help="a bundled model id (static/models/<id>/)")
+    parser.add_argument("--model", default="eqlm-demo", help="a bundled model id (models/<id>/onnx/)")
     parser.add_argument("--onnx-dir", help="an exported model folder (overrides --model)")
     parser.add_argument("--tol", type=float, nargs="+", default=[0.01, 0.001])
     parser.add_argument("--cap", type=int, default=128)
@@ -47,7 +47,7 @@ def main() -> int:
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     args = parser.parse_args()
 
-    generator = Generator(Path(args.onnx_dir) if args.onnx_dir else ROOT / "static" / "models" / args.model, threads=1)
+    generator = Generator(Path(args.onnx_dir) if args.onnx_dir else ROOT / "models" / args.model / "onnx", threads=1)
     model = generator.model
     if args.heldout:
         from eqlm.corpus import load_corpus, split

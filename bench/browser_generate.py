@@ -1,6 +1,6 @@
 """The depth dial's speed in headless Chromium: tokens/s at depths 4/8/12, generated in the page by onnxruntime-web.
 
-    .venv/bin/python bench/browser_generate.py [--onnx-dir static/models/eqlm-demo] [--tokens 64]
+    .venv/bin/python bench/browser_generate.py [--model eqlm-demo] [--tokens 64]
 
 Serves the portal in-process over HTTP (static files through whitenoise, with the page's COOP/COEP headers so
 wasm runs on 2 threads), opens /demo/ in headless Chromium, and drives the dial exactly as a reader would: set
@@ -51,7 +51,7 @@ def run_dial(page, depth: int, tokens: int) -> dict:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--onnx-dir", default=str(ROOT / "static" / "models" / "eqlm-demo"))
+    parser.add_argument("--model", default="eqlm-demo", help="the bundled model (models/<id>/) served as the default")
     parser.add_argument("--tokens", type=int, default=64)
     parser.add_argument("--threads", type=int, choices=[1, 2], default=2, help="wasm threads in the page")
     parser.add_argument("--repeats", type=int, default=2, help="measured runs per depth (the best is printed)")
@@ -59,7 +59,7 @@ def main() -> None:
 
     scratch = tempfile.mkdtemp(prefix="eqlm-browser-bench-")
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "portal.settings")
-    os.environ["DEMO_MODEL_ONNX_DIR"] = str(Path(args.onnx_dir).resolve())
+    os.environ["DEFAULT_MODEL"] = args.model
     os.environ["DATABASE_URL"] = f"sqlite:///{scratch}/bench.sqlite3"
     os.environ["DEBUG"] = "1"  # whitenoise serves static files from the source folders
     import django

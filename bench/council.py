@@ -434,7 +434,7 @@ def domain_bytes(mix: Mix) -> dict[str, int]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--members", nargs="+", default=["eqlm-demo-anytime", "eqlm-code"], help="model ids (folders)")
-    parser.add_argument("--models-dir", default=str(ROOT / "static" / "models"), help="one ONNX folder per id")
+    parser.add_argument("--models-dir", default=str(ROOT / "models"), help="one folder <id>/onnx/ per id")
     parser.add_argument("--passages", type=int, default=48, help="passages per domain (128-byte mixes)")
     parser.add_argument("--passages-512", type=int, default=24, help="passages per domain (512-byte mix)")
     parser.add_argument("--depth", type=int, default=None, help="member depth (default: each member's own)")
@@ -447,7 +447,7 @@ def main() -> int:
     parser.add_argument("--label", default="", help="appended to the run id (e.g. interim-step-400)")
     args = parser.parse_args()
 
-    members = [Generator(Path(args.models_dir) / m) for m in args.members]
+    members = [Generator(Path(args.models_dir) / m / "onnx") for m in args.members]
     report = measure(
         members,
         list(args.members),

@@ -51,7 +51,7 @@ from eqlm.generation import GenerationRequest, Generator  # noqa: E402
 from eqlm.limits import DEFAULT_SOLVER, SOLVERS  # noqa: E402
 from eqlm.scoring import LN2  # noqa: E402
 
-SLICE = ROOT / "inference" / "demo" / "heldout_slice.txt"
+SLICE = ROOT / "models" / "eqlm-demo" / "heldout_slice.txt"
 
 
 def prompts_from_slice(path: Path, count: int, length: int = 24) -> list[str]:
@@ -252,7 +252,7 @@ def basins(model: OnnxEqLM, windows: np.ndarray, depth: int = 128, every: int = 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--model", default="eqlm-demo", help="a bundled model id (static/models/<id>/)")
+    parser.add_argument("--model", default="eqlm-demo", help="a bundled model id (models/<id>/onnx/)")
     parser.add_argument("--onnx-dir", help="an exported model folder (overrides --model)")
     parser.add_argument("--slice", default=str(SLICE), type=lambda p: str(Path(p).resolve()))
     parser.add_argument("--tol", type=float, default=0.01)
@@ -288,7 +288,7 @@ def main() -> int:
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     args = parser.parse_args()
 
-    onnx_dir = Path(args.onnx_dir) if args.onnx_dir else ROOT / "static" / "models" / args.model
+    onnx_dir = Path(args.onnx_dir) if args.onnx_dir else ROOT / "models" / args.model / "onnx"
     generator = Generator(onnx_dir, threads=args.threads)
     model = generator.model
     prompts = prompts_from_slice(Path(args.slice), args.prompts)

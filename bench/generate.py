@@ -1,6 +1,6 @@
 """Server-side generation speed of the demo EqLM: tokens/s by depth, cold vs warm start, time to first streamed token.
 
-    .venv/bin/python bench/generate.py [--onnx-dir static/models/eqlm-demo] [--tokens 128] [--tol 0.01]
+    .venv/bin/python bench/generate.py [--model eqlm-demo] [--tokens 128] [--tol 0.01]
 
 Prints tokens/s at depths 4/8/12 on the ONNX generation service (onnxruntime, one thread, greedy), mean
 iterations per token with adaptive halting cold vs warm start (and how often greedy tokens agree), and the time
@@ -91,7 +91,7 @@ def first_streamed_token_ms(depth: int, samples: int) -> list[float]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--onnx-dir", default=str(ROOT / "static" / "models" / "eqlm-demo"))
+    parser.add_argument("--model", default="eqlm-demo", help="the bundled model (models/<id>/) served as the default")
     parser.add_argument("--tokens", type=int, default=128)
     parser.add_argument("--repeats", type=int, default=2)
     parser.add_argument("--tol", type=float, default=0.01)
@@ -100,7 +100,7 @@ def main() -> None:
     args = parser.parse_args()
 
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "portal.settings")
-    os.environ["DEMO_MODEL_ONNX_DIR"] = str(Path(args.onnx_dir).resolve())
+    os.environ["DEFAULT_MODEL"] = args.model
     os.environ.setdefault("API_ANON_REQUESTS_PER_MINUTE", "100000")
     os.environ.setdefault("API_ANON_TOKENS_PER_MINUTE", "100000000")
     import logging

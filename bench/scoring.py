@@ -99,7 +99,7 @@ def main() -> None:
     parser.add_argument("--tokens", type=int, default=128)
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--windows", type=int, default=4)
-    parser.add_argument("--text", default=str(ROOT / "inference" / "demo" / "heldout_slice.txt"))
+    parser.add_argument("--text", default=str(ROOT / "models" / "eqlm-demo" / "heldout_slice.txt"))
     args = parser.parse_args()
 
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "portal.settings")

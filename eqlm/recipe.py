@@ -31,6 +31,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from . import model_files
+from .model_files import RECIPE, current_path
 from .schema import (
     BOOL,
     FLOAT,
@@ -50,8 +52,9 @@ from .schema import (
 )
 from .terms import check_terms_against_solve, validate_terms
 
-RECIPES_DIR = Path(__file__).resolve().parent / "recipes"
+RECIPES_DIR = Path(__file__).resolve().parent / "recipes"  # experiment arms; a bundled model's is models/<id>/
 REPO_ROOT = Path(__file__).resolve().parents[1]
+MODELS_ROOT = REPO_ROOT / "models"
 MODEL = {
     "class": Key(STR, "EqLM", one_of("EqLM", "ExplicitLM")),
     "vocab_size": Key(INT, 256, positive),
@@ -123,7 +126,7 @@ def repo_path(value: str | None) -> Path | None:
     if value is None:
         return None
     path = Path(value)
-    return path if path.is_absolute() else REPO_ROOT / path
+    return path if path.is_absolute() else current_path(path, REPO_ROOT)  # a teacher named by its old place too
 
 
 def _merge(base: dict, top: dict) -> dict:
@@ -262,11 +265,25 @@ def _check_consistency(stage: dict) -> None:
     check_terms_against_solve(stage)
 
 
+def recipe_file(name: str) -> Path:
+    """Where the recipe called `name` is: a bundled model's own (models/<name>/recipe.toml), else eqlm/recipes/."""
+    return model_files.recipe_file(name, MODELS_ROOT, RECIPES_DIR)
+
+
+def recipe_label(name: str) -> str:
+    """The recipe called `name` as a card or a description names it: its repository-relative file."""
+    path = recipe_file(name)
+    try:
+        return path.resolve().relative_to(REPO_ROOT.resolve()).as_posix()
+    except ValueError:
+        return f"{name}.toml"
+
+
 def load_recipe(name_or_path: str | Path) -> Recipe:
-    """A recipe by name (eqlm/recipes/<name>.toml) or by path."""
+    """A recipe by name (models/<name>/recipe.toml or eqlm/recipes/<name>.toml) or by path."""
     path = Path(name_or_path)
     if path.suffix != ".toml":
-        path = RECIPES_DIR / f"{name_or_path}.toml"
+        path = recipe_file(str(name_or_path))
     if not path.is_file():
         raise RecipeError(f"no recipe {str(name_or_path)!r}; recipes: {recipe_names()}")
     try:
@@ -278,7 +295,7 @@ def load_recipe(name_or_path: str | Path) -> Recipe:
         raise RecipeError(f"unknown key {unknown[0]}")
     if not raw.get("stages"):
         raise RecipeError("stages: a recipe needs at least one stage")
-    recipe = Recipe(path.stem, path, raw)
+    recipe = Recipe(path.parent.name if path.name == RECIPE else path.stem, path, raw)
     for stage in recipe.stage_names:  # a bad stage is refused when the file is read, not half-way through a chain
         try:
             recipe.resolve(stage)
@@ -288,7 +305,8 @@ def load_recipe(name_or_path: str | Path) -> Recipe:
 
 
 def recipe_names() -> list[str]:
-    return sorted(p.stem for p in RECIPES_DIR.glob("*.toml"))
+    own = {p.parent.name for p in MODELS_ROOT.glob(f"*/{RECIPE}")}
+    return sorted(own | {p.stem for p in RECIPES_DIR.glob("*.toml")})
 
 
 # --- writing a recipe ---------------------------------------------------------------------------------------------

@@ -12,6 +12,7 @@ from pathlib import Path
 from django.conf import settings
 from django.utils import timezone
 
+from eqlm.model_files import KJV_SLICE
 from portal.models import JobStatus
 
 from .models import TrainingRun
@@ -19,7 +20,7 @@ from .runs import Heartbeat, arm_of, release, run_folder, stage_chain
 
 log = logging.getLogger(__name__)
 Phase = TrainingRun.Phase
-SLICE = Path(settings.BASE_DIR) / "inference" / "demo" / "heldout_slice.txt"
+SLICE = KJV_SLICE
 
 
 def evaluation_bytes(evaluation: dict, stage) -> tuple[bytes, str]:

@@ -2,9 +2,10 @@
 
 An experiment declares, before anything runs:
 
-- arms: ``[{"label", "recipe", "stage", "overrides"}]``. ``recipe`` names a file in ``eqlm/recipes/`` (or a path
-  to a ``.toml`` file), ``stage`` one of its stages (empty: its last), ``overrides`` ``key=value`` strings as
-  ``manage.py train --set`` takes them. The seed is not an override: each run sets ``seed`` from the seeds. Each
+- arms: ``[{"label", "recipe", "stage", "overrides"}]``. ``recipe`` names a recipe (``eqlm/recipes/<name>.toml``, or a
+  bundled model's ``models/<name>/recipe.toml``) or a path to a ``.toml`` file, ``stage`` one of its stages (empty:
+  its last), ``overrides`` ``key=value`` strings as ``manage.py train --set`` takes them. The seed is not an
+  override: each run sets ``seed`` from the seeds. Each
   arm carries a content hash of (recipe, stage, overrides).
 - seeds: distinct integers; one run per arm and seed.
 - evaluation: the metrics, the depths, the starts (``zero``, ``noise``, ``warm``, as eqlm.path_independence
@@ -106,7 +107,10 @@ def normalize_arms(arms) -> list[dict]:
         labels.add(label)
         recipe = arm.get("recipe")
         if not isinstance(recipe, str) or not recipe.strip():
-            raise SpecError(f"{where}.recipe", "a recipe name (eqlm/recipes/NAME.toml) or a path to a .toml file")
+            raise SpecError(
+                f"{where}.recipe",
+                "a recipe name (models/NAME/recipe.toml, eqlm/recipes/NAME.toml) or a path to a .toml file",
+            )
         stage = arm.get("stage") or ""
         if not isinstance(stage, str):
             raise SpecError(f"{where}.stage", "a stage name, or empty for the recipe's last stage")

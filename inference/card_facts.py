@@ -1,4 +1,4 @@
-"""Write each bundled model's card facts (inference/demo/<id>.facts.json): its training facts from its checkpoints'
+"""Write each bundled model's card facts (models/<id>/facts.json): its training facts from its checkpoints'
 provenance, its evaluation figures from what was measured on the served checkpoint (the export's metrics file and
 the stored convergence rows, fixtures/local_results.json).
 
@@ -14,13 +14,15 @@ from pathlib import Path
 
 from django.conf import settings
 
+from eqlm.model_files import CANDIDATES
+
 from .bundled import BundledModel, bundled_models
 from .local_results import FIXTURE, stored_entry
 
 
-def candidates_dir() -> Path:
-    """Earlier stages' checkpoints kept beside the served ones (inference/demo/candidates/)."""
-    return Path(settings.DEMO_MODEL_CHECKPOINT).parent / "candidates"
+def candidate_checkpoints() -> list[Path]:
+    """Earlier stages' checkpoints kept beside the served ones (MODELS_DIR/<id>/candidates/*.pt), by file name."""
+    return sorted(Path(settings.MODELS_DIR).glob(f"*/{CANDIDATES}/*.pt"), key=lambda path: path.name)
 
 
 def _relative(path: Path, root: Path) -> str:
@@ -32,7 +34,7 @@ def _relative(path: Path, root: Path) -> str:
 
 def facts_for(model: BundledModel, checkpoint: Path | None = None) -> dict:
     """The facts of one bundled model, regenerated from its checkpoint (default: the bundled one), the kept
-    candidates (which may record its earlier stages), its recipe file (eqlm/recipes/<id>.toml, when there is one),
+    candidates (which may record its earlier stages), its recipe file (models/<id>/recipe.toml, when there is one),
     its metrics file and its stored convergence rows."""
     from eqlm.card_evaluation import build_evaluation
     from eqlm.card_facts import build_facts, read_record
@@ -40,7 +42,7 @@ def facts_for(model: BundledModel, checkpoint: Path | None = None) -> dict:
 
     root = Path(settings.BASE_DIR)
     served = read_record(checkpoint or model.checkpoint, root)
-    others = [read_record(path, root) for path in sorted(candidates_dir().glob("*.pt"))]
+    others = [read_record(path, root) for path in candidate_checkpoints()]
     recipe, recipe_file = None, ""
     if model.id in recipe_names():
         try:

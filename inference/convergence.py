@@ -24,13 +24,12 @@ evaluation measures past a model's serving cap on purpose, to show whether more 
 from __future__ import annotations
 
 import logging
-from pathlib import Path
 
-from django.conf import settings
 from django.db import transaction
 
 from eqlm.convergence import ADAPTIVE_TOLERANCES, tolerance_key
 from eqlm.limits import DEFAULT_START, DEPTH_CAP_MAX, DEPTH_MAX, DEPTH_MIN, SOLVERS, STARTS
+from eqlm.model_files import KJV_SLICE
 
 from .models import EvaluationRun, RegisteredModel
 from .services import MODEL_FAMILY, RegistryError, pick_device
@@ -56,7 +55,7 @@ DEFAULT_OPTIONS = {
 FIXED_METRICS = ("heldout_bits_per_byte", "residual_median", "residual_p95")
 START_METRICS = ("aa_cosine", "greedy_agreement")
 METRICS = (*FIXED_METRICS, "converged_fraction", "mean_iterations", *START_METRICS)
-SLICE = Path(settings.BASE_DIR) / "inference" / "demo" / "heldout_slice.txt"
+SLICE = KJV_SLICE
 
 
 def parse_options(data: dict | None) -> dict:

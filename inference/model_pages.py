@@ -261,8 +261,11 @@ def _table(slug: str, table: str) -> tuple[list[dict], list[str]]:
 
 
 def recipe_file(request, name: str):
-    """A training recipe as plain text (eqlm/recipes/<name>.toml), so that a card can link the file it was made from."""
-    path = Path(settings.BASE_DIR) / "eqlm" / "recipes" / f"{name}.toml"
+    """A training recipe as plain text (a bundled model's models/<name>/recipe.toml, or eqlm/recipes/<name>.toml), so
+    that a card can link the file it was made from."""
+    from eqlm.model_files import recipe_file as recipe_path
+
+    path = recipe_path(name)
     if not path.is_file():
         raise Http404("No such recipe.")
     return HttpResponse(path.read_text(), content_type="text/plain; charset=utf-8")

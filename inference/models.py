@@ -8,6 +8,7 @@ from django.conf import settings
 from django.db import models
 from django.utils import timezone
 
+from eqlm.model_files import current_path
 from portal.models import Job
 
 KEY_PREFIX = "eqlm-"
@@ -124,8 +125,7 @@ class RegisteredModel(models.Model):
     def file_path(self) -> Path:
         if self.checkpoint:
             return Path(self.checkpoint.path)
-        path = Path(self.checkpoint_path)
-        return path if path.is_absolute() else Path(settings.BASE_DIR) / path
+        return current_path(self.checkpoint_path, Path(settings.BASE_DIR))  # an old row may name a moved file
 
 
 class ModelImport(Job):

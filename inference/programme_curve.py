@@ -3,15 +3,15 @@ solver iterations."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from django.conf import settings
+
+from eqlm.model_files import KJV_SLICE
 
 from .models import RegisteredModel
 
 CURVE_DEPTHS = (1, 2, 4, 8, 12, 24)
 CURVE_WINDOWS = 2
-HELD_OUT = Path(settings.BASE_DIR) / "inference" / "demo" / "heldout_slice.txt"
+HELD_OUT = KJV_SLICE
 
 
 def measure_depth_curve(row: RegisteredModel, windows: int = CURVE_WINDOWS, progress=None) -> list[dict]:

@@ -1,11 +1,12 @@
 """Promote a trained checkpoint to the default model `eqlm-demo`: every file a served model needs, from the
 commands that already make them.
 
-For `manage.py promote_demo` (`make promote-demo CKPT=...`): copy the checkpoint to DEMO_MODEL_CHECKPOINT, pin its
-recipe (eqlm/recipes/eqlm-demo.toml: the recipe it records with its overrides written in, so `make train-demo` trains
-it again), write its card (a given one, or prose that only names generated figures), then `export_onnx` (the ONNX
-folder, the metrics file, the held-out slice and the facts) and `evaluate_convergence --write-fixture` (its rows in
-fixtures/local_results.json, the facts again). Nothing here measures: it runs the commands that do.
+For `manage.py promote_demo` (`make promote-demo CKPT=...`): write one folder, `MODELS_DIR/eqlm-demo/`. Copy the
+checkpoint to its checkpoint.pt, pin its recipe (recipe.toml: the recipe it records with its overrides written in,
+so `make train-demo` trains it again), write its card (a given one, or prose that only names generated figures), then
+`export_onnx` (the onnx/ folder, the metrics file, the held-out slice and the facts) and `evaluate_convergence
+--write-fixture` (its rows in fixtures/local_results.json, the facts again). Nothing here measures: it runs the
+commands that do.
 
 It reads checkpoints (torch, imported inside its functions); the web process never imports it.
 """
@@ -34,9 +35,9 @@ class PromotionError(ValueError):
 
 
 def recipe_path() -> Path:
-    from eqlm.recipe import RECIPES_DIR
+    from inference.bundled import bundled_model
 
-    return RECIPES_DIR / f"{DEFAULT_MODEL_ID}.toml"
+    return bundled_model(DEFAULT_MODEL_ID).recipe_path
 
 
 def read_promotable(checkpoint: Path) -> dict:
@@ -58,8 +59,8 @@ def read_promotable(checkpoint: Path) -> dict:
 
 
 def pinned_recipe_text(provenance: dict, source: str) -> str:
-    """eqlm/recipes/eqlm-demo.toml for a checkpoint: its recipe's stage chain with its overrides written in."""
-    from eqlm.recipe import RecipeError, dumps, load_recipe, pinned_recipe
+    """models/eqlm-demo/recipe.toml for a checkpoint: its recipe's stage chain with its overrides written in."""
+    from eqlm.recipe import RecipeError, dumps, load_recipe, pinned_recipe, recipe_label
 
     if not provenance.get("recipe") or not provenance.get("stage"):
         raise PromotionError("the checkpoint records no recipe and stage (trained before recipes?): nothing to pin")
@@ -71,7 +72,7 @@ def pinned_recipe_text(provenance: dict, source: str) -> str:
     title = f"{DEFAULT_MODEL_ID}: {recipe.title.split(': ', 1)[-1]} ({recipe.name}, {overrides})"
     description = (
         f"The served default, promoted by `make promote-demo` from {source}: stage {provenance['stage']} of "
-        f"eqlm/recipes/{recipe.name}.toml with {overrides} written in, so `make train-demo` trains it again. "
+        f"{recipe_label(recipe.name)} with {overrides} written in, so `make train-demo` trains it again. "
         f"{recipe.name}: {recipe.description}"
     )
     try:
@@ -85,6 +86,8 @@ def pinned_recipe_text(provenance: dict, source: str) -> str:
 def generated_card(provenance: dict) -> dict:
     """A card whose prose names the generated figures and types none (inference/bundled.py): what the recipe is, what
     the measurements say, beside the model it replaced. Hand-written prose replaces it with --card."""
+    from eqlm.recipe import recipe_label
+
     recipe = provenance.get("recipe") or "its"
     stage = (provenance.get("resolved_stage") or {}).get("corpus") or {}
     corpus = CORPUS_LABELS.get(stage.get("name"), Path(stage.get("file") or "text").name)
@@ -93,8 +96,8 @@ def generated_card(provenance: dict) -> dict:
         "name": f"EqLM demo, {recipe} recipe ({corpus}, byte-level)",
         "summary": (
             f"The served default, chosen by the experiments and promoted with make promote-demo: an EqLM trained by "
-            f"eqlm/recipes/{recipe}.toml, stage {provenance.get('stage')}, with the overrides its checkpoint records "
-            f"(eqlm/recipes/{DEFAULT_MODEL_ID}.toml writes them in, so make train-demo trains it again). "
+            f"{recipe_label(recipe)}, stage {provenance.get('stage')}, with the overrides its checkpoint records "
+            f"(models/{DEFAULT_MODEL_ID}/recipe.toml writes them in, so make train-demo trains it again). "
             "Its training facts below are generated from the checkpoint's provenance. "
             "Until it was promoted, eqlm-demo named the six-stage equilibrium model, now eqlm-demo-anytime."
         ),
@@ -148,7 +151,7 @@ def promote(
     card_data["model_id"] = DEFAULT_MODEL_ID
 
     model = bundled_model(DEFAULT_MODEL_ID)
-    model.checkpoint.parent.mkdir(parents=True, exist_ok=True)
+    model.checkpoint.parent.mkdir(parents=True, exist_ok=True)  # the model's one folder
     if checkpoint != model.checkpoint.resolve():
         shutil.copyfile(checkpoint, model.checkpoint)
     recipe_path().write_text(recipe_text)

@@ -1,8 +1,8 @@
 """The serving layer: model id -> ONNX runtime (eqlm.generation.Generator), loaded lazily and thread-safely.
 
-Servable models are every folder `settings.MODELS_DIR/<id>/` with a manifest.json (the bundled ones; the default
-id is served from `settings.DEMO_MODEL_ONNX_DIR`) and every registry row that names an ONNX folder
-(`RegisteredModel.onnx_dir`). Each model's graphs are addressed by their sha256, so a browser that loaded a
+Servable models are every folder `settings.MODELS_DIR/<id>/` with an export `onnx/manifest.json` (the bundled ones;
+the default id is served from `MODELS_DIR/<settings.DEFAULT_MODEL>/onnx/`) and every registry row that names an ONNX
+folder (`RegisteredModel.onnx_dir`). Each model's graphs are addressed by their sha256, so a browser that loaded a
 manifest can never fetch a graph from another export. Never imports torch.
 """
 
@@ -19,6 +19,7 @@ from pathlib import Path
 from eqlm.generation import Generator
 from eqlm.limits import DEFAULT_DEPTH, DEFAULT_MODEL_ID, DEPTH_MAX, model_depths
 from eqlm.manifest import depth_range, graph_roles
+from eqlm.model_files import ONNX, current_path
 
 from .model_ids import base_id
 
@@ -183,7 +184,14 @@ def _absolute(path: str | Path) -> Path:
     from django.conf import settings
 
     path = Path(path)
-    return path if path.is_absolute() else Path(settings.BASE_DIR) / path
+    return current_path(path, Path(settings.BASE_DIR))  # a row from before models/<id>/ names the old place
+
+
+def default_onnx_dir() -> Path:
+    """The default model's export: `MODELS_DIR/<DEFAULT_MODEL>/onnx/`."""
+    from django.conf import settings
+
+    return Path(settings.MODELS_DIR) / settings.DEFAULT_MODEL / ONNX
 
 
 def model_cards() -> dict[str, ModelCard]:
@@ -192,12 +200,13 @@ def model_cards() -> dict[str, ModelCard]:
 
     rows = _registry_rows()
     names = {slug: name for slug, name, _ in rows}
-    folders: dict[str, tuple[Path, str]] = {DEFAULT_MODEL_ID: (Path(settings.DEMO_MODEL_ONNX_DIR), "bundled")}
+    folders: dict[str, tuple[Path, str]] = {DEFAULT_MODEL_ID: (default_onnx_dir(), "bundled")}
     root = Path(settings.MODELS_DIR)
     if root.is_dir():
         for child in sorted(root.iterdir()):
-            if child.is_dir() and child.name not in folders and (child / "manifest.json").is_file():
-                folders[child.name] = (child, "bundled")
+            onnx = child / ONNX
+            if child.name not in folders and (onnx / "manifest.json").is_file():
+                folders[child.name] = (onnx, "bundled")
     for slug, _, onnx_dir in rows:
         if onnx_dir and slug not in folders:
             folders[slug] = (_absolute(onnx_dir), "registry")
@@ -272,9 +281,7 @@ def resolve(model_id: str | None = None) -> ModelCard:
     if card is None:
         reason = ""
         if model_id == DEFAULT_MODEL_ID:
-            from django.conf import settings
-
-            reason = f"no manifest.json in {settings.DEMO_MODEL_ONNX_DIR}"
+            reason = f"no manifest.json in {default_onnx_dir()}"
         raise UnknownModel(model_id, list(cards), reason)
     return card
 
@@ -296,7 +303,6 @@ def model_state(card: ModelCard) -> dict:
 
 def model_states() -> list[dict]:
     """Every servable model with its state in this process, the default first (for /api/health and /v1/models)."""
-    from django.conf import settings
 
     cards = model_cards()
     states = [
@@ -305,7 +311,7 @@ def model_states() -> list[dict]:
         for card in cards.values()
     ]  # fmt: skip
     if DEFAULT_MODEL_ID not in cards:
-        missing = f"no manifest.json in {settings.DEMO_MODEL_ONNX_DIR}"
+        missing = f"no manifest.json in {default_onnx_dir()}"
         states.insert(0, {"id": DEFAULT_MODEL_ID, "name": DEFAULT_MODEL_ID, "source": "bundled", "default": True,
                           "state": "failed", "error": missing})  # fmt: skip
     return states

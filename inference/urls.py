@@ -1,5 +1,6 @@
 """Pages of the depth-dial demo and the models registry, and the /v1/ API (mounted at the site root)."""
 
+from django.conf import settings
 from django.urls import include, path, re_path
 
 from . import model_detail, model_pages, views
@@ -12,6 +13,11 @@ urlpatterns = [
         r"^demo/models/(?P<model_id>[A-Za-z0-9_.-]+)/graphs/(?P<sha256>[0-9a-f]{64})\.onnx$",
         views.model_graph,
         name="model-graph",
+    ),
+    re_path(  # where a bundled model's files were served before models/<id>/, as static files (redirects)
+        rf"^{settings.STATIC_URL.strip('/')}/models/(?P<model_id>[A-Za-z0-9_.-]+)/(?P<name>[A-Za-z0-9_.-]+)$",
+        views.legacy_model_file,
+        name="legacy-model-file",
     ),
     re_path(r"^demo/ort/(?P<name>[A-Za-z0-9_.-]+)$", views.ort_worker_script, name="demo-ort"),
     re_path(r"^demo/quality\.(?P<fmt>csv|json)$", views.quality_download, name="demo-quality"),

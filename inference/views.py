@@ -13,8 +13,7 @@ import json
 import logging
 from pathlib import Path
 
-from django.conf import settings
-from django.http import FileResponse, Http404, HttpResponse, JsonResponse
+from django.http import FileResponse, Http404, HttpResponse, HttpResponsePermanentRedirect, JsonResponse
 from django.shortcuts import render
 from django.templatetags.static import static
 from django.urls import reverse
@@ -39,7 +38,9 @@ EXAMPLE_PROMPTS = [
 
 
 def onnx_dir() -> Path:
-    return Path(settings.DEMO_MODEL_ONNX_DIR)
+    from .serving import default_onnx_dir
+
+    return default_onnx_dir()
 
 
 def read_json(path: Path) -> dict | None:
@@ -115,6 +116,18 @@ def model_graph(request, model_id: str, sha256: str):
     response = FileResponse(open(path, "rb"), content_type="application/octet-stream")  # noqa: SIM115
     response["Cache-Control"] = "public, max-age=31536000, immutable"
     return response
+
+
+def legacy_model_file(request, model_id: str, name: str):
+    """A bundled model's file at its address from when the exports were static files (STATIC_URL + models/<id>/<file>):
+    a permanent redirect to the manifest or to the graph by its sha256, which the pages have used since."""
+    card = _card_or_404(model_id)
+    if name == "manifest.json":
+        return HttpResponsePermanentRedirect(reverse("inference:model-manifest", args=[card.id]))
+    role = next((role for role, file in card.graphs.items() if file == name), None)
+    if role is None or role not in card.graph_sha256:
+        raise Http404("No such file in this model's current export.")
+    return HttpResponsePermanentRedirect(reverse("inference:model-graph", args=[card.id, card.graph_sha256[role]]))
 
 
 def _depth_series(mapping) -> dict[int, float]:
@@ -194,7 +207,7 @@ def training_summary(facts: dict) -> dict:
 
 
 def training_facts(model_id: str | None = None) -> dict:
-    """The training summary of a bundled model from its generated facts (inference/demo/<id>.facts.json)."""
+    """The training summary of a bundled model from its generated facts (models/<id>/facts.json)."""
     from .bundled import bundled_model
     from .serving import DEFAULT_MODEL_ID
 

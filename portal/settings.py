@@ -206,9 +206,8 @@ MEDIA_URL = "/media/"
 # Data and models.
 BLIMP_DIR = Path(env("BLIMP_DIR", str(BASE_DIR.parent / "shared" / "blimp")))
 SHARED_DIR = Path(env("SHARED_DIR", str(BASE_DIR.parent / "shared")))
-DEMO_MODEL_CHECKPOINT = Path(env("DEMO_MODEL_CHECKPOINT", str(BASE_DIR / "inference" / "demo" / "eqlm-demo.pt")))
-DEMO_MODEL_ONNX_DIR = Path(env("DEMO_MODEL_ONNX_DIR", str(BASE_DIR / "static" / "models" / "eqlm-demo")))
-MODELS_DIR = Path(env("MODELS_DIR", str(BASE_DIR / "static" / "models")))  # one folder per bundled model id
+MODELS_DIR = Path(env("MODELS_DIR", str(BASE_DIR / "models")))  # one folder per bundled model id (models/<id>/)
+DEFAULT_MODEL = env("DEFAULT_MODEL", "eqlm-demo")  # the default model: its files are MODELS_DIR/<id>/
 WARM_UP_MODEL = env_bool("WARM_UP_MODEL", True)  # each WSGI worker loads every servable model before its first request
 UPLOAD_MAX_BYTES = env_int("UPLOAD_MAX_BYTES", 25 * 1024 * 1024)  # one uploaded result file
 # An uploaded or imported checkpoint (the 121M programme model is 483 MB in fp32); refused on its Content-Length.

@@ -26,9 +26,9 @@ def council_models_dir(tmp_path_factory, tiny_onnx_export):
     default members, beside the default model eqlm-demo (seed 0), which is not one (read-only: the folders are copies
     of the run's shared exports)."""
     root = tmp_path_factory.mktemp("council-models")
-    shutil.copytree(tiny_onnx_export(0), root / "eqlm-demo")
-    shutil.copytree(tiny_onnx_export(1), root / "eqlm-demo-anytime")
-    shutil.copytree(tiny_onnx_export(2), root / "eqlm-code")
+    shutil.copytree(tiny_onnx_export(0), root / "eqlm-demo" / "onnx")
+    shutil.copytree(tiny_onnx_export(1), root / "eqlm-demo-anytime" / "onnx")
+    shutil.copytree(tiny_onnx_export(2), root / "eqlm-code" / "onnx")
     return root
 
 

@@ -88,7 +88,7 @@ def flat_stage(tmp: Path) -> str:
     """Three steps of eqlm-demo's last stage (72835c1's Makefile, train-demo, the eqlm-demo-flat command), from the
     served eqlm-demo.pt, as train_demo_model's handle() builds its TrainSettings (defaults for the flags not given)."""
     init = OLD / "inference" / "demo" / "eqlm-demo.pt"
-    anytime = Path(__file__).resolve().parents[2] / "inference" / "demo" / "eqlm-demo-anytime.pt"
+    anytime = Path(__file__).resolve().parents[2] / "models" / "eqlm-demo-anytime" / "checkpoint.pt"
     assert hashlib.sha256(init.read_bytes()).digest() == hashlib.sha256(anytime.read_bytes()).digest()
     settings = TrainSettings(
         seed=0,

@@ -229,8 +229,8 @@ def test_kl_halting_on_the_served_model_matches_its_torch_checkpoint(tol):
 
     from eqlm.checkpoint import load_checkpoint
 
-    torch_model, _ = load_checkpoint(ROOT / "inference" / "demo" / "eqlm-demo.pt")
-    model = OnnxEqLM(ROOT / "static" / "models" / "eqlm-demo")
+    torch_model, _ = load_checkpoint(ROOT / "models" / "eqlm-demo" / "checkpoint.pt")
+    model = OnnxEqLM(ROOT / "models" / "eqlm-demo" / "onnx")
     ids = list(b"In the beginning God created the heaven")
     z, iterations, _ = process(model, DecodeCache(model, 64), ids, 64, tol, "picard", halt="kl")
     with torch.no_grad():

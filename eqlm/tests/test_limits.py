@@ -12,11 +12,10 @@ from eqlm.export import trained_max_depth
 from eqlm.generation import GenerationRequest
 from eqlm.noise import NOISE_RNG
 
-MODELS = Path(__file__).resolve().parents[2] / "static" / "models"
-CHECKPOINTS = Path(__file__).resolve().parents[2] / "inference" / "demo"
+MODELS = Path(__file__).resolve().parents[2] / "models"
 
 
-@pytest.mark.parametrize("manifest", sorted(MODELS.glob("*/manifest.json")), ids=lambda p: p.parent.name)
+@pytest.mark.parametrize("manifest", sorted(MODELS.glob("*/onnx/manifest.json")), ids=lambda p: p.parent.parent.name)
 def test_every_committed_manifest_records_the_limits_and_its_graphs_are_unchanged(manifest):
     data = json.loads(manifest.read_text())
     if data.get("model_class") == "ExplicitLM":  # its depth is its layer count; it takes no other control
@@ -25,7 +24,7 @@ def test_every_committed_manifest_records_the_limits_and_its_graphs_are_unchange
         assert data["solvers"] == [limits.DEFAULT_SOLVER] and data["starts"] == [] and data["halts"] == []
     else:
         # the cap is the deepest depth the model's recipe trained, 64 at least (eqlm.export.trained_max_depth)
-        _, checkpoint = load_checkpoint(CHECKPOINTS / f"{data['model_id']}.pt")
+        _, checkpoint = load_checkpoint(MODELS / data["model_id"] / "checkpoint.pt")
         assert (data["min_depth"], data["max_depth"]) == (limits.DEPTH_MIN, trained_max_depth(checkpoint["provenance"]))
         assert data["solvers"] == list(limits.SOLVERS)
         assert data["starts"] == list(limits.STARTS) and data["halts"] == list(limits.HALTS)
@@ -37,8 +36,8 @@ def test_every_committed_manifest_records_the_limits_and_its_graphs_are_unchange
 
 
 def test_the_served_model_goes_to_depth_128_because_its_recipe_trained_depths_up_to_128():
-    served = json.loads((MODELS / limits.DEFAULT_MODEL_ID / "manifest.json").read_text())
-    recipe = json.loads((MODELS / "depth-random" / "manifest.json").read_text())
+    served = json.loads((MODELS / limits.DEFAULT_MODEL_ID / "onnx" / "manifest.json").read_text())
+    recipe = json.loads((MODELS / "depth-random" / "onnx" / "manifest.json").read_text())
     assert served["max_depth"] == limits.DEPTH_CAP_MAX == 128
     assert recipe["max_depth"] == limits.DEPTH_MAX  # depth-random's solve drew depths up to 64
     assert trained_max_depth({"resolved_stage": {"solve": {"kind": "equilibrium", "depth": {"max": 512}}}}) == 128
@@ -49,7 +48,7 @@ def test_the_served_model_goes_to_depth_128_because_its_recipe_trained_depths_up
 def test_the_served_model_generates_at_depth_128_and_refuses_129():
     from eqlm.generation import Generator
 
-    generator = Generator(MODELS / limits.DEFAULT_MODEL_ID)
+    generator = Generator(MODELS / limits.DEFAULT_MODEL_ID / "onnx")
     assert generator.generate(GenerationRequest("In the beginning", max_tokens=2, depth=128)).completion_tokens == 2
     with pytest.raises(ValueError, match="between 1 and 128"):
         generator.generate(GenerationRequest("In the beginning", max_tokens=2, depth=129))

@@ -77,6 +77,6 @@ def test_the_unrolled_recipe_reproduces_the_loop_it_replaced_bit_for_bit(tmp_pat
 def test_the_six_stage_models_last_stage_reproduces_the_loop_it_replaced_bit_for_bit(tmp_path):
     stage = load_recipe("eqlm-demo-anytime").resolve("flat")
     stage.data["from"] = None  # start from the model itself: any start shows the step is the same
-    served = ROOT / "inference" / "demo" / "eqlm-demo-anytime.pt"
+    served = ROOT / "models" / "eqlm-demo-anytime" / "checkpoint.pt"
     train_stage(stage, tmp_path / "run", init_checkpoint=served, stop_after=3, log=lambda _: None)
     assert digest(tmp_path / "run" / "state.pt") in ANYTIME_LAST_STAGE_BEFORE

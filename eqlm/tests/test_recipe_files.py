@@ -12,7 +12,7 @@ from .tiny_training import ROOT, tiny_recipe  # noqa: E402
 
 
 def test_every_bundled_model_has_a_recipe_file_whose_stages_resolve():
-    bundled = {p.name.removesuffix(".pt") for p in (ROOT / "inference" / "demo").glob("*.pt")}
+    bundled = {p.parent.name for p in (ROOT / "models").glob("*/checkpoint.pt")}
     assert bundled <= set(recipe_names())
     for name in recipe_names():
         recipe = load_recipe(name)
@@ -47,7 +47,7 @@ def test_depth_tightens_first_two_stages_are_depth_settles_so_its_runs_reuse_the
 def test_the_served_recipe_trains_again_the_stage_the_served_checkpoint_records():
     """eqlm/recipes/eqlm-demo.toml is pinned by `make promote-demo`: the served checkpoint's recipe with its overrides
     written in, so `make train-demo` (the recipe's last stage, no overrides) trains the same stage again."""
-    provenance = torch.load(ROOT / "inference" / "demo" / "eqlm-demo.pt", weights_only=True)["provenance"]
+    provenance = torch.load(ROOT / "models" / "eqlm-demo" / "checkpoint.pt", weights_only=True)["provenance"]
     recipe = load_recipe("eqlm-demo")
     assert recipe.stage_names[-1] == provenance["stage"]
     assert recipe.resolve().recipe_hash == provenance["recipe_hash"]
@@ -59,7 +59,7 @@ def test_the_served_recipe_trains_again_the_stage_the_served_checkpoint_records(
 
 
 def test_the_six_stage_recipe_records_what_its_checkpoint_was_trained_with():
-    provenance = torch.load(ROOT / "inference" / "demo" / "eqlm-demo-anytime.pt", weights_only=True)["provenance"]
+    provenance = torch.load(ROOT / "models" / "eqlm-demo-anytime" / "checkpoint.pt", weights_only=True)["provenance"]
     old = provenance["train_settings"]  # recorded by the loop before recipes, still loadable
     stage = load_recipe("eqlm-demo-anytime").resolve().data
     assert stage["steps"] == old["steps"] and stage["schedule"]["lr"] == old["lr"]

@@ -231,10 +231,8 @@ def test_a_deep_solves_last_step_probes_a_slower_direction_than_a_random_one():
     from eqlm.checkpoint import load_checkpoint
     from eqlm.terms import _probe_gain
 
-    model, _ = load_checkpoint(ROOT / "inference" / "demo" / "eqlm-demo-anytime.pt")
-    batch = torch.tensor(
-        [list((ROOT / "inference" / "demo" / "eqlm-demo-anytime.heldout_slice.txt").read_bytes()[:256])]
-    )
+    model, _ = load_checkpoint(ROOT / "models" / "eqlm-demo-anytime" / "checkpoint.pt")
+    batch = torch.tensor([list((ROOT / "models" / "eqlm-demo-anytime" / "heldout_slice.txt").read_bytes()[:256])])
     with torch.no_grad():
         inj = model.embed(batch)
         z = torch.zeros_like(inj)

@@ -20,13 +20,9 @@ PROMPT = "In the beginning"
 
 
 @pytest.fixture
-def served_model(settings, tiny_onnx_dir):
+def served_model(serve_models, tiny_onnx_dir):
     """Point the generation service at the tiny model for this test (fresh generator, fresh rate counters)."""
-    from inference import serving
-
-    settings.DEMO_MODEL_ONNX_DIR = tiny_onnx_dir
-    serving.reset()
-    cache.clear()
+    serve_models(default=tiny_onnx_dir)
     yield tiny_onnx_dir
     cache.clear()
 

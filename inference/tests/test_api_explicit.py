@@ -15,8 +15,8 @@ PROMPT = "In the beginning"
 
 @pytest.fixture
 def served(serve_models, tmp_path, tiny_onnx_dir, tiny_explicit_onnx_export):
-    shutil.copytree(tiny_onnx_dir, tmp_path / "eqlm-demo")
-    shutil.copytree(tiny_explicit_onnx_export(LAYERS), tmp_path / "explicit-demo")
+    shutil.copytree(tiny_onnx_dir, tmp_path / "eqlm-demo" / "onnx")
+    shutil.copytree(tiny_explicit_onnx_export(LAYERS), tmp_path / "explicit-demo" / "onnx")
     return serve_models(tmp_path)
 
 

@@ -1,7 +1,6 @@
 """The /api/ reference page is read from the OpenAPI schema: every /v1 endpoint and parameter, with ranges."""
 
 import pytest
-from django.core.cache import cache
 
 from .page_examples import run_shell_example
 
@@ -9,12 +8,8 @@ pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
-def served_model(settings, tiny_onnx_dir):
-    from inference import serving
-
-    settings.DEMO_MODEL_ONNX_DIR = tiny_onnx_dir
-    serving.reset()
-    cache.clear()
+def served_model(serve_models, tiny_onnx_dir):
+    serve_models(default=tiny_onnx_dir)
 
 
 @pytest.fixture

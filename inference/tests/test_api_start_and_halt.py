@@ -7,7 +7,6 @@ import json
 
 import openai
 import pytest
-from django.core.cache import cache
 from openai import OpenAI
 
 pytestmark = pytest.mark.django_db(transaction=True)  # the openai client talks to the live server
@@ -16,15 +15,8 @@ PROMPT = "In the beginning"
 
 
 @pytest.fixture
-def served(settings, tiny_onnx_dir):
-    from inference import serving
-
-    settings.DEMO_MODEL_ONNX_DIR = tiny_onnx_dir
-    serving.reset()
-    cache.clear()
-    yield tiny_onnx_dir
-    serving.reset()
-    cache.clear()
+def served(serve_models, tiny_onnx_dir):
+    return serve_models(default=tiny_onnx_dir)
 
 
 def post(client, body: dict, path: str = "/v1/completions"):

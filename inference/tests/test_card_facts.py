@@ -138,20 +138,22 @@ def test_a_cards_recipe_file_is_served_as_text(client):
 
 
 def test_write_card_facts_writes_a_models_facts_beside_its_checkpoint(tmp_path, settings, regenerated):
-    settings.DEMO_MODEL_CHECKPOINT = tmp_path / "eqlm-demo.pt"  # every bundled file is looked for in tmp_path
-    shutil.copy(Path(settings.BASE_DIR) / "inference" / "demo" / "eqlm-code.pt", tmp_path)
+    settings.MODELS_DIR = tmp_path  # every bundled file is looked for in tmp_path
+    (tmp_path / "eqlm-code").mkdir()
+    shutil.copy(Path(settings.BASE_DIR) / "models" / "eqlm-code" / "checkpoint.pt", tmp_path / "eqlm-code")
     call_command("write_card_facts", "eqlm-code", stdout=io.StringIO())
-    written = json.loads((tmp_path / "eqlm-code.facts.json").read_text())
+    written = json.loads((tmp_path / "eqlm-code" / "facts.json").read_text())
     assert written["totals"] == regenerated["eqlm-code"]["totals"]
     with pytest.raises(CommandError, match="not a bundled model: nope"):
         call_command("write_card_facts", "nope")
 
 
 def test_a_model_without_a_facts_file_says_how_to_write_it(client, settings, tmp_path):
-    demo = Path(settings.BASE_DIR) / "inference" / "demo"
-    for name in ("eqlm-code.pt", "eqlm-code.metrics.json", "eqlm-code.card.json"):
-        shutil.copy(demo / name, tmp_path)
-    settings.DEMO_MODEL_CHECKPOINT = tmp_path / "eqlm-demo.pt"  # every bundled file is looked for in tmp_path
+    demo = Path(settings.BASE_DIR) / "models" / "eqlm-code"
+    (tmp_path / "eqlm-code").mkdir()
+    for name in ("checkpoint.pt", "metrics.json", "card.json"):
+        shutil.copy(demo / name, tmp_path / "eqlm-code")
+    settings.MODELS_DIR = tmp_path  # every bundled file is looked for in tmp_path
     card = section(every_model_page(client), "eqlm-code")
     assert "no training facts: <code>manage.py write_card_facts</code> writes them" in card
     assert 'data-figure="eqlm-code-steps"' not in card and "<dt>Corpus</dt>" not in card

@@ -1,7 +1,7 @@
 """The depth dial in headless Chromium: generation runs in the page (onnxruntime-web), never on the server.
 
 Uses the committed demo model when it is installed, otherwise a tiny random model exported by the project's own
-export code (served from DEMO_MODEL_ONNX_DIR through the demo's model-file view).
+export code (served from models/eqlm-demo/onnx/ through the demo's model-file view).
 """
 
 import json
@@ -10,7 +10,6 @@ from pathlib import Path
 import httpx
 import pytest
 from django.conf import settings as django_settings
-from django.core.cache import cache
 
 from tests.axe import serious_violations
 
@@ -22,20 +21,15 @@ GENERATION_ROUTES = ("/v1/", "/api/")
 
 @pytest.fixture(scope="module")
 def dial_model_dir(request):
-    committed = Path(django_settings.DEMO_MODEL_ONNX_DIR)
+    committed = Path(django_settings.MODELS_DIR) / "eqlm-demo" / "onnx"
     if (committed / "manifest.json").exists():
         return committed
     return request.getfixturevalue("tiny_onnx_dir")
 
 
 @pytest.fixture
-def dial_model(settings, dial_model_dir):
-    from inference import serving
-
-    settings.DEMO_MODEL_ONNX_DIR = dial_model_dir
-    serving.reset()
-    cache.clear()
-    return dial_model_dir
+def dial_model(serve_models, dial_model_dir):
+    return serve_models(default=dial_model_dir)
 
 
 def set_control(page, selector: str, value) -> None:

@@ -39,15 +39,12 @@ def test_a_model_without_figures_says_how_to_get_them(client):
 
 @pytest.mark.browser
 @pytest.mark.django_db(transaction=True)
-def test_focus_curve_and_converged_share_follow_the_run_and_the_dial(page, live_server, settings, tiny_onnx_dir):
-    from django.core.cache import cache
-
-    from inference import serving
-
-    if not (Path(django_settings.DEMO_MODEL_ONNX_DIR) / "manifest.json").exists():
-        settings.DEMO_MODEL_ONNX_DIR = tiny_onnx_dir
-    serving.reset()
-    cache.clear()
+def test_focus_curve_and_converged_share_follow_the_run_and_the_dial(
+    page, live_server, settings, tiny_onnx_dir, serve_models
+):
+    if not (Path(django_settings.MODELS_DIR) / "eqlm-demo" / "onnx" / "manifest.json").exists():
+        serve_models(default=tiny_onnx_dir)
+    serve_models()
     evaluate_tiny(Path(settings.MEDIA_ROOT) / "demo-convergence", "eqlm-demo")
     page.set_viewport_size({"width": 375, "height": 800})
     page.goto("/demo/")

@@ -81,11 +81,11 @@ def test_the_manifest_names_each_graph_by_a_url_carrying_its_sha256(client):
 def test_a_graph_url_of_a_replaced_export_is_gone_and_the_new_manifest_names_new_urls(
     client, serve_models, tmp_path, tiny_onnx_export
 ):
-    shutil.copytree(tiny_onnx_export(0), tmp_path / "eqlm-demo")
+    shutil.copytree(tiny_onnx_export(0), tmp_path / "eqlm-demo" / "onnx")
     serve_models(tmp_path)
     old = client.get("/demo/models/eqlm-demo/manifest.json")
     shutil.rmtree(tmp_path / "eqlm-demo")
-    shutil.copytree(tiny_onnx_export(1), tmp_path / "eqlm-demo")
+    shutil.copytree(tiny_onnx_export(1), tmp_path / "eqlm-demo" / "onnx")
     new = client.get("/demo/models/eqlm-demo/manifest.json", HTTP_IF_NONE_MATCH=old["ETag"])
     assert new.status_code == 200 and new["ETag"] != old["ETag"]
     step_old, step_new = old.json()["graph_urls"]["step"], new.json()["graph_urls"]["step"]

@@ -9,7 +9,6 @@ import shutil
 
 import httpx
 import pytest
-from django.core.cache import cache
 
 from .test_demo_browser import PROMPT, generate_in_page, set_control
 
@@ -17,19 +16,9 @@ pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 
 @pytest.fixture
-def served(settings):
+def served(serve_models):
     """`served(folder)`: the dial's default model is the export in `folder`, from fresh runtimes."""
-    from inference import serving
-
-    def serve(folder):
-        settings.DEMO_MODEL_ONNX_DIR = folder
-        serving.reset()
-        cache.clear()
-        return folder
-
-    yield serve
-    serving.reset()
-    cache.clear()
+    return lambda folder: serve_models(default=folder)
 
 
 def api_completion(live_server, **body) -> dict:

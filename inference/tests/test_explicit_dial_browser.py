@@ -20,9 +20,9 @@ LAYERS = 12
 def served(settings, tmp_path, tiny_onnx_dir, tiny_explicit_onnx_export):
     from inference import serving
 
-    shutil.copytree(tiny_onnx_dir, tmp_path / "eqlm-demo")
-    shutil.copytree(tiny_explicit_onnx_export(LAYERS), tmp_path / "explicit-demo")
-    settings.MODELS_DIR, settings.DEMO_MODEL_ONNX_DIR = tmp_path, tmp_path / "eqlm-demo"
+    shutil.copytree(tiny_onnx_dir, tmp_path / "eqlm-demo" / "onnx")
+    shutil.copytree(tiny_explicit_onnx_export(LAYERS), tmp_path / "explicit-demo" / "onnx")
+    settings.MODELS_DIR = tmp_path
     serving.reset()
     cache.clear()
     yield tmp_path

@@ -25,24 +25,24 @@ pytestmark = [pytest.mark.django_db, pytest.mark.slow]
 
 LAYERS = 12
 PROMPT = "In the beginning"
-CARD = Path(django_settings.BASE_DIR) / "inference" / "demo" / "explicit-demo.card.json"
+CARD = Path(django_settings.BASE_DIR) / "models" / "explicit-demo" / "card.json"
 
 
 @pytest.fixture(scope="module")
 def bundled(tmp_path_factory, tiny_onnx_dir):
-    """A checkpoint folder with eqlm-demo (no checkpoint) and explicit-demo's checkpoint and hand-written card, and
-    a models folder with eqlm-demo's export; `export_onnx --model-id explicit-demo` then writes the rest."""
+    """A models folder with eqlm-demo (its export, no checkpoint) and explicit-demo's checkpoint and hand-written
+    card; `export_onnx --model-id explicit-demo` then writes the rest."""
     root = tmp_path_factory.mktemp("explicit-bundled")
-    demo, models = root / "demo", root / "models"
-    demo.mkdir()
-    shutil.copytree(tiny_onnx_dir, models / "eqlm-demo")
+    models = root / "models"
+    demo = models / "explicit-demo"
+    demo.mkdir(parents=True)
+    shutil.copytree(tiny_onnx_dir, models / "eqlm-demo" / "onnx")
     provenance = {"recipe": "explicit-demo", "stage": "explicit", "seed": 42, "steps": 2, "tokens": 512}
-    save_checkpoint(tiny_explicit_model(seed=3, n_layers=LAYERS), demo / "explicit-demo.pt", provenance)
-    shutil.copy(CARD, demo / "explicit-demo.card.json")
+    save_checkpoint(tiny_explicit_model(seed=3, n_layers=LAYERS), demo / "checkpoint.pt", provenance)
+    shutil.copy(CARD, demo / "card.json")
     # the committed slice, measured when the corpus cannot be read (the export rewrites it from the corpus otherwise)
-    shutil.copy(CARD.parent / "heldout_slice.txt", demo / "explicit-demo.heldout_slice.txt")
-    paths = {"DEMO_MODEL_CHECKPOINT": demo / "eqlm-demo.pt", "MODELS_DIR": models}
-    paths["DEMO_MODEL_ONNX_DIR"] = models / "eqlm-demo"
+    shutil.copy(CARD.parent / "heldout_slice.txt", demo / "heldout_slice.txt")
+    paths = {"MODELS_DIR": models}
     with override_settings(**paths):
         out = io.StringIO()
         call_command("export_onnx", "--model-id", "explicit-demo", stdout=out)
@@ -53,7 +53,7 @@ def bundled(tmp_path_factory, tiny_onnx_dir):
 def served(bundled, settings, serve_models):
     for key, value in bundled["paths"].items():
         setattr(settings, key, value)
-    serve_models(bundled["models"], bundled["paths"]["DEMO_MODEL_ONNX_DIR"])
+    serve_models(bundled["models"])
     return bundled
 
 
@@ -64,15 +64,15 @@ def complete(client, **body):
 
 
 def test_the_export_writes_one_graph_per_layer_its_metrics_and_its_facts(bundled):
-    folder, demo = bundled["models"] / "explicit-demo", bundled["demo"]
+    folder, demo = bundled["models"] / "explicit-demo" / "onnx", bundled["demo"]
     manifest = json.loads((folder / "manifest.json").read_text())
     assert manifest["model_class"] == "ExplicitLM" and len(manifest["layers"]) == LAYERS
     assert all((folder / manifest["graphs"][role]).is_file() for role in manifest["layers"])
     assert (manifest["min_depth"], manifest["default_depth"], manifest["max_depth"]) == (LAYERS, LAYERS, LAYERS)
-    metrics = json.loads((demo / "explicit-demo.metrics.json").read_text())
+    metrics = json.loads((demo / "metrics.json").read_text())
     assert metrics["model_class"] == "ExplicitLM" and list(metrics["ci_slice"]["bits_per_byte"]) == [str(LAYERS)]
     assert "not an equilibrium model" in metrics["limitations"]
-    evaluation = json.loads((demo / "explicit-demo.facts.json").read_text())["evaluation"]
+    evaluation = json.loads((demo / "facts.json").read_text())["evaluation"]
     assert evaluation["sources"]["local"] is None and "do not apply" in evaluation["not_applicable"]
     assert evaluation["figures"]["layers"]["value"] == LAYERS
     assert not any(name.startswith(("converged", "halting", "drift")) for name in evaluation["figures"])
@@ -84,7 +84,7 @@ def test_the_seed_registers_it_once_its_checkpoint_and_metrics_are_there(served)
 
     assert "explicit-demo" in [row.slug for row, _ in register_bundled_models()]
     row = RegisteredModel.objects.get(slug="explicit-demo")
-    assert row.model_class == "ExplicitLM" and row.onnx_dir.endswith("explicit-demo")
+    assert row.model_class == "ExplicitLM" and row.onnx_dir.endswith("explicit-demo/onnx")
     assert [row.slug for row, created in register_bundled_models() if created] == []  # idempotent
 
 
@@ -102,7 +102,7 @@ def test_v1_models_lists_it_with_its_depth_fixed_at_its_layer_count(client, serv
 def test_a_completion_runs_every_layer_once_and_reports_no_residual(client, served):
     from eqlm.generation import GenerationRequest, Generator
 
-    direct = Generator(served["models"] / "explicit-demo").generate(GenerationRequest(PROMPT, max_tokens=6))
+    direct = Generator(served["models"] / "explicit-demo" / "onnx").generate(GenerationRequest(PROMPT, max_tokens=6))
     for body in ({}, {"depth": LAYERS}, {"solver": "picard"}):
         status, answer = complete(client, **body)
         assert status == 200, answer
@@ -129,7 +129,7 @@ def test_its_prompt_is_scored_at_its_one_depth(client, served):
     status, answer = complete(client, echo=True, logprobs=0, max_tokens=0)
     assert status == 200, answer
     scored = answer["choices"][0]["logprobs"]["token_logprobs"]
-    expected = score_prompt(OnnxEqLM(served["models"] / "explicit-demo"), list(PROMPT.encode()), LAYERS)
+    expected = score_prompt(OnnxEqLM(served["models"] / "explicit-demo" / "onnx"), list(PROMPT.encode()), LAYERS)
     assert scored[1:] == pytest.approx(expected.token_logprobs(), abs=1e-5)
 
 

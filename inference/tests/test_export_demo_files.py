@@ -13,8 +13,8 @@ from eqlm.decoder import OnnxEqLM
 from eqlm.generation import GenerationRequest, Generator
 from eqlm.scoring import bits_per_byte
 
-DEMO_DIR = Path(settings.DEMO_MODEL_CHECKPOINT).parent
-ONNX_DIR = Path(settings.DEMO_MODEL_ONNX_DIR)
+DEMO_DIR = Path(settings.MODELS_DIR) / "eqlm-demo"
+ONNX_DIR = DEMO_DIR / "onnx"
 
 
 @pytest.fixture(scope="module")
@@ -37,7 +37,7 @@ def test_committed_onnx_files_reproduce_the_committed_metrics_on_the_held_out_sl
 
 
 def test_committed_checkpoint_loads_weights_only_and_matches_its_onnx_export(metrics, onnx_model):
-    model, data = load_checkpoint(settings.DEMO_MODEL_CHECKPOINT)
+    model, data = load_checkpoint(DEMO_DIR / "checkpoint.pt")
     assert data["provenance"]["corpus_sha256"] == metrics["provenance"]["corpus_sha256"]
     assert model.num_params() == metrics["num_params"]
     ids = torch.tensor([list(b"And God said, Let there be light: and there was light.")])
@@ -77,7 +77,7 @@ def test_the_cards_figures_are_the_committed_metrics_and_stored_rows(metrics):
     from the result rows that `seed` loads (fixtures/local_results.json), not figures typed in separately."""
     from inference.local_results import FIXTURE, records
 
-    card = json.loads((DEMO_DIR / "eqlm-demo.facts.json").read_text())["evaluation"]["by_depth"]
+    card = json.loads((DEMO_DIR / "facts.json").read_text())["evaluation"]["by_depth"]
     rows = records(json.loads(FIXTURE.read_text())["models"]["eqlm-demo"])
     picard = [r for r in rows if r["condition"].get("solver") == "picard" and "depth" in r["condition"]]
     converged = {

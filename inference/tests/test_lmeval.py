@@ -33,7 +33,7 @@ def demo_export(tmp_path_factory):
     from eqlm.checkpoint import load_checkpoint
     from eqlm.export import export_onnx
 
-    model, _ = load_checkpoint(settings.DEMO_MODEL_CHECKPOINT)
+    model, _ = load_checkpoint(Path(settings.MODELS_DIR) / "eqlm-demo" / "checkpoint.pt")
     out = tmp_path_factory.mktemp("lmeval-onnx")
     export_onnx(model, out, model_id="eqlm-demo")
     return model, out

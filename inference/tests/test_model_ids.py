@@ -79,8 +79,8 @@ def test_the_data_migration_moves_the_old_models_row_evaluations_and_result_rows
     assert list(Model.objects.values_list("slug", flat=True)) == ["eqlm-demo-unrolled"]
     moved = Model.objects.get()
     assert moved.pk == old.pk and "unrolled" in moved.name
-    assert moved.checkpoint_path == "inference/demo/eqlm-demo-unrolled.pt"
-    assert moved.onnx_dir == "static/models/eqlm-demo-unrolled"
+    assert moved.checkpoint_path == "models/eqlm-demo-unrolled/checkpoint.pt"  # 0010: one folder per model
+    assert moved.onnx_dir == "models/eqlm-demo-unrolled/onnx"
     assert Evaluation.objects.get(pk=evaluation.pk).model_id == moved.pk
     labels = dict(Row.objects.values_list("arm_label", "arm__run__run_id"))
     assert labels == {
@@ -173,8 +173,8 @@ def test_the_data_migration_moves_the_six_stage_models_rows_and_council_rows_to_
 
     moved = Model.objects.get()
     assert (moved.pk, moved.slug) == (old.pk, "eqlm-demo-anytime")
-    assert moved.checkpoint_path == "inference/demo/eqlm-demo-anytime.pt"
-    assert moved.onnx_dir == "static/models/eqlm-demo-anytime"
+    assert moved.checkpoint_path == "models/eqlm-demo-anytime/checkpoint.pt"  # 0010: one folder per model
+    assert moved.onnx_dir == "models/eqlm-demo-anytime/onnx"
     assert Evaluation.objects.get(pk=evaluation.pk).model_id == moved.pk
     assert dict(Row.objects.filter(experiment="local").values_list("arm_label", "arm__run__run_id")) == {
         "eqlm-demo-anytime": f"local:eqlm-demo-anytime:{'53' * 6}:convergence",
@@ -248,17 +248,15 @@ def test_reversing_the_anytime_move_returns_its_rows_and_keeps_the_successors_un
 
 
 def test_the_unrolled_models_files_are_committed_under_its_id_and_say_so():
-    onnx = Path(settings.MODELS_DIR) / "eqlm-demo-unrolled"
-    manifest = json.loads((onnx / "manifest.json").read_text())
+    demo = Path(settings.MODELS_DIR) / "eqlm-demo-unrolled"
+    manifest = json.loads((demo / "onnx" / "manifest.json").read_text())
     assert manifest["model_id"] == "eqlm-demo-unrolled" and manifest["max_depth"] == 64
-    demo = Path(settings.BASE_DIR) / "inference" / "demo"
-    metrics = json.loads((demo / "eqlm-demo-unrolled.metrics.json").read_text())
+    metrics = json.loads((demo / "metrics.json").read_text())
     assert metrics["model_id"] == "eqlm-demo-unrolled"
     assert (
-        metrics["checkpoint_sha256"]
-        == __import__("hashlib").sha256((demo / "eqlm-demo-unrolled.pt").read_bytes()).hexdigest()
+        metrics["checkpoint_sha256"] == __import__("hashlib").sha256((demo / "checkpoint.pt").read_bytes()).hexdigest()
     )
-    measured = json.loads((demo / "eqlm-demo-unrolled.facts.json").read_text())["evaluation"]["by_depth"]
+    measured = json.loads((demo / "facts.json").read_text())["evaluation"]["by_depth"]
     whole = measured["rows"][0]["values"]  # the whole held-out slice, exported up to depth 12
     assert measured["depths"] == [4, 8, 12, 16, 24, 32, 48, 64]
     assert min(v for v in whole if v is not None) == whole[1] == 2.1835  # the peak at depth 8 the card describes
@@ -266,6 +264,6 @@ def test_the_unrolled_models_files_are_committed_under_its_id_and_say_so():
 
 def test_every_committed_model_file_fits_in_10_mb_together():
     root = Path(settings.BASE_DIR)
-    files = [p for folder in ("static/models", "inference/demo") for p in (root / folder).rglob("*") if p.is_file()]
+    files = [p for folder in ("models",) for p in (root / folder).rglob("*") if p.is_file()]
     files = [p for p in files if p.suffix in (".onnx", ".pt")]
     assert files and sum(p.stat().st_size for p in files) < 10 * 1024 * 1024

@@ -13,7 +13,7 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 
 from eqlm.checkpoint import save_checkpoint
-from eqlm.recipe import RECIPES_DIR, load_recipe
+from eqlm.recipe import load_recipe, recipe_file
 from eqlm.testing import tiny_explicit_model, tiny_model
 from inference import promote
 from inference.tests.test_card_evaluation import EVALUATION_FIGURE
@@ -37,15 +37,14 @@ def arm_provenance(recipe: str = "depth-random", stage: str = "random") -> dict:
 
 @pytest.fixture
 def place(tmp_path, settings, monkeypatch):
-    """Every path a promotion writes under tmp_path (the recipes folder holds depth-random.toml); the commands it
-    runs are recorded in `calls`."""
+    """Every path a promotion writes under tmp_path (the recipes folder holds depth-random.toml, the models folder
+    the promoted model's); the commands it runs are recorded in `calls`."""
     recipes = tmp_path / "recipes"
     recipes.mkdir()
-    shutil.copy(RECIPES_DIR / "depth-random.toml", recipes)
+    shutil.copy(recipe_file("depth-random"), recipes / "depth-random.toml")
     monkeypatch.setattr("eqlm.recipe.RECIPES_DIR", recipes)
-    settings.DEMO_MODEL_CHECKPOINT = tmp_path / "demo" / "eqlm-demo.pt"
+    monkeypatch.setattr("eqlm.recipe.MODELS_ROOT", tmp_path / "models")
     settings.MODELS_DIR = tmp_path / "models"
-    settings.DEMO_MODEL_ONNX_DIR = tmp_path / "models" / "eqlm-demo"
     calls = []
     monkeypatch.setattr(promote, "call_command", lambda name, **options: calls.append((name, options)))
     return {"root": tmp_path, "recipes": recipes, "calls": calls}
@@ -55,13 +54,13 @@ def test_promotion_copies_the_checkpoint_pins_its_recipe_writes_its_card_then_ex
     arm = save_checkpoint(tiny_model(seed=1), place["root"] / "runs" / "latest.pt", arm_provenance())
     call_command("promote_demo", str(arm), stdout=io.StringIO())
 
-    served = place["root"] / "demo" / "eqlm-demo.pt"
+    served = place["root"] / "models" / "eqlm-demo" / "checkpoint.pt"
     assert served.read_bytes() == arm.read_bytes()
     pinned = load_recipe("eqlm-demo")
     assert pinned.stage_names == ["random"] and pinned.title.startswith("eqlm-demo: ")
     assert pinned.resolve().recipe_hash == arm_provenance()["recipe_hash"]  # `make train-demo` trains it again
     assert pinned.raw["stages"]["random"]["note"] == "the served eqlm-demo"
-    card = json.loads((place["root"] / "demo" / "eqlm-demo.card.json").read_text())
+    card = json.loads((place["root"] / "models" / "eqlm-demo" / "card.json").read_text())
     assert card["model_id"] == "eqlm-demo" and card["name"] == "EqLM demo, depth-random recipe (KJV, byte-level)"
     for key in ("summary", "shows", "halting_and_warm_start"):
         assert EVALUATION_FIGURE.search(card[key]) is None and TRAINING_FIGURE.search(card[key]) is None, key
@@ -79,7 +78,7 @@ def test_a_hand_written_card_is_served_under_the_default_id(place):
     hand = place["root"] / "card.json"
     hand.write_text(json.dumps({"model_id": "depth-random", "name": "The winner", "summary": "Chosen."}))
     call_command("promote_demo", str(arm), "--card", str(hand), stdout=io.StringIO())
-    card = json.loads((place["root"] / "demo" / "eqlm-demo.card.json").read_text())
+    card = json.loads((place["root"] / "models" / "eqlm-demo" / "card.json").read_text())
     assert card == {"model_id": "eqlm-demo", "name": "The winner", "summary": "Chosen."}
 
 
@@ -97,7 +96,7 @@ def test_a_checkpoint_that_cannot_be_served_as_the_default_is_refused_before_any
     arm = save_checkpoint(model(seed=1), place["root"] / "latest.pt", provenance)
     with pytest.raises(CommandError, match=refusal):
         call_command("promote_demo", str(arm))
-    assert not (place["root"] / "demo").exists() and not (place["recipes"] / "eqlm-demo.toml").exists()
+    assert not (place["root"] / "models").exists() and not (place["recipes"] / "eqlm-demo.toml").exists()
     assert place["calls"] == []
     with pytest.raises(CommandError, match="no checkpoint at"):
         call_command("promote_demo", str(place["root"] / "missing.pt"))
@@ -108,4 +107,4 @@ def test_promotion_waits_for_the_migration_that_moves_the_model_holding_the_id(p
     monkeypatch.setattr(promote, "unapplied_migrations", lambda: ["inference.0008_demo_model_becomes_anytime"])
     with pytest.raises(CommandError, match="run manage.py migrate first"):
         call_command("promote_demo", str(arm))
-    assert place["calls"] == [] and not (place["root"] / "demo").exists()
+    assert place["calls"] == [] and not (place["root"] / "models").exists()

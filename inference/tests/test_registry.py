@@ -119,7 +119,7 @@ def test_demo_metric_tables_download_as_csv_and_json(client):
 
 
 @pytest.mark.django_db
-def test_seed_registers_each_bundled_model_once(bundled_model_ids):
+def test_seed_registers_each_bundled_model_once(bundled_model_ids, settings):
     from inference.seed import seed
 
     first = seed()
@@ -128,8 +128,8 @@ def test_seed_registers_each_bundled_model_once(bundled_model_ids):
     row = RegisteredModel.objects.get(slug="eqlm-demo")
     assert row.kind == "demo" and row.file_path().exists()
     unrolled = RegisteredModel.objects.get(slug="eqlm-demo-unrolled")
-    assert unrolled.file_path().name == "eqlm-demo-unrolled.pt"
-    assert unrolled.onnx_dir == "static/models/eqlm-demo-unrolled"
+    assert unrolled.file_path().relative_to(settings.BASE_DIR).as_posix() == "models/eqlm-demo-unrolled/checkpoint.pt"
+    assert unrolled.onnx_dir == "models/eqlm-demo-unrolled/onnx"
     assert "collapses past 12" in unrolled.notes
     assert list(RegisteredModel.objects.order_by("slug").values_list("slug", flat=True)) == sorted(bundled_model_ids)
 

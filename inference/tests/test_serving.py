@@ -22,8 +22,8 @@ def exports(tiny_onnx_export):
 def models_dir(tmp_path, serve_models, exports):
     """A MODELS_DIR with the default model (seed 0) and `tiny-other` (seed 1); fresh runtimes for each test."""
     root = tmp_path / "models"
-    shutil.copytree(exports[0], root / "eqlm-demo")
-    shutil.copytree(exports[1], root / "tiny-other")
+    shutil.copytree(exports[0], root / "eqlm-demo" / "onnx")
+    shutil.copytree(exports[1], root / "tiny-other" / "onnx")
     return serve_models(root)
 
 
@@ -31,7 +31,7 @@ def test_every_bundled_folder_is_a_model_addressed_by_its_folder_name(models_dir
     assert list(serving.model_cards()) == ["eqlm-demo", "tiny-other"]
     card = serving.resolve("tiny-other")
     runtime = card.runtime()
-    assert card.onnx_dir == models_dir / "tiny-other" and runtime.model_id == "tiny-other"
+    assert card.onnx_dir == models_dir / "tiny-other" / "onnx" and runtime.model_id == "tiny-other"
 
 
 def test_each_model_generates_with_its_own_weights(models_dir):
@@ -75,17 +75,17 @@ def test_concurrent_first_requests_share_one_runtime(models_dir):
 
 def test_a_new_export_in_the_same_folder_is_served_instead_of_the_old_one(models_dir, exports):
     before = serving.resolve("tiny-other").runtime().generate(GREEDY).text
-    shutil.rmtree(models_dir / "tiny-other")
-    shutil.copytree(exports[0], models_dir / "tiny-other")
+    shutil.rmtree(models_dir / "tiny-other" / "onnx")
+    shutil.copytree(exports[0], models_dir / "tiny-other" / "onnx")
     runtime = serving.resolve("tiny-other").runtime()
     assert runtime.generate(GREEDY).text != before
     assert runtime.generate(GREEDY).text == serving.resolve("eqlm-demo").runtime().generate(GREEDY).text
 
 
 def test_a_graph_that_does_not_match_its_manifest_fails_with_the_reason(models_dir):
-    manifest = json.loads((models_dir / "tiny-other" / "manifest.json").read_text())
+    manifest = json.loads((models_dir / "tiny-other" / "onnx" / "manifest.json").read_text())
     manifest["graph_sha256"]["step"] = "0" * 64
-    (models_dir / "tiny-other" / "manifest.json").write_text(json.dumps(manifest))
+    (models_dir / "tiny-other" / "onnx" / "manifest.json").write_text(json.dumps(manifest))
     with pytest.raises(serving.ModelUnavailable, match="step graph does not match"):
         serving.resolve("tiny-other").runtime()
     state = next(s for s in serving.model_states() if s["id"] == "tiny-other")
@@ -93,10 +93,10 @@ def test_a_graph_that_does_not_match_its_manifest_fails_with_the_reason(models_d
 
 
 def test_a_graph_onnxruntime_cannot_read_fails_once_and_the_others_still_serve(models_dir):
-    (models_dir / "tiny-other" / "step.onnx").write_bytes(b"not an onnx graph")
-    manifest = json.loads((models_dir / "tiny-other" / "manifest.json").read_text())
+    (models_dir / "tiny-other" / "onnx" / "step.onnx").write_bytes(b"not an onnx graph")
+    manifest = json.loads((models_dir / "tiny-other" / "onnx" / "manifest.json").read_text())
     del manifest["graph_sha256"]
-    (models_dir / "tiny-other" / "manifest.json").write_text(json.dumps(manifest))
+    (models_dir / "tiny-other" / "onnx" / "manifest.json").write_text(json.dumps(manifest))
     assert serving.warm_up_all() == {"eqlm-demo": "loaded", "tiny-other": "failed"}
     state = next(s for s in serving.model_states() if s["id"] == "tiny-other")
     assert state["state"] == "failed" and state["error"]
@@ -104,7 +104,7 @@ def test_a_graph_onnxruntime_cannot_read_fails_once_and_the_others_still_serve(m
 
 
 def test_a_missing_default_model_is_listed_as_failed_and_resolving_it_says_why(models_dir, settings, tmp_path):
-    settings.DEMO_MODEL_ONNX_DIR = tmp_path / "nowhere"
+    settings.DEFAULT_MODEL = "nowhere"
     shutil.rmtree(models_dir / "eqlm-demo")
     state = serving.model_states()[0]
     assert state["id"] == "eqlm-demo" and state["state"] == "failed" and "nowhere" in state["error"]

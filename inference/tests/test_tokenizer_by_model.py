@@ -28,8 +28,8 @@ def with_tokenizer(source, target, name):
 @pytest.fixture
 def served(serve_models, tmp_path, tiny_onnx_dir):
     # The tiny model's graphs are byte-sized; these endpoints read only its manifest and its context (64).
-    with_tokenizer(tiny_onnx_dir, tmp_path / "eqlm-demo", None)
-    with_tokenizer(tiny_onnx_dir, tmp_path / "bpe-demo", "gpt2")
+    with_tokenizer(tiny_onnx_dir, tmp_path / "eqlm-demo" / "onnx", None)
+    with_tokenizer(tiny_onnx_dir, tmp_path / "bpe-demo" / "onnx", "gpt2")
     return serve_models(tmp_path)
 
 
@@ -74,7 +74,7 @@ def test_tokenizer_info_describes_each_models_own_tokenizer(client, served):
 
 
 def test_a_model_naming_an_unknown_tokenizer_is_unavailable_not_a_crash(client, serve_models, tmp_path, tiny_onnx_dir):
-    with_tokenizer(tiny_onnx_dir, tmp_path / "eqlm-demo", "llama")
+    with_tokenizer(tiny_onnx_dir, tmp_path / "eqlm-demo" / "onnx", "llama")
     serve_models(tmp_path)
     status, body = post(client, "/tokenize", prompt="x")
     assert status == 503 and "unknown tokenizer 'llama'" in body["error"]["message"]

@@ -26,9 +26,9 @@ def exports(tiny_onnx_export):
 def models(serve_models, tmp_path, exports):
     """eqlm-demo (default depth 8), tiny-five (default depth 5) and tiny-deep (default depth 12, max_depth 128),
     each with its own weights, under a fresh MODELS_DIR."""
-    shutil.copytree(exports["default"], tmp_path / "eqlm-demo")
-    shutil.copytree(exports["five"], tmp_path / "tiny-five")
-    shutil.copytree(exports["deep"], tmp_path / "tiny-deep")
+    shutil.copytree(exports["default"], tmp_path / "eqlm-demo" / "onnx")
+    shutil.copytree(exports["five"], tmp_path / "tiny-five" / "onnx")
+    shutil.copytree(exports["deep"], tmp_path / "tiny-deep" / "onnx")
     return serve_models(tmp_path)
 
 
@@ -111,8 +111,8 @@ def test_a_depth_past_a_models_own_cap_is_a_bad_request_stating_its_range(client
 
 
 def test_a_manifest_declaring_a_cap_past_128_is_not_served_and_says_why(client, models):
-    manifest = json.loads((models / "tiny-five" / "manifest.json").read_text())
-    (models / "tiny-five" / "manifest.json").write_text(json.dumps({**manifest, "max_depth": 256}))
+    manifest = json.loads((models / "tiny-five" / "onnx" / "manifest.json").read_text())
+    (models / "tiny-five" / "onnx" / "manifest.json").write_text(json.dumps({**manifest, "max_depth": 256}))
     status, body = complete(client, model="tiny-five")
     assert status == 503 and "max_depth" in body["error"]["message"]
 
@@ -134,10 +134,10 @@ def test_the_404_for_an_unknown_model_lists_every_model_a_request_may_name_the_c
 
 
 def test_a_model_whose_files_fail_answers_503_and_the_others_still_serve(client, models):
-    (models / "tiny-five" / "step.onnx").write_bytes(b"broken")
-    manifest = json.loads((models / "tiny-five" / "manifest.json").read_text())
+    (models / "tiny-five" / "onnx" / "step.onnx").write_bytes(b"broken")
+    manifest = json.loads((models / "tiny-five" / "onnx" / "manifest.json").read_text())
     manifest.pop("graph_sha256")
-    (models / "tiny-five" / "manifest.json").write_text(json.dumps(manifest))
+    (models / "tiny-five" / "onnx" / "manifest.json").write_text(json.dumps(manifest))
     status, body = complete(client, model="tiny-five")
     assert status == 503 and body["error"]["code"] == "model_unavailable"
     listed = {m["id"]: m.get("eqlm") for m in client.get("/v1/models").json()["data"]}

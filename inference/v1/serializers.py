@@ -25,6 +25,7 @@ from eqlm.limits import (
     STARTS,
     model_depths,
 )
+from eqlm.model_files import ONNX
 from inference.model_ids import COUNCIL_ID, base_id, suffix_pairs
 from portal.api import ApiError
 
@@ -34,7 +35,7 @@ from .plan import TokenIds
 def default_model_depths() -> tuple[int, int]:
     """(default_depth, max_depth) of the default model, from the manifest the server serves it by (eqlm.limits);
     the limits' fallbacks where no manifest is installed."""
-    path = Path(settings.DEMO_MODEL_ONNX_DIR) / "manifest.json"
+    path = Path(settings.MODELS_DIR) / settings.DEFAULT_MODEL / ONNX / "manifest.json"
     try:
         return model_depths(json.loads(path.read_text()))
     except (OSError, ValueError):

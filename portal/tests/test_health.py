@@ -77,10 +77,10 @@ def test_health_lists_every_servable_model_with_its_state_in_this_process(
 
     from inference import serving
 
-    shutil.copytree(tiny_onnx_export(0), tmp_path / "eqlm-demo")
-    shutil.copytree(tiny_onnx_export(1), tmp_path / "tiny-other")
-    (tmp_path / "broken").mkdir()
-    (tmp_path / "broken" / "manifest.json").write_text('{"graphs": {"embed": "embed.onnx"}}')
+    shutil.copytree(tiny_onnx_export(0), tmp_path / "eqlm-demo" / "onnx")
+    shutil.copytree(tiny_onnx_export(1), tmp_path / "tiny-other" / "onnx")
+    (tmp_path / "broken" / "onnx").mkdir(parents=True)
+    (tmp_path / "broken" / "onnx" / "manifest.json").write_text('{"graphs": {"embed": "embed.onnx"}}')
     serve_models(tmp_path)
     serving.resolve("tiny-other").runtime()
     models = {m["id"]: m for m in client.get("/api/health").json()["models"]}

@@ -117,8 +117,8 @@ def test_warm_up_can_be_turned_off():
 
 
 @pytest.mark.slow  # a WSGI start in a subprocess
-def test_a_missing_model_does_not_stop_the_worker_from_starting(tmp_path):
-    assert run_probe(WARM_PROBE, DEMO_MODEL_ONNX_DIR=str(tmp_path / "nowhere")) == "False False"
+def test_a_missing_model_does_not_stop_the_worker_from_starting():
+    assert run_probe(WARM_PROBE, DEFAULT_MODEL="nowhere") == "False False"
 
 
 STATES_PROBE = """
@@ -135,6 +135,6 @@ def test_a_wsgi_worker_warms_every_bundled_model(bundled_model_ids):
 
 
 @pytest.mark.slow  # a WSGI start in a subprocess
-def test_a_missing_default_model_leaves_the_other_models_warm(tmp_path, bundled_model_ids):
-    states = run_probe(STATES_PROBE, DEMO_MODEL_ONNX_DIR=str(tmp_path / "nowhere"))
+def test_a_missing_default_model_leaves_the_other_models_warm(bundled_model_ids):
+    states = run_probe(STATES_PROBE, DEFAULT_MODEL="nowhere")
     assert states == ",".join(["eqlm-demo=failed"] + [f"{model_id}=loaded" for model_id in bundled_model_ids[1:]])

@@ -6,12 +6,15 @@ from pathlib import Path
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
+from eqlm.limits import DEFAULT_MODEL_ID
+from inference.bundled import bundled_model
+
 
 class Command(BaseCommand):
     help = "BLiMP accuracy (strict log P(good) > log P(bad), ties reported) of an EqLM checkpoint at several depths."
 
     def add_arguments(self, parser):
-        parser.add_argument("--checkpoint", default=str(settings.DEMO_MODEL_CHECKPOINT))
+        parser.add_argument("--checkpoint", default=str(bundled_model(DEFAULT_MODEL_ID).checkpoint))
         parser.add_argument("--depths", default="1,2,4,8,12")
         parser.add_argument("--paradigms", default="", help="comma-separated paradigm names (default: all)")
         parser.add_argument("--limit", type=int, default=None, help="first N pairs of each paradigm")
@@ -72,7 +75,7 @@ class Command(BaseCommand):
         except (RegistryError, CheckpointError) as exc:
             raise CommandError(str(exc))
         sha = hashlib.sha256(path.read_bytes()).hexdigest()
-        if path == Path(settings.DEMO_MODEL_CHECKPOINT).resolve():
+        if path == bundled_model(DEFAULT_MODEL_ID).checkpoint.resolve():
             register_demo_model()
         model = RegisteredModel.objects.filter(sha256=sha).first()
         if model is None:

@@ -1,7 +1,7 @@
 """Quality and convergence by depth of a registered model, in this process: an EvaluationRun and result rows.
 
 With --write-fixture the model's rows are also written to fixtures/local_results.json (what `seed` loads), so the
-committed models' figures ship with the portal, and a bundled model's card facts (inference/demo/<id>.facts.json,
+committed models' figures ship with the portal, and a bundled model's card facts (models/<id>/facts.json,
 whose evaluation figures are read from those rows) are rewritten.
 """
 

@@ -11,8 +11,7 @@ class Command(BaseCommand):
     help = (
         "Export a checkpoint (an EqLM, or an explicit transformer: one graph per layer) to ONNX graphs, measure "
         "held-out bits/byte with them, write its metrics file. Every path defaults to the bundled model --model-id's: "
-        "inference/demo/<id>.pt to static/models/<id>/ and inference/demo/<id>.metrics.json (eqlm-demo: the "
-        "settings')."
+        "models/<id>/checkpoint.pt to models/<id>/onnx/ and models/<id>/metrics.json."
     )
     requires_system_checks: list = []
 

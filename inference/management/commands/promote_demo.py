@@ -8,7 +8,7 @@ from django.core.management.base import BaseCommand, CommandError
 class Command(BaseCommand):
     help = (
         "Copy CHECKPOINT (an EqLM trained from a recipe file, e.g. an experiment arm's latest.pt) to "
-        "inference/demo/eqlm-demo.pt, write eqlm/recipes/eqlm-demo.toml (its recipe with its overrides written in) "
+        "models/eqlm-demo/checkpoint.pt, write models/eqlm-demo/recipe.toml (its recipe with its overrides written in) "
         "and its card, then run export_onnx (ONNX folder, metrics, held-out slice, facts) and evaluate_convergence "
         "--write-fixture (its rows in fixtures/local_results.json). Needs a migrated database."
     )

@@ -1,4 +1,4 @@
-"""Train a model from its recipe file (eqlm/recipes/NAME.toml): resumable, one stage or the whole chain."""
+"""Train a model from its recipe file (models/NAME/recipe.toml, eqlm/recipes/NAME.toml): resumable, stage or chain."""
 
 from pathlib import Path
 
@@ -12,11 +12,16 @@ class Command(BaseCommand):
     help = (
         "Train a recipe's stage (default: the last) and every stage it starts from, each into OUT/<stage>. Started "
         "again with the same recipe, overrides, threads and --out, it resumes from each stage's last state and gives "
-        "the same model as an uninterrupted run. Recipes: eqlm/recipes/*.toml."
+        "the same model as an uninterrupted run. Recipes: models/*/recipe.toml (the bundled models' own) and "
+        "eqlm/recipes/*.toml."
     )
 
     def add_arguments(self, parser):
-        parser.add_argument("--recipe", required=True, help="a recipe name (eqlm/recipes/NAME.toml) or a .toml path")
+        parser.add_argument(
+            "--recipe",
+            required=True,
+            help="a recipe name (models/NAME/recipe.toml, eqlm/recipes/NAME.toml) or a .toml path",
+        )
         parser.add_argument("--stage", default=None, help="the stage to train (default: the recipe's last)")
         parser.add_argument(
             "--set",

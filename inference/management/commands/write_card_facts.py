@@ -1,4 +1,4 @@
-"""Regenerate the bundled models' card facts (inference/demo/<id>.facts.json): training facts from their
+"""Regenerate the bundled models' card facts (models/<id>/facts.json): training facts from their
 checkpoints, evaluation figures from their metrics files and stored convergence rows."""
 
 from django.core.management.base import BaseCommand, CommandError
@@ -9,7 +9,7 @@ class Command(BaseCommand):
     help = (
         "Read each bundled checkpoint's provenance (and the kept candidates, which may record earlier stages), place "
         "it in its recipe's stage chain, read what was measured on the served checkpoint (its metrics file and its "
-        "rows in fixtures/local_results.json) and write inference/demo/<id>.facts.json, which /models/ and /demo/ show."
+        "rows in fixtures/local_results.json) and write models/<id>/facts.json, which /models/ and /demo/ show."
     )
 
     def add_arguments(self, parser):
