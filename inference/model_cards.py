@@ -67,7 +67,9 @@ def bundled_sections(entry: dict) -> dict:
     }
 
 
-def registered_sections(row: RegisteredModel) -> dict:
+def registered_sections(row: RegisteredModel, meta: dict | None = None) -> dict:
+    """The sections of an uploaded or imported checkpoint; `meta` is its card's front matter (licence, datasets)."""
+    meta = meta or {}
     facts = model_facts(row)
     programme = facts["format"] == "programme"
     provenance = [("sha256", row.sha256), ("Registered", row.created_at.strftime("%Y-%m-%d %H:%M UTC"))]
@@ -77,8 +79,10 @@ def registered_sections(row: RegisteredModel) -> dict:
         d = facts["declared"]
         provenance.append(("Declared as", f"{d['experiment']} arm {d['arm']}, seed {d['seed']}"))
     return {
-        "licence": "As stated in the uploaded model card, if any; the portal records none of its own.",
-        "data": "As stated in the uploaded model card; the file itself does not record its training data."
+        "licence": str(meta.get("license") or "Not stated in the uploaded card; the portal records none of its own."),
+        "data": ", ".join(map(str, meta["datasets"]))
+        if isinstance(meta.get("datasets"), list)
+        else "Not stated in the uploaded card; the file itself does not record its training data."
         if programme
         else str((row.provenance or {}).get("corpus") or "not recorded in the file"),
         "intended_use": INTENDED_USE,

@@ -22,14 +22,31 @@ def render_card(text: str) -> str:
     return nh3.clean(html, tags=CARD_TAGS, url_schemes={"http", "https", "mailto"}, link_rel="noopener nofollow")
 
 
-def uploaded_card(row: RegisteredModel) -> str:
-    if not row.checkpoint:
-        return ""
-    path = folder_of(row) / "card.md"
+def split_front_matter(text: str) -> tuple[dict, str]:
+    """A Hugging Face card's YAML front matter (between `---` lines at the top) and the Markdown after it."""
+    import yaml
+
+    if not text.startswith("---"):
+        return {}, text
+    parts = text.split("\n---", 1)
+    if len(parts) != 2:
+        return {}, text
     try:
-        return render_card(path.read_text(encoding="utf-8"))
+        meta = yaml.safe_load(parts[0][3:]) or {}
+    except yaml.YAMLError:
+        return {}, text
+    return (meta if isinstance(meta, dict) else {}), parts[1].split("\n", 1)[-1]
+
+
+def uploaded_card(row: RegisteredModel) -> tuple[dict, str]:
+    """(front matter, sanitised HTML) of the card uploaded with the checkpoint; ({}, "") when there is none."""
+    if not row.checkpoint:
+        return {}, ""
+    try:
+        meta, body = split_front_matter((folder_of(row) / "card.md").read_text(encoding="utf-8"))
     except OSError:
-        return ""
+        return {}, ""
+    return meta, render_card(body)
 
 
 def protocol_runs(row: RegisteredModel) -> list[EvaluationRun]:
@@ -77,18 +94,19 @@ def model_detail(request, slug: str):
     facts = model_facts(row)
     metrics = row.metrics or {}
     protocol = metrics.get("blimp_programme") or metrics.get("blimp_full")
+    meta, card_html = uploaded_card(row)
     shows, not_shown = claims(facts, protocol)
     context = {
         "row": row,
         "facts": facts,
-        "card_html": uploaded_card(row),
+        "card_html": card_html,
         "protocol": protocol,
         "protocol_runs": protocol_runs(row),
         "depth_curve": metrics.get("depth_curve") or [],
         "shows": shows,
         "not_shown": not_shown,
         "latest_import": row.imports.order_by("-created_at").first(),
-        "hf": registered_sections(row),
+        "hf": registered_sections(row, meta),
         "section": "models",
     }
     return render(request, "inference/model_detail.html", context)

@@ -128,7 +128,10 @@ def test_staff_upload_through_the_api_imports_the_programme_format_with_progress
     staff_client, tmp_path, django_capture_on_commit_callbacks
 ):
     path = small_checkpoint(tmp_path)
-    card = io.BytesIO(b"# Small\n\nA small model. <script>alert(1)</script>")
+    card = io.BytesIO(
+        b"---\nlicense: apache-2.0\ndatasets:\n- BabyLM-strict-small\n---\n"
+        b"# Small\n\nA small model. <script>alert(1)</script>"
+    )
     card.name = "card.md"
     with path.open("rb") as upload, django_capture_on_commit_callbacks(execute=True):
         fields = {"checkpoint": upload, "name": "Small programme model", "card": card, "declares": "exp13:B1:42"}
@@ -141,6 +144,7 @@ def test_staff_upload_through_the_api_imports_the_programme_format_with_progress
     assert polled["status"] == "done" and polled["progress"] == 1.0 and polled["model"] == body["slug"]
     page = staff_client.get(f"/models/{body['slug']}/").content.decode()
     assert "A small model." in page and "<script>alert" not in page and "exp13" in page
+    assert "<dd>apache-2.0</dd>" in page and "BabyLM-strict-small" in page and "license:" not in page
 
 
 def test_an_upload_over_the_checkpoint_limit_is_refused_on_its_content_length(staff_client, settings):
