@@ -22,13 +22,11 @@ def published_figure(declared: dict | None) -> dict | None:
     """The published BLiMP accuracy of the declared run (experiment, arm, seed) from the stored result rows."""
     if not declared:
         return None
-    from django.db.models import Q
-
+    from benchmarks_app.experiment_names import resolve
     from benchmarks_app.models import ResultRow
 
-    name = declared["experiment"]
     rows = ResultRow.objects.filter(
-        Q(experiment=name) | Q(experiment__startswith=f"{name}_"),
+        experiment__in=resolve(declared["experiment"]),  # exp13 names the rows stored as exp13_…
         arm_label=declared["arm"],
         seed=declared["seed"],
         metric="blimp_accuracy",

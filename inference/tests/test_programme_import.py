@@ -256,3 +256,20 @@ def test_the_admin_refuses_an_oversized_checkpoint_on_its_content_length(staff_c
     )
     assert response.status_code == 413 and "CHECKPOINT_MAX_BYTES" in response.content.decode()
     assert not RegisteredModel.objects.exists()
+
+
+def test_a_declared_run_finds_its_published_figure_by_the_programme_name():
+    from benchmarks_app.services import ingest_records
+    from inference.programme_eval import beside_published, published_figure
+
+    record = {
+        "run": "exp13_contraction_at_width/seed42", "experiment": "exp13_contraction_at_width", "arm": "B1",
+        "seed": 42, "metric": "blimp_accuracy", "value": 0.662, "unit": "fraction", "n": 1000, "step": None,
+        "condition": {}, "model_family": "tied-anytime", "model_name": "B1", "num_params": 120696016,
+        "config_hash": "", "git_commit": "",
+    }  # fmt: skip
+    ingest_records([record], source_name="published")
+    published = published_figure({"experiment": "exp13", "arm": "B1", "seed": 42})
+    assert published["accuracy"] == 0.662 and published["n"] == 1000
+    beside = beside_published(650, 1000, published)
+    assert beside["difference_pairs"] == -12 and round(beside["binomial_se_pairs"], 1) == 15.0
