@@ -90,7 +90,11 @@ def file_sha256(path: Path) -> str:
     with _sha_lock:
         known = _sha_cache.get(key)
     if known is None:
-        known = hashlib.sha256(path.read_bytes()).hexdigest()
+        digest = hashlib.sha256()
+        with path.open("rb") as fh:  # in blocks: a tied matrix is hundreds of MB, never held whole
+            for block in iter(lambda: fh.read(1 << 20), b""):
+                digest.update(block)
+        known = digest.hexdigest()
         with _sha_lock:
             _sha_cache[key] = known
     return known
