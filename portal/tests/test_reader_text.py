@@ -91,9 +91,7 @@ def test_a_database_seeded_with_the_old_wording_gets_the_readers_wording_on_the_
             entry["known_problem"] = "README: " + entry["known_problem"].split(": ", 1)[1]
     Comparison.objects.create(**{**spec, "published": old})
     load_fixture()
-    Experiment.objects.filter(slug="depth-curve-v7").update(
-        notes="carried in fixtures/runs/depth-curve-v7", summary=""
-    )
+    Experiment.objects.filter(slug="depth-curve-v7").update(notes="carried in fixtures/runs/depth-curve-v7", summary="")
 
     seed_comparisons()
     load_fixture()
