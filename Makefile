@@ -167,8 +167,8 @@ clean: ## Remove var/ (database, media, collected static)
 ##@ Models: train, promote, export, evaluate
 
 .PHONY: evaluate-blimp evaluate-convergence
-# The committed models' recipes are files (eqlm/recipes/*.toml); training resumes from var/train/<recipe>/<stage>/.
-train-demo: setup ## Train or resume the served eqlm-demo from models/eqlm-demo/recipe.toml (pinned by promote-demo, one thread)
+# The bundled models' recipes are files (models/<id>/recipe.toml); training resumes from var/train/<recipe>/<stage>/.
+train-demo: setup ## Train or resume the served eqlm-demo from models/eqlm-demo/recipe.toml (written by promote-demo, one thread)
 	nice -n 10 $(BIN)/python manage.py train --recipe eqlm-demo --threads $${THREADS:-1}
 
 .PHONY: promote-demo

@@ -45,7 +45,7 @@ def test_depth_tightens_first_two_stages_are_depth_settles_so_its_runs_reuse_the
 
 
 def test_the_served_recipe_trains_again_the_stage_the_served_checkpoint_records():
-    """eqlm/recipes/eqlm-demo.toml is pinned by `make promote-demo`: the served checkpoint's recipe with its overrides
+    """models/eqlm-demo/recipe.toml is written by `make promote-demo`: the served checkpoint's recipe with its overrides
     written in, so `make train-demo` (the recipe's last stage, no overrides) trains the same stage again."""
     provenance = torch.load(ROOT / "models" / "eqlm-demo" / "checkpoint.pt", weights_only=True)["provenance"]
     recipe = load_recipe("eqlm-demo")
