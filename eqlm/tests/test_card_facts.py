@@ -139,7 +139,8 @@ def test_a_stage_trained_with_overrides_plans_what_they_resolve_to():
 
 
 def test_a_promoted_checkpoint_is_placed_where_its_pinned_recipe_resolves_to_the_stage_it_records():
-    from eqlm.recipe import Recipe, pinned_recipe
+    from eqlm.recipe import Recipe
+    from eqlm.recipe_writing import pinned_recipe
 
     source = load_recipe("depth-random")
     stage = source.resolve("random", ["steps=3000", "seed=42"])

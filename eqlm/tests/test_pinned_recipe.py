@@ -6,7 +6,8 @@ import tomllib
 
 import pytest
 
-from eqlm.recipe import Recipe, RecipeError, dumps, load_recipe, pinned_recipe, recipe_names
+from eqlm.recipe import Recipe, RecipeError, load_recipe, recipe_names
+from eqlm.recipe_writing import dumps, pinned_recipe
 
 
 def provenance_of(recipe: str, stage: str, overrides: list[str]) -> dict:

@@ -21,8 +21,8 @@ def test_every_bundled_model_has_a_recipe_file_whose_stages_resolve():
 
 
 def test_depth_settles_first_stage_is_depth_curve_v4s_tail_stage():
-    """eqlm/recipes/depth-settle.toml copies the stage of depth-curve-v4's tail arm, the served model before
-    depth-curve-v6 (recipes do not include one another): depth-random with the tail arm's overrides. It must stay that
+    """eqlm/recipes/depth-settle.toml writes out the stage of depth-curve-v4's tail arm, the served model before
+    depth-curve-v6 (not extended: four keys differ): depth-random with the tail arm's overrides. It must stay that
     stage (the same hash, which a run's identity covers), so its deep stage continues that recipe."""
     tail = ["steps=14000", "batch_size=32", "solve.depth.sigma=1.0", "solve.depth.max=128"]
     settle = load_recipe("depth-settle")
@@ -45,7 +45,7 @@ def test_depth_tightens_first_two_stages_are_depth_settles_so_its_runs_reuse_the
 
 
 def test_the_served_recipe_trains_again_the_stage_the_served_checkpoint_records():
-    """eqlm/recipes/eqlm-demo.toml is pinned by `make promote-demo`: the served checkpoint's recipe with its overrides
+    """models/eqlm-demo/recipe.toml is written by `make promote-demo`: the served checkpoint's recipe with its overrides
     written in, so `make train-demo` (the recipe's last stage, no overrides) trains the same stage again."""
     provenance = torch.load(ROOT / "models" / "eqlm-demo" / "checkpoint.pt", weights_only=True)["provenance"]
     recipe = load_recipe("eqlm-demo")

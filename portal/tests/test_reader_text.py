@@ -43,7 +43,7 @@ def reader_pages() -> list[str]:
 
 
 def test_the_process_word_check_catches_what_it_should():
-    for text in ("the depth issue", "a session", "lent to us", "on this machine", "fixtures/carry/x", "README: y"):
+    for text in ("the depth issue", "a session", "lent to us", "on this machine", "fixtures/runs/x", "README: y"):
         assert process_words(text), text
     for text in ("tissue", "sessional", "lentil", "this machinery", "silent", "source fixtures/results.json"):
         assert not process_words(text), text
@@ -91,9 +91,7 @@ def test_a_database_seeded_with_the_old_wording_gets_the_readers_wording_on_the_
             entry["known_problem"] = "README: " + entry["known_problem"].split(": ", 1)[1]
     Comparison.objects.create(**{**spec, "published": old})
     load_fixture()
-    Experiment.objects.filter(slug="depth-curve-v7").update(
-        notes="carried in fixtures/carry/depth-curve-v7", summary=""
-    )
+    Experiment.objects.filter(slug="depth-curve-v7").update(notes="carried in fixtures/runs/depth-curve-v7", summary="")
 
     seed_comparisons()
     load_fixture()
