@@ -40,13 +40,21 @@ import sys
 import time
 from pathlib import Path
 
-import numpy as np
-
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from decode_diagnostics import (  # noqa: E402
+    basins,
+    divergences,
+    halting_breakdown,
+    halting_positions,
+    partings,
+    settled_bits_per_byte,
+)
+from decode_report import print_report, targets  # noqa: E402
+
 from eqlm import convergence as cv  # noqa: E402
-from eqlm.decoder import DecodeCache, OnnxEqLM, process  # noqa: E402
+from eqlm.decoder import OnnxEqLM  # noqa: E402
 from eqlm.generation import GenerationRequest, Generator  # noqa: E402
 from eqlm.limits import DEFAULT_SOLVER, SOLVERS  # noqa: E402
 from eqlm.scoring import LN2  # noqa: E402
@@ -83,11 +91,6 @@ def agreement(a: list[list[int]], b: list[list[int]]) -> float:
     return same / total if total else float("nan")
 
 
-def first_difference(a: list[int], b: list[int]) -> int | None:
-    """The first index where two token lists differ (None when one is a prefix of the other)."""
-    return next((j for j, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), None)
-
-
 def path_agreement(generator: Generator, prompts: list[str], tokens: int, depth: int, solver: str, seed: int = 0):
     """Free-running greedy decoding at fixed `depth` from the zero start and from the noise start (seeded by `seed`):
     (share of greedy tokens they agree on, where each parting continuation parts)."""
@@ -96,161 +99,7 @@ def path_agreement(generator: Generator, prompts: list[str], tokens: int, depth:
     return agreement(zero["tokens"], noise["tokens"]), partings(zero, noise)
 
 
-def partings(zero: dict, noise: dict) -> list[dict]:
-    """Where each noise-start continuation first leaves the zero-start one (`decode` runs with logprobs), and how
-    close that decision was: the zero start's two likeliest bytes, and the noise start's probability of each side's
-    choice. A free-running continuation differs from the parting token on, so one near-tie costs the rest of its
-    prompt."""
-    rows = []
-    for index, (z, n) in enumerate(zip(zero["results"], noise["results"], strict=True)):
-        k = first_difference(zero["tokens"][index], noise["tokens"][index])
-        if k is None:
-            continue
-        mine, theirs = z.tokens[k], n.tokens[k]
-        top = np.sort(np.exp(mine.logprobs))[::-1]
-        rows.append(
-            {
-                "prompt": index,
-                "token": k,
-                "zero_top2": [round(float(top[0]), 4), round(float(top[1]), 4)],
-                "noise_p_zeros_byte": round(float(np.exp(theirs.logprobs[mine.token_id])), 4),
-                "noise_p_own_byte": round(float(np.exp(theirs.logprobs[theirs.token_id])), 4),
-            }
-        )
-    return rows
-
-
-def halting_positions(
-    model: OnnxEqLM, windows: np.ndarray, tol: float | None, cap: int, solver: str, halt: str = "residual"
-) -> tuple[np.ndarray, np.ndarray]:
-    """Teacher-forced cold halting by the rule `halt` (tol None: fixed depth `cap`), one batched solve per window
-    (the decoder's path): each position's negative log-likelihood of its next byte (nats) and its iterations."""
-    nll, iterations = [], []
-    for window in windows:
-        ids = [int(b) for b in window[:-1]]
-        z, its, _ = process(model, DecodeCache(model, cap), ids, cap, tol, solver, halt=halt)
-        nll.append(np.asarray(cv.nll_from_logits(model.head(z)[0], np.asarray(window[1:]))).reshape(-1))
-        iterations.append(np.asarray(its).reshape(-1))
-    return np.concatenate(nll), np.concatenate(iterations)
-
-
-BUCKETS = ((1, 4), (5, 8), (9, 12), (13, 16), (17, 24), (25, 48), (49, 10**6))
-
-
-def halting_breakdown(nll: np.ndarray, its: np.ndarray, fixed_nll: np.ndarray, cap: int) -> list[dict]:
-    """Where halting's cost against fixed depth comes from, from `halting_positions` of a rule and of fixed depth:
-    the positions grouped by the iteration they halted at. Per group: its share of the positions and its part of the
-    cost (bits/byte, summing to the whole cost over the groups)."""
-    cost = (nll - fixed_nll) / LN2
-    rows = []
-    for lo, hi in BUCKETS:
-        group = (its >= lo) & (its <= hi)
-        if group.any():
-            rows.append(
-                {
-                    "iterations": f"{lo}-{min(hi, cap)}",
-                    "share": round(float(group.mean()), 4),
-                    "cost": round(float(cost[group].sum() / len(cost)), 4),
-                }
-            )
-    return rows
-
-
-def settled_bits_per_byte(
-    model: OnnxEqLM, windows: np.ndarray, tol: float | None, cap: int, solver: str, warm: bool = True
-) -> tuple[float, float]:
-    """Teacher-forced decoding one byte at a time against the settled context, as warm-start generation does (each
-    position iterates against the solved states before it), from the previous position's final state (`warm`) or
-    from zero: (bits/byte, mean iterations per position after each window's first)."""
-    nll, iterations, count = 0.0, 0, 0
-    for window in windows:
-        cache = DecodeCache(model, cap)
-        z0 = None
-        for position in range(len(window) - 1):
-            z, its, _ = process(model, cache, [int(window[position])], cap, tol, solver, z0, settle=True)
-            z0 = z if warm else None
-            nll += float(cv.nll_from_logits(model.head(z)[0, 0], np.asarray(window[position + 1])))
-            iterations += int(its[0]) if position else 0  # the first position has nothing to start from
-            count += 1
-    return nll / count / LN2, iterations / (count - len(windows))
-
-
-def divergences(model: OnnxEqLM, prompts: list[str], cold: dict, warm: dict, cap: int, tol: float, solver: str):
-    """Where each warm continuation first leaves the cold one, and what its context looks like once settled.
-
-    For the decision at that token the context (the prompt and the tokens both modes chose before it) is solved
-    jointly from zero for `cap` iterations; a context position still above tol there has no fixed point within the
-    cap (a cycle, or a very slow approach). Cold decoding lets the new position iterate against such a context as it
-    moves; the warm start iterates against the snapshot it settled at. The decision is then solved from zero against
-    the settled context, the third opinion.
-    """
-    rows = []
-    for index, (prompt, c, w) in enumerate(zip(prompts, cold["tokens"], warm["tokens"], strict=True)):
-        k = first_difference(c, w)
-        if k is None:
-            continue
-        ids = GenerationRequest(prompt=prompt).ids() + c[:k]  # the prompt's ids as the generator takes them
-        cache = DecodeCache(model, cap)
-        _, _, residual = process(model, cache, ids[:-1], cap, None, solver, settle=True)
-        z, _, _ = process(model, cache, ids[-1:], cap, tol, solver, settle=True)
-        rows.append(
-            {
-                "prompt": index,
-                "token": k,
-                "cold": {"byte": c[k], "iterations": cold["iterations"][index][k]},
-                "warm": {"byte": w[k], "iterations": warm["iterations"][index][k]},
-                "context_positions_above_tol": int((residual >= tol).sum()),
-                "context_max_residual": float(residual.max()),
-                "zero_start_on_settled_context": int(np.argmax(model.head(z)[0, -1])),
-            }
-        )
-    return rows
-
-
-BASIN_STARTS = ("converged + 30% noise", "joint iterate 4", "zero", "predecessor (warm start)")
-
-
-def basins(model: OnnxEqLM, windows: np.ndarray, depth: int = 128, every: int = 4, seed: int = 0) -> dict:
-    """Which starts reach the joint fixed point when one position is iterated against its converged context.
-
-    Each window is solved jointly from z = 0 for `depth` iterations (the reference fixed point z*). Then every
-    `every`-th position is iterated alone, its context's keys and values fixed at z*, from four starts. A start
-    "returns" when it ends within 5% (relative distance) of z* there. Returns, per start, the share that returns
-    and the bits/byte at the states reached.
-    """
-    rng = np.random.default_rng(seed)
-    returned = {name: [] for name in BASIN_STARTS}
-    nll = {name: [] for name in BASIN_STARTS}
-    for window in windows:
-        ids = np.asarray(window, dtype=np.int64)[None, :]
-        t_len = ids.shape[1]
-        inj, states = model.joint_states(ids, [4, depth])
-        z, early = states[depth], states[4]
-        empty = model.empty_kv()
-        _, k, v, _ = model.step(z, inj, empty, empty)
-        for t in range(1, t_len - 1, every):
-            target = z[:, t : t + 1]
-            size = float(np.linalg.norm(target))
-            noise = rng.standard_normal(target.shape).astype(np.float32)
-            starts = {
-                BASIN_STARTS[0]: target + 0.3 * size * noise / np.sqrt(target.shape[-1]),
-                BASIN_STARTS[1]: early[:, t : t + 1],
-                BASIN_STARTS[2]: np.zeros_like(target),
-                BASIN_STARTS[3]: z[:, t - 1 : t],
-            }
-            for name, zt in starts.items():
-                zt = zt.astype(np.float32)
-                for _ in range(depth):
-                    zt = model.step(zt, inj[:, t : t + 1], k[:, :, :t], v[:, :, :t])[0]
-                returned[name].append(float(np.linalg.norm(zt - target)) / size < 0.05)
-                nll[name].append(float(cv.nll_from_logits(model.head(zt)[0, 0], np.asarray(window[t + 1]))))
-    return {
-        name: {"returns": float(np.mean(returned[name])), "bits_per_byte": float(np.mean(nll[name])) / LN2}
-        for name in BASIN_STARTS
-    }
-
-
-def main() -> int:
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", default="eqlm-demo", help="a bundled model id (models/<id>/onnx/)")
     parser.add_argument("--onnx-dir", help="an exported model folder (overrides --model)")
@@ -286,14 +135,13 @@ def main() -> int:
         help="free-running greedy agreement between the zero and noise (seed 0) starts at each of these fixed depths",
     )
     parser.add_argument("--json", action="store_true", help="print one JSON object")
-    args = parser.parse_args()
+    return parser
 
-    onnx_dir = Path(args.onnx_dir) if args.onnx_dir else ROOT / "models" / args.model / "onnx"
-    generator = Generator(onnx_dir, threads=args.threads)
-    model = generator.model
-    prompts = prompts_from_slice(Path(args.slice), args.prompts)
+
+def _modes(args) -> dict[str, dict]:
+    """The decoding modes by name: fixed depth, cold and warm halting, and each KL rule cold and warm."""
     adaptive = {"tol": args.tol, "depth": args.cap, "solver": args.solver}
-    modes = {
+    return {
         "fixed": {"depth": args.fixed, "solver": args.solver},
         "adaptive_cold": adaptive,
         "adaptive_warm": {**adaptive, "warm_start": True},
@@ -304,17 +152,25 @@ def main() -> int:
             for tol in args.kl_tol
         },
     }
+
+
+def _decode_rounds(generator: Generator, prompts: list[str], args, modes: dict) -> dict[str, dict]:
+    """Every mode decoded `args.rounds` times, interleaved, the fastest round of each kept."""
     runs: dict[str, dict] = {}
     for _ in range(args.rounds):  # interleaved, the fastest round of each mode kept (greedy: the same tokens)
         for name, request in modes.items():
             run = decode(generator, prompts, args.tokens, **request)
             if name not in runs or run["seconds"] < runs[name]["seconds"]:
                 runs[name] = run
-    fixed, cold, warm = runs["fixed"], runs["adaptive_cold"], runs["adaptive_warm"]
-    kl_rows = {name: runs[name] for name in modes if name.startswith("kl_")}
-    warm_kl_rows = {name: runs[f"warm_{name}"] for name in kl_rows}  # keyed by the cold KL row they compare with
+    return runs
 
-    report = {
+
+def _decoding_report(
+    generator, onnx_dir: Path, prompts: list[str], args, runs: dict, kl_rows: dict, warm_kl_rows: dict
+) -> dict:
+    """The report's settings, each mode's iterations and speed, and the greedy agreements between modes."""
+    fixed, cold, warm = runs["fixed"], runs["adaptive_cold"], runs["adaptive_warm"]
+    return {
         "model": generator.model_id,
         "onnx_dir": str(onnx_dir.relative_to(ROOT) if onnx_dir.is_relative_to(ROOT) else onnx_dir),
         "prompts": len(prompts),
@@ -345,48 +201,70 @@ def main() -> int:
             },
         },
     }
+
+
+def _bits_per_byte(args, model: OnnxEqLM, report: dict) -> dict[str, float]:
+    """Teacher-forced bits/byte per mode on held-out windows (with --breakdown, the halting rows' cost by iteration),
+    into report; returns them by mode."""
+    bpb = {}
+    if args.heldout:
+        from eqlm.corpus import load_corpus, split
+
+        text, source = split(load_corpus()[0])[1], "corpus held-out slice"
+    else:
+        text, source = Path(args.slice).read_bytes(), str(Path(args.slice).relative_to(ROOT))
+    windows = cv.windows_of(text, model.max_positions, limit=args.bpb_windows)
+    backend = cv.OnnxBackend(model)
+    started = time.perf_counter()
+    bpb["fixed"] = (
+        cv.profile_by_depth(backend, windows, args.solver, args.fixed, tolerances=()).by_depth[args.fixed].bits_per_byte
+    )
+    point = cv.adaptive_point(backend, windows, args.tol, args.solver, args.cap)
+    bpb["adaptive_cold"] = point.bits_per_byte
+    bpb["adaptive_warm"], warm_its = settled_bits_per_byte(model, windows, args.tol, args.cap, args.solver)
+    kl_its, positions = {}, {}
+    if args.breakdown:  # the residual rule on the decoder's path, per position (adaptive_point batches it)
+        positions["adaptive_cold"] = halting_positions(model, windows, args.tol, args.cap, args.solver)
+    for tol in args.kl_tol:
+        name = f"kl_{tol:g}"
+        positions[name] = nll, its = halting_positions(model, windows, tol, args.cap, args.solver, "kl")
+        bpb[name], kl_its[name] = float(nll.mean() / LN2), float(its.mean())
+    if args.breakdown:
+        fixed_nll, _ = halting_positions(model, windows, None, args.fixed, args.solver)  # once, for every rule
+        report["halting_breakdown"] = {
+            name: halting_breakdown(nll, its, fixed_nll, args.cap) for name, (nll, its) in positions.items()
+        }
+    report["bits_per_byte"] = {k: round(v, 4) for k, v in bpb.items()}
+    report["bits_per_byte_windows"] = {
+        "source": source,
+        "windows": len(windows),
+        "window": model.max_positions,
+        "positions": point.positions,
+        "adaptive_cold_mean_iterations": round(point.mean_iterations, 3),
+        "adaptive_warm_mean_iterations": round(warm_its, 3),
+        **{f"{name}_mean_iterations": round(its, 3) for name, its in kl_its.items()},
+        "seconds": round(time.perf_counter() - started, 1),
+    }
+    return bpb
+
+
+def main() -> int:
+    args = _parser().parse_args()
+
+    onnx_dir = Path(args.onnx_dir) if args.onnx_dir else ROOT / "models" / args.model / "onnx"
+    generator = Generator(onnx_dir, threads=args.threads)
+    model = generator.model
+    prompts = prompts_from_slice(Path(args.slice), args.prompts)
+    modes = _modes(args)
+    runs = _decode_rounds(generator, prompts, args, modes)
+    cold, warm = runs["adaptive_cold"], runs["adaptive_warm"]
+    kl_rows = {name: runs[name] for name in modes if name.startswith("kl_")}
+    warm_kl_rows = {name: runs[f"warm_{name}"] for name in kl_rows}  # keyed by the cold KL row they compare with
+
+    report = _decoding_report(generator, onnx_dir, prompts, args, runs, kl_rows, warm_kl_rows)
     bpb = {}
     if args.bpb_windows:
-        if args.heldout:
-            from eqlm.corpus import load_corpus, split
-
-            text, source = split(load_corpus()[0])[1], "corpus held-out slice"
-        else:
-            text, source = Path(args.slice).read_bytes(), str(Path(args.slice).relative_to(ROOT))
-        windows = cv.windows_of(text, model.max_positions, limit=args.bpb_windows)
-        backend = cv.OnnxBackend(model)
-        started = time.perf_counter()
-        bpb["fixed"] = (
-            cv.profile_by_depth(backend, windows, args.solver, args.fixed, tolerances=())
-            .by_depth[args.fixed]
-            .bits_per_byte
-        )
-        point = cv.adaptive_point(backend, windows, args.tol, args.solver, args.cap)
-        bpb["adaptive_cold"] = point.bits_per_byte
-        bpb["adaptive_warm"], warm_its = settled_bits_per_byte(model, windows, args.tol, args.cap, args.solver)
-        kl_its, positions = {}, {}
-        if args.breakdown:  # the residual rule on the decoder's path, per position (adaptive_point batches it)
-            positions["adaptive_cold"] = halting_positions(model, windows, args.tol, args.cap, args.solver)
-        for tol in args.kl_tol:
-            name = f"kl_{tol:g}"
-            positions[name] = nll, its = halting_positions(model, windows, tol, args.cap, args.solver, "kl")
-            bpb[name], kl_its[name] = float(nll.mean() / LN2), float(its.mean())
-        if args.breakdown:
-            fixed_nll, _ = halting_positions(model, windows, None, args.fixed, args.solver)  # once, for every rule
-            report["halting_breakdown"] = {
-                name: halting_breakdown(nll, its, fixed_nll, args.cap) for name, (nll, its) in positions.items()
-            }
-        report["bits_per_byte"] = {k: round(v, 4) for k, v in bpb.items()}
-        report["bits_per_byte_windows"] = {
-            "source": source,
-            "windows": len(windows),
-            "window": model.max_positions,
-            "positions": point.positions,
-            "adaptive_cold_mean_iterations": round(point.mean_iterations, 3),
-            "adaptive_warm_mean_iterations": round(warm_its, 3),
-            **{f"{name}_mean_iterations": round(its, 3) for name, its in kl_its.items()},
-            "seconds": round(time.perf_counter() - started, 1),
-        }
+        bpb = _bits_per_byte(args, model, report)
 
     if args.path_depths:
         paths = {
@@ -407,107 +285,11 @@ def main() -> int:
             "seconds": round(time.perf_counter() - started, 1),
         }
 
-    iterations_saved = 1 - warm["mean_iterations"] / cold["mean_iterations"]
-    speedup = cold["tokens_per_second"] / fixed["tokens_per_second"]
-    targets = [
-        ("halting", "mean iterations per token <= 16", cold["mean_iterations"], cold["mean_iterations"] <= 16),
-        ("halting", "tokens/s >= 2x fixed depth", speedup, speedup >= 2),
-        ("warm start", ">= 30% fewer iterations than cold", iterations_saved, iterations_saved >= 0.30),
-        (
-            "warm start",
-            ">= 99% greedy tokens unchanged",
-            report["greedy_agreement"]["adaptive_warm_vs_cold"],
-            report["greedy_agreement"]["adaptive_warm_vs_cold"] >= 0.99,
-        ),
-    ]
-    if bpb:
-        cost = bpb["adaptive_cold"] - bpb["fixed"]
-        targets.insert(1, ("halting", "bits/byte cost <= 0.02 vs fixed depth", cost, cost <= 0.02))
-    for name, run in kl_rows.items():  # the KL rule, held to the same halting target
-        kl_speedup = run["tokens_per_second"] / fixed["tokens_per_second"]
-        targets.append((name, "mean iterations per token <= 16", run["mean_iterations"], run["mean_iterations"] <= 16))
-        if bpb:
-            cost = bpb[name] - bpb["fixed"]
-            targets.append((name, "bits/byte cost <= 0.02 vs fixed depth", cost, cost <= 0.02))
-        targets.append((name, "tokens/s >= 2x fixed depth", kl_speedup, kl_speedup >= 2))
-    for name, run in warm_kl_rows.items():  # the warm start's target under the KL rule, against its cold start
-        saved = 1 - run["mean_iterations"] / kl_rows[name]["mean_iterations"]
-        same = report["greedy_agreement"][f"warm_{name}_vs_cold"]
-        targets.append((f"warm {name}", ">= 30% fewer iterations than cold", saved, saved >= 0.30))
-        targets.append((f"warm {name}", ">= 99% greedy tokens unchanged", same, same >= 0.99))
-    if "64" in report.get("path_independence", {}):
-        same = report["path_independence"]["64"]
-        targets.append(
-            ("path independence", "depth 64: >= 99% greedy tokens the same from zero and noise", same, same >= 0.99)
-        )
-    report["targets"] = [
-        {"target": f"{group}: {text}", "measured": round(float(v), 4), "holds": bool(ok)}
-        for group, text, v, ok in targets
-    ]
-    # The issue's targets are conjunctions: a part that holds alone (warm start stopping early at a worse fixed
-    # point) does not make the target hold.
-    groups = ("halting", "warm start", *kl_rows, *(f"warm {name}" for name in warm_kl_rows))
-    groups += ("path independence",) if any(g == "path independence" for g, *_ in targets) else ()
-    report["combined"] = {group: all(ok for g, _, _, ok in targets if g == group) for group in groups}
+    targets(report, runs, bpb, kl_rows, warm_kl_rows)
     if args.json:
         print(json.dumps(report))
         return 0
-    print(
-        f"{report['model']} ({report['onnx_dir']}), {args.solver}, tol {args.tol:g}, cap {args.cap}, "
-        f"fixed depth {args.fixed}; {len(prompts)} prompts x {args.tokens} greedy tokens, {args.threads} thread(s)"
-    )
-    print(f"{'mode':<16}{'iterations/token':>18}{'tokens/s':>10}{'bits/byte':>11}")
-    for name in runs:
-        row = report["decoding"][name]
-        b = f"{bpb[name]:.4f}" if name in bpb else "—"
-        print(f"{name:<16}{row['mean_iterations_per_token']:>18.2f}{row['tokens_per_second']:>10.1f}{b:>11}")
-    if bpb:
-        w = report["bits_per_byte_windows"]
-        print(f"bits/byte on {w['windows']} windows of {w['window']} bytes ({w['source']}), {w['seconds']} s")
-    for name, rows in report.get("halting_breakdown", {}).items():
-        print(f"{name}: cost against fixed depth {args.fixed} by the iteration positions halted at")
-        for row in rows:
-            print(
-                f"  {row['iterations']:>7} iterations: {row['share']:>6.1%} of positions, {row['cost']:+.4f} bits/byte"
-            )
-    g = report["greedy_agreement"]
-    print(
-        f"greedy agreement: adaptive vs fixed {g['adaptive_cold_vs_fixed']:.4f}, "
-        f"warm vs cold {g['adaptive_warm_vs_cold']:.4f}"
-        + "".join(f", {name} vs fixed {g[f'{name}_vs_fixed']:.4f}" for name in kl_rows)
-        + "".join(f", warm {name} vs cold {g[f'warm_{name}_vs_cold']:.4f}" for name in warm_kl_rows)
-    )
-    for depth, same in report.get("path_independence", {}).items():
-        print(f"free-running greedy agreement, zero vs noise (seed 0), fixed depth {depth}: {same:.4f}")
-        for p in report["path_partings"][depth]:
-            print(
-                f"  prompt {p['prompt']} parts at token {p['token']}: the zero start's two likeliest bytes "
-                f"{p['zero_top2'][0]:.4f} and {p['zero_top2'][1]:.4f}; the noise start gives the zero start's byte "
-                f"{p['noise_p_zeros_byte']:.4f} and its own {p['noise_p_own_byte']:.4f}"
-            )
-    for d in report["divergences"]:
-        print(
-            f"warm leaves cold at prompt {d['prompt']}, token {d['token']}: cold {bytes([d['cold']['byte']])!r} "
-            f"({d['cold']['iterations']} its), warm {bytes([d['warm']['byte']])!r} ({d['warm']['iterations']} its); "
-            f"settled context: {d['context_positions_above_tol']} position(s) above tol after {args.cap} iterations "
-            f"(max residual {d['context_max_residual']:.2g}); from zero against it: "
-            f"{bytes([d['zero_start_on_settled_context']])!r}"
-        )
-    if "basins" in report:
-        b = report["basins"]
-        print(
-            f"warm-start basins ({b['windows']} windows, one position against its converged context, "
-            f"{b['seconds']} s): start, share reaching the joint fixed point, bits/byte there"
-        )
-        for name, row in b["starts"].items():
-            print(f"  {name:<26}{row['returns']:>7.1%}{row['bits_per_byte']:>9.3f}")
-    print("targets:")
-    for t in report["targets"]:
-        print(f"  [{'holds' if t['holds'] else 'MISSED'}] {t['target']}: {t['measured']}")
-    for group, holds in report["combined"].items():
-        label = f"halting by {group}" if group in kl_rows else group
-        verb = "holds at depth 64" if group == "path independence" else "pays"
-        print(f"{label} {verb} (every part above): {'holds' if holds else 'MISSED'}")
+    print_report(report, args, prompts, runs, bpb, kl_rows, warm_kl_rows)
     return 0
 
 

@@ -181,12 +181,59 @@ def seed_margins(single: Player | None) -> list[dict]:
     return rows
 
 
+def _check(label: str, recorded, derived, ok: bool | None, note: str = "") -> dict:
+    return {"label": label, "recorded": recorded, "derived": derived, "ok": ok, "note": note}
+
+
+def _domain_mean_check() -> dict | None:
+    """Each rule's overall accuracy against the mean of its two equal-sized domains, over every rule-seed pair."""
+    mismatched = 0
+    total = 0
+    by_domain: dict[tuple[int, int], dict[str, Accuracy]] = {}
+    for acc in Accuracy.objects.of_rules():
+        by_domain.setdefault((acc.seed_id, acc.rule_id), {})[acc.domain] = acc
+    for parts in by_domain.values():
+        overall = parts.pop("all", None)
+        if overall and len(parts) == 2 and len({p.n for p in parts.values()}) == 1:
+            total += 1
+            if not stats.agrees(overall.value, stats.mean(p.value for p in parts.values()), 4):
+                mismatched += 1
+    if not total:
+        return None
+    return _check(
+        "Overall rule accuracy = mean of its two equal-sized domains",
+        f"{total} rule-seed pairs",
+        f"{mismatched} disagree",
+        mismatched == 0,
+    )
+
+
+def _sample_check() -> dict | None:
+    """Each sample question's rule picks against whether the picked player was right alone."""
+    inconsistent = 0
+    outcomes = 0
+    for question in SampleQuestion.objects.with_outcomes():
+        alone = {po.player_id: po.correct for po in question.player_outcomes.all()}
+        for ro in question.rule_outcomes.all():
+            outcomes += 1
+            if ro.winner_id in alone and alone[ro.winner_id] != ro.correct:
+                inconsistent += 1
+    if not outcomes:
+        return None
+    return _check(
+        "Sample: a rule is right exactly when the player it picked was right alone",
+        f"{outcomes} rule picks",
+        f"{inconsistent} disagree",
+        inconsistent == 0,
+    )
+
+
 def record_checks(head: dict, single: Player | None, margins: list[dict]) -> list[dict]:
     """Arithmetic the record should satisfy, evaluated on the stored rows; failures are shown, not hidden."""
     checks = []
 
     def add(label: str, recorded, derived, ok: bool | None, note: str = ""):
-        checks.append({"label": label, "recorded": recorded, "derived": derived, "ok": ok, "note": note})
+        checks.append(_check(label, recorded, derived, ok, note))
 
     council, baseline = head.get("council"), head.get("baseline")
     anchored = list(AnchoredSeed.objects.select_related("seed"))
@@ -231,39 +278,7 @@ def record_checks(head: dict, single: Player | None, margins: list[dict]) -> lis
             derived,
             stats.agrees(a.margin_vs_fallback, derived, 4),
         )
-    mismatched = 0
-    total = 0
-    by_domain: dict[tuple[int, int], dict[str, Accuracy]] = {}
-    for acc in Accuracy.objects.of_rules():
-        by_domain.setdefault((acc.seed_id, acc.rule_id), {})[acc.domain] = acc
-    for parts in by_domain.values():
-        overall = parts.pop("all", None)
-        if overall and len(parts) == 2 and len({p.n for p in parts.values()}) == 1:
-            total += 1
-            if not stats.agrees(overall.value, stats.mean(p.value for p in parts.values()), 4):
-                mismatched += 1
-    if total:
-        add(
-            "Overall rule accuracy = mean of its two equal-sized domains",
-            f"{total} rule-seed pairs",
-            f"{mismatched} disagree",
-            mismatched == 0,
-        )
-    inconsistent = 0
-    outcomes = 0
-    for question in SampleQuestion.objects.with_outcomes():
-        alone = {po.player_id: po.correct for po in question.player_outcomes.all()}
-        for ro in question.rule_outcomes.all():
-            outcomes += 1
-            if ro.winner_id in alone and alone[ro.winner_id] != ro.correct:
-                inconsistent += 1
-    if outcomes:
-        add(
-            "Sample: a rule is right exactly when the player it picked was right alone",
-            f"{outcomes} rule picks",
-            f"{inconsistent} disagree",
-            inconsistent == 0,
-        )
+    checks += [check for check in (_domain_mean_check(), _sample_check()) if check is not None]
     return checks
 
 

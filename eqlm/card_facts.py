@@ -263,6 +263,58 @@ def _sum(values) -> float | int | None:
     return sum(values) if values else None
 
 
+def _served_only_stage(served: dict) -> dict:
+    """The one stage of a checkpoint with no recipe: what its provenance records."""
+    return {
+        "name": served["provenance"].get("stage"),
+        "from": None,
+        "note": "",
+        "planned_steps": served["provenance"].get("planned_steps"),
+        "planned_bytes": None,
+        "objective": objective_text(recorded_stage(served["provenance"], served["config"])),
+        "recorded": recorded_figures(served),
+    }
+
+
+def _records_by_stage(served: dict, served_stage: str | None, recipe: Recipe, chain: list[str], others: list[dict]):
+    """The bundled checkpoints by the stage each records; ValueError when two record the same stage."""
+    by_stage: dict[str, dict] = {}
+    if served_stage is not None:
+        by_stage[served_stage] = served
+    for record in others:
+        name = stage_of(record, recipe, chain)
+        if name is None or name == served_stage:
+            continue
+        if name in by_stage:
+            raise ValueError(f"{by_stage[name]['file']} and {record['file']} both record stage {name}")
+        by_stage[name] = record
+    return by_stage
+
+
+def _recipe_stage(recipe: Recipe, name: str, record: dict | None) -> dict:
+    """A recipe stage's plan, with the figures of the checkpoint that records it (None when none does)."""
+    # a stage trained with overrides (an experiment's arm: steps=3000) planned what they resolve to
+    overrides = list((record or {}).get("provenance", {}).get("overrides") or [])
+    try:
+        resolved = recipe.resolve(name, overrides)
+    except RecipeError:  # overrides the recipe no longer takes: its plan as written
+        resolved = recipe.resolve(name)
+    figures = recorded_figures(record) if record is not None else None
+    if figures is not None and figures["recipe_hash"] is not None:
+        figures["recipe_changed"] = figures["recipe_hash"] != resolved.recipe_hash
+    trained = recorded_stage(record["provenance"], record["config"]) if record else resolved.hashed()
+    return {
+        "name": name,
+        "from": resolved.from_stage,
+        "note": resolved.data["note"],
+        "planned_steps": resolved.steps,
+        "planned_bytes": resolved.steps * resolved.data["batch_size"] * resolved.data["seq_len"],
+        "objective": objective_text(trained),
+        "recorded": figures,
+        **({"overrides": overrides} if overrides else {}),
+    }
+
+
 def build_facts(model_id: str, served: dict, recipe: Recipe | None, others: list[dict], recipe_file: str = "") -> dict:
     """The card's training and evaluation facts: the recipe's stages in chain order, each with the figures of the
     bundled checkpoint that records it (the served one for the last stage, `others` for earlier ones), and totals.
@@ -271,58 +323,14 @@ def build_facts(model_id: str, served: dict, recipe: Recipe | None, others: list
     resolves to with them, and lists them under `overrides`. Refuses (ValueError) two bundled checkpoints that record
     the same stage: which one a card shows is not guessed.
     """
-    stages: list[dict] = []
     if recipe is None:
-        name = served["provenance"].get("stage")
-        stages.append(
-            {
-                "name": name,
-                "from": None,
-                "note": "",
-                "planned_steps": served["provenance"].get("planned_steps"),
-                "planned_bytes": None,
-                "objective": objective_text(recorded_stage(served["provenance"], served["config"])),
-                "recorded": recorded_figures(served),
-            }
-        )
-        served_stage = name
+        stages = [_served_only_stage(served)]
+        served_stage = stages[0]["name"]
     else:
         chain = recipe.chain()
         served_stage = stage_of(served, recipe, chain)
-        by_stage: dict[str, dict] = {}
-        if served_stage is not None:
-            by_stage[served_stage] = served
-        for record in others:
-            name = stage_of(record, recipe, chain)
-            if name is None or name == served_stage:
-                continue
-            if name in by_stage:
-                raise ValueError(f"{by_stage[name]['file']} and {record['file']} both record stage {name}")
-            by_stage[name] = record
-        for name in chain:
-            record = by_stage.get(name)
-            # a stage trained with overrides (an experiment's arm: steps=3000) planned what they resolve to
-            overrides = list((record or {}).get("provenance", {}).get("overrides") or [])
-            try:
-                resolved = recipe.resolve(name, overrides)
-            except RecipeError:  # overrides the recipe no longer takes: its plan as written
-                resolved = recipe.resolve(name)
-            figures = recorded_figures(record) if record is not None else None
-            if figures is not None and figures["recipe_hash"] is not None:
-                figures["recipe_changed"] = figures["recipe_hash"] != resolved.recipe_hash
-            trained = recorded_stage(record["provenance"], record["config"]) if record else resolved.hashed()
-            stages.append(
-                {
-                    "name": name,
-                    "from": resolved.from_stage,
-                    "note": resolved.data["note"],
-                    "planned_steps": resolved.steps,
-                    "planned_bytes": resolved.steps * resolved.data["batch_size"] * resolved.data["seq_len"],
-                    "objective": objective_text(trained),
-                    "recorded": figures,
-                    **({"overrides": overrides} if overrides else {}),
-                }
-            )
+        by_stage = _records_by_stage(served, served_stage, recipe, chain, others)
+        stages = [_recipe_stage(recipe, name, by_stage.get(name)) for name in chain]
     by_sha = {s["recorded"]["sha256"]: s["name"] for s in stages if s["recorded"]}
     for stage in stages:
         if stage["recorded"]:

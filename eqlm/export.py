@@ -9,13 +9,24 @@ decode incrementally with results identical to recomputing the whole sequence.
 
 from __future__ import annotations
 
+import copy
 import json
-import re
 from pathlib import Path
 
 import torch
 from torch import nn
 
+from .demo_metrics import (
+    DOMAINS,
+    EXPLICIT_LIMITATION,
+    annotate_manifest,
+    card_metrics,
+    ci_slice,
+    corpus_kind_of,
+    greedy_samples,
+    load_demo_corpus,
+    measure_heldout,
+)
 from .export_explicit import export_explicit_onnx
 from .limits import DEFAULT_MODEL_ID, DEPTH_CAP_MAX, DEPTH_MAX, DEPTH_MIN, HALTS, SOLVERS, STARTS, model_depths
 from .manifest import fixed_depth
@@ -23,6 +34,32 @@ from .model import RESIDUAL_EPS, EqLM, relative_residual
 from .noise import NOISE_RNG
 from .onnx_io import BHP, BHT, BT, EMBED_IO, EMPTY_PROMPT, HEAD_IO, export_embed_and_head, export_graph, manifest_head
 from .onnx_io import sha256 as _sha256
+
+STEP_IO = {
+    "inputs": {"z": "[B,T,D]", "inj": "[B,T,D]", "past_k": "[B,H,P,Dh]", "past_v": "[B,H,P,Dh]"},
+    "outputs": {"z_next": "[B,T,D]", "k": "[B,H,T,Dh]", "v": "[B,H,T,Dh]", "residual": "[B,T]"},
+}
+# what a client needs to drive the graphs as the server does
+SEMANTICS = {
+    "iteration": "z_next = LN(z + Attn(z) + MLP(z) + inj); iteration i of a position attends to the K/V "
+    "that positions before it produced at iteration i (past_k/past_v, P may be 0) and, causally, to the "
+    "new positions' own K/V, which step returns for caching (computed from its input z).",
+    "start": "z = 0 for every prompt position (cold); the prompt is processed as one batch.",
+    "noise_start": "start 'noise': every position, the prompt's included, starts at z = N(0, 1) instead of "
+    "0: position p takes normals p*D .. p*D+D-1 of the stream named by noise_rng, seeded by the request's "
+    "seed (0 when none); the positions iterate against the cache as from zero (nothing is settled).",
+    "fixed_depth": "every position runs exactly `depth` iterations; the cache holds `depth` slots.",
+    "halting": "with tol, a position stops after the iteration whose residual < tol (or at the cap); its "
+    "state stays frozen and its K/V for every later iteration slot are computed from that frozen state "
+    "(one step call with empty past gives them).",
+    "kl_halting": "halt 'kl': as halting, but a position stops after the iteration i at which "
+    "KL(p_i || p_(i-1)) < tol, in nats, p_i = softmax(head(z_i)) in float64 and p_0 from the start state.",
+    "warm_start": "a generated token's z starts at the previous position's final z instead of 0, and "
+    "every position's K/V in every iteration slot are those of its final state (the prompt's included), so "
+    "a new position iterates against its context's solved states from its first iteration on.",
+    "empty_prompt": "an empty prompt is replaced by a single newline byte.",
+    "context": "positions are absolute, 0..max_positions-1; the prompt keeps its last bytes when too long.",
+}
 
 
 class _Step(nn.Module):
@@ -95,46 +132,12 @@ def export_onnx(
         # Servers address each graph by its content (the file URL carries this sha256), so a client that read
         # this manifest can never be handed a graph from another export.
         "graph_sha256": {role: _sha256(out_dir / name) for role, name in graphs.items()},
-        "io": {
-            "embed": EMBED_IO,
-            "step": {
-                "inputs": {"z": "[B,T,D]", "inj": "[B,T,D]", "past_k": "[B,H,P,Dh]", "past_v": "[B,H,P,Dh]"},
-                "outputs": {"z_next": "[B,T,D]", "k": "[B,H,T,Dh]", "v": "[B,H,T,Dh]", "residual": "[B,T]"},
-            },
-            "head": HEAD_IO,
-        },
-        "semantics": {
-            "iteration": "z_next = LN(z + Attn(z) + MLP(z) + inj); iteration i of a position attends to the K/V "
-            "that positions before it produced at iteration i (past_k/past_v, P may be 0) and, causally, to the "
-            "new positions' own K/V, which step returns for caching (computed from its input z).",
-            "start": "z = 0 for every prompt position (cold); the prompt is processed as one batch.",
-            "noise_start": "start 'noise': every position, the prompt's included, starts at z = N(0, 1) instead of "
-            "0: position p takes normals p*D .. p*D+D-1 of the stream named by noise_rng, seeded by the request's "
-            "seed (0 when none); the positions iterate against the cache as from zero (nothing is settled).",
-            "fixed_depth": "every position runs exactly `depth` iterations; the cache holds `depth` slots.",
-            "halting": "with tol, a position stops after the iteration whose residual < tol (or at the cap); its "
-            "state stays frozen and its K/V for every later iteration slot are computed from that frozen state "
-            "(one step call with empty past gives them).",
-            "kl_halting": "halt 'kl': as halting, but a position stops after the iteration i at which "
-            "KL(p_i || p_(i-1)) < tol, in nats, p_i = softmax(head(z_i)) in float64 and p_0 from the start state.",
-            "warm_start": "a generated token's z starts at the previous position's final z instead of 0, and "
-            "every position's K/V in every iteration slot are those of its final state (the prompt's included), so "
-            "a new position iterates against its context's solved states from its first iteration on.",
-            "empty_prompt": "an empty prompt is replaced by a single newline byte.",
-            "context": "positions are absolute, 0..max_positions-1; the prompt keeps its last bytes when too long.",
-        },
+        "io": {"embed": EMBED_IO, "step": copy.deepcopy(STEP_IO), "head": HEAD_IO},
+        "semantics": dict(SEMANTICS),
     }
     manifest.update(extra or {})
     (out_dir / "manifest.json").write_text(json.dumps(manifest, indent=2, sort_keys=False) + "\n")
     return manifest
-
-
-def word_realness(texts: list[str], vocabulary: set[str]) -> float:
-    """Share of generated words (letters only, lower-cased) that occur in the corpus vocabulary."""
-    import re
-
-    words = [w.lower() for t in texts for w in re.findall(r"[A-Za-z]+", t)]
-    return sum(w in vocabulary for w in words) / len(words) if words else 0.0
 
 
 def trained_max_depth(provenance: dict) -> int:
@@ -162,133 +165,31 @@ def export_demo(
     is measured on the whole held-out slice of the corpus (the last 5%) when the corpus is available, and always on
     the small committed slice that CI re-measures.
     """
-    import hashlib
-    import time
-
     from .checkpoint import load_checkpoint
-    from .corpus import HELDOUT_FRACTION, load_code_corpus, load_corpus, split
+    from .corpus import split
     from .decoder import OnnxEqLM
-    from .generation import GenerationRequest, Generator
-    from .scoring import bits_per_byte
 
     model, data = load_checkpoint(checkpoint)
     provenance = data["provenance"]
-    train_settings = provenance.get("train_settings") or {}
-    stage_corpus = (provenance.get("resolved_stage") or {}).get("corpus") or {}
-    corpus_kind = train_settings.get("corpus") or stage_corpus.get("name") or "kjv"
+    corpus_kind = corpus_kind_of(provenance)
     domain = DOMAINS[corpus_kind]
     limitation = EXPLICIT_LIMITATION if model.model_class == "ExplicitLM" else domain["limitation"]
     max_depth = trained_max_depth(provenance)
     fixed = fixed_depth(export_onnx(model, out_dir, int8=int8, model_id=model_id, max_depth=max_depth))
     depths = [fixed] if fixed else [*range(1, 13), *(d for d in (16, 24, 32, 48, 64, 96, 128) if d <= max_depth)]
     sample_depths = [fixed] if fixed else [2, 4, 8, 12]
-    threads = train_settings.get("threads", provenance.get("threads", 2))
     onnx_model = OnnxEqLM(out_dir, threads=2)
-    metrics: dict = {
-        "model_id": model_id,
-        "corpus_kind": corpus_kind,
-        "model_class": data["model_class"],
-        "num_params": model.num_params(),
-        "config": data["config_dict"],
-        "checkpoint_sha256": hashlib.sha256(Path(checkpoint).read_bytes()).hexdigest(),
-        "training": {
-            "steps": provenance.get("steps"),
-            "tokens_seen": provenance.get("tokens"),
-            "train_seconds": provenance.get("train_seconds"),
-            "seed": provenance.get("seed"),
-            "hardware": f"CPU (2 shared cores, torch.set_num_threads({threads}))",
-            "supervised_depths": data["config_dict"].get("train_depths"),
-            "settings": provenance.get("train_settings"),
-            "init_checkpoint_sha256": provenance.get("init_checkpoint_sha256"),
-        },
-        "provenance": {k: provenance.get(k) for k in PROVENANCE_KEYS_FOR_CARD},
-        "measured_with": "onnxruntime on the exported fp32 graphs (eqlm/runtime.py: bits_per_byte)",
-        "limitations": limitation,
-    }
-    try:
-        corpus, sha = load_code_corpus() if corpus_kind == "code" else load_corpus()
-    except (RuntimeError, OSError) as exc:
-        log(f"corpus unavailable ({exc}); measuring only the committed slice")
-        corpus = None
+    metrics = card_metrics(model, data, checkpoint, model_id, corpus_kind, limitation)
+    corpus, sha = load_demo_corpus(corpus_kind, log)
     if corpus is not None:
         if sha != provenance.get("corpus_sha256"):
             log(f"warning: corpus sha256 {sha} differs from the checkpoint's {provenance.get('corpus_sha256')}")
         _, heldout = split(corpus)
         Path(slice_path).parent.mkdir(parents=True, exist_ok=True)
         Path(slice_path).write_bytes(heldout[:slice_bytes])
-        started = time.time()
-        full = bits_per_byte(onnx_model, heldout, depths)
-        log("held-out bits/byte " + " ".join(f"d{d}={v:.3f}" for d, v in full.items()))
-        metrics["held_out_bits_per_byte"] = {str(d): round(v, 4) for d, v in full.items()}
-        metrics["held_out"] = {
-            "bytes": len(heldout),
-            "sha256": hashlib.sha256(heldout).hexdigest(),
-            "fraction": HELDOUT_FRACTION,
-            "window": onnx_model.max_positions,
-            "seconds": round(time.time() - started, 1),
-        }
-        vocabulary = {w.lower() for w in re.findall(r"[A-Za-z]+", corpus.decode("utf-8", errors="replace"))}
-        generator = Generator(out_dir)
-        prompts = domain["prompts"]
-        samples = {}
-        for depth in sample_depths:
-            texts = [generator.generate(GenerationRequest(prompt=p, max_tokens=80, depth=depth)).text for p in prompts]
-            samples[str(depth)] = {"real_word_share": round(word_realness(texts, vocabulary), 4), "texts": texts}
-        metrics["greedy_samples"] = {"prompts": prompts, "by_depth": samples}
-    slice_data = Path(slice_path).read_bytes()
-    ci = bits_per_byte(onnx_model, slice_data, depths)
-    metrics["ci_slice"] = {
-        "file": str(Path(slice_path).name),
-        "bytes": len(slice_data),
-        "sha256": hashlib.sha256(slice_data).hexdigest(),
-        "bits_per_byte": {str(d): round(v, 5) for d, v in ci.items()},
-    }
-    manifest = json.loads((Path(out_dir) / "manifest.json").read_text())
-    manifest["metrics"] = {
-        "held_out_bits_per_byte": metrics.get("held_out_bits_per_byte", {}),
-        "tokens_seen": provenance.get("tokens"),
-        "train_seconds": provenance.get("train_seconds"),
-    }
-    manifest["provenance"] = metrics["provenance"]
-    manifest["limitations"] = limitation
-    (Path(out_dir) / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
+        measure_heldout(metrics, onnx_model, heldout, depths, log)
+        metrics["greedy_samples"] = greedy_samples(out_dir, corpus, domain["prompts"], sample_depths)
+    metrics["ci_slice"] = ci_slice(onnx_model, slice_path, depths)
+    annotate_manifest(out_dir, metrics, provenance, limitation)
     Path(metrics_path).write_text(json.dumps(metrics, indent=2) + "\n")
     return metrics
-
-
-PROVENANCE_KEYS_FOR_CARD = (
-    "config_hash",
-    "git_commit",
-    "seed",
-    "corpus",
-    "corpus_sha256",
-    "steps",
-    "tokens",
-    "created",
-    "train_seconds",
-)
-LIMITATION = (
-    "A small demo EqLM trained by this portal's own code on one book (the King James Bible, byte-level), on "
-    "CPUs or on an accelerator (its provenance names each device). It is not one of the programme's "
-    "120M-parameter checkpoints, which this portal does not serve; its numbers say nothing about those models."
-)
-CODE_LIMITATION = (
-    "A small EqLM trained by this portal's own code on Python source (the pinned Django wheel's *.py files, "
-    "byte-level) on shared CPUs, as the second-domain member of the live council. It is not one of the programme's "
-    "checkpoints; its numbers say nothing about those models."
-)
-EXPLICIT_LIMITATION = (
-    "A small explicit transformer (the head-to-head's baseline: distinct layers, each applied once, no iteration) "
-    "trained by this portal's own code on one book (the King James Bible, byte-level) on shared CPUs. It is not an "
-    "equilibrium model and not one of the programme's checkpoints; its numbers say nothing about those models."
-)
-DOMAINS = {
-    "kjv": {
-        "limitation": LIMITATION,
-        "prompts": ["And God said", "The LORD is my shepherd", "In the beginning", "Blessed are the"],
-    },
-    "code": {
-        "limitation": CODE_LIMITATION,
-        "prompts": ["def ", "import ", "class Meta:\n", "        return "],
-    },
-}

@@ -8,8 +8,6 @@ No Django imports here.
 
 from __future__ import annotations
 
-import hashlib
-import json
 import math
 import time
 from collections.abc import Callable
@@ -26,6 +24,8 @@ from .model import EqLMConfig, build_model
 from .objective import draw_step, forward_step
 from .provenance import atomic_torch_save, git_commit, sha256_file
 from .recipe import Stage
+from .train_state import _cpu, finished_checkpoint, run_hash
+from .train_state import hand_over as hand_over  # a handover of an unfinished run (experiments_app imports it here)
 
 LN2 = math.log(2)
 HELDOUT_FRACTION = 0.05
@@ -71,14 +71,6 @@ def model_config(stage: Stage) -> tuple[str, EqLMConfig]:
     return model.pop("class"), EqLMConfig(**model)
 
 
-def run_hash(stage: Stage, corpus_sha: str, init_sha: str | None, teacher_sha: str | None) -> str:
-    """What a resumed run must share with the run it continues: the resolved stage and the content it reads."""
-    blob = json.dumps(
-        {"stage": stage.hashed(), "corpus": corpus_sha, "init": init_sha, "teacher": teacher_sha}, sort_keys=True
-    )
-    return hashlib.sha256(blob.encode()).hexdigest()[:16]
-
-
 def quick_convergence(model, data: bytes, depths: list[int], seq_len: int, max_bytes: int, tol: float = 0.01):
     """Held-out bits/byte and the share of positions with relative residual < tol, per depth (Picard from zero).
 
@@ -114,41 +106,199 @@ def resolve_device(device: str) -> str:
     return device if device == "cpu" or torch.cuda.is_available() else "cpu"
 
 
-def finished_checkpoint(state: dict, latest: Path, total: int) -> Path | None:
-    """The stage's final checkpoint when its saved state already ran all `total` steps of its run, else None."""
-    if state["step"] < total or not latest.exists():
-        return None
-    done = torch.load(latest, map_location="cpu", weights_only=True)["provenance"]
-    return latest if done.get("run_hash") == state["run_hash"] and done.get("steps") == state["step"] else None
+def _optimizer(model, schedule: dict) -> torch.optim.AdamW:
+    """AdamW with weight decay on the matrices only."""
+    decay = [p for n, p in model.named_parameters() if p.dim() >= 2]
+    no_decay = [p for n, p in model.named_parameters() if p.dim() < 2]
+    return torch.optim.AdamW(
+        [{"params": decay, "weight_decay": schedule["weight_decay"]}, {"params": no_decay, "weight_decay": 0.0}],
+        lr=schedule["lr"],
+        betas=(0.9, 0.98),
+    )
 
 
-def hand_over(state_path: Path, threads: int, device: str) -> dict:
-    """Let an unfinished run go on with other threads or on another device, and record it in the state.
-
-    A resume keeps its threads and device, so that a stopped and resumed run equals an uninterrupted one bit for bit.
-    A run handed over gives that up knowingly: the handover (from, to, at which step) is kept in the state and in every
-    checkpoint's provenance from then on. Returns the handover recorded.
-    """
-    state = torch.load(state_path, map_location="cpu", weights_only=True)
-    to = {"threads": threads, "device": device}
-    if state.get("identity") == to:
-        raise ValueError(f"{state_path} already trains on {to}: nothing to hand over")
-    record = {"step": state["step"], "from": state.get("identity"), "to": to}
-    state["handovers"] = [*state.get("handovers", []), record]
-    state["identity"] = to
-    atomic_torch_save(state, Path(state_path))
-    return record
+def _shown(quick: dict) -> str:
+    """Held-out figures per depth as the log shows them: d<depth>=<bits/byte>/<converged %>."""
+    return " ".join(f"d{d}={v['bpb']:.3f}/{100 * v['converged']:.0f}%" for d, v in quick.items())
 
 
-def _cpu(tree):
-    """A state dict's tensors on the CPU, so a run saved on an accelerator loads anywhere."""
-    if isinstance(tree, torch.Tensor):
-        return tree.detach().cpu()
-    if isinstance(tree, dict):
-        return {k: _cpu(v) for k, v in tree.items()}
-    if isinstance(tree, list | tuple):
-        return type(tree)(_cpu(v) for v in tree)
-    return tree
+class _Run:
+    """One call of train_stage: its model, optimizer and data, and the step and clock its saves and reports read."""
+
+    def __init__(self, stage: Stage, init_checkpoint: Path | None, threads: int, device: str, out_dir: Path):
+        self.stage, self.threads, self.device = stage, threads, device
+        self.data, self.corpus_sha, self.corpus_name = load_training_corpus(stage)
+        train_bytes, self.heldout = split(self.data, HELDOUT_FRACTION)
+        self.train_arr = torch.from_numpy(np.frombuffer(train_bytes, dtype=np.uint8).astype(np.int64))
+        self.init_sha = self.teacher_sha = None
+        self.model_class, self.config = model_config(stage)
+        if init_checkpoint is not None:
+            init_model, _ = load_checkpoint(init_checkpoint)
+            self.model_class, self.config = init_model.model_class, init_model.config
+            self.init_sha = sha256_file(init_checkpoint)
+        self.model = build_model(self.model_class, self.config.to_dict())
+        if init_checkpoint is not None:
+            self.model.load_state_dict(init_model.state_dict())
+        self.model.to(device)  # built and initialised on the CPU, so a seed gives the same initial weights everywhere
+        self.teacher = None
+        if stage.teacher is not None:
+            self.teacher, _ = load_checkpoint(stage.teacher)
+            self.teacher.eval().requires_grad_(False).to(device)
+            self.teacher_sha = sha256_file(stage.teacher)
+        self.schedule = stage.data["schedule"]
+        self.opt = _optimizer(self.model, self.schedule)
+        self.ramp_steps = self.schedule["penalty_warmup_steps"]
+        self.latest, self.state_path = out_dir / "latest.pt", out_dir / "state.pt"
+        self.batch_size, self.seq_len = stage.data["batch_size"], stage.data["seq_len"]
+        self.tokens_per_step = self.batch_size * self.seq_len
+        self.commit = git_commit()
+        self.step, self.trained_seconds, self.total = 0, 0.0, stage.steps
+        self.run_hash = run_hash(stage, self.corpus_sha, self.init_sha, self.teacher_sha)
+        self.identity = {"threads": threads, "device": device}
+        self.handovers: list[dict] = []  # where a run moved to other threads or another device mid-way (hand_over)
+        self.started = self.first_step = None
+
+    def resume(self, log: Callable[[str], None]) -> bool:
+        """Load out_dir/state.pt when it belongs to this run; True when that run already finished."""
+        state_path = self.state_path
+        state = torch.load(state_path, map_location="cpu", weights_only=True)
+        if state["run_hash"] != self.run_hash:
+            raise ValueError(
+                f"{state_path} belongs to another run (hash {state['run_hash']}, this one {self.run_hash}): "
+                "use another --out or delete it"
+            )
+        # nothing left to train, so the threads and device it ran on do not matter
+        if finished_checkpoint(state, self.latest, self.total) is not None:
+            log(
+                f"stage {self.stage.name} finished before ({state['step']} steps, on {state.get('identity')}): "
+                f"{self.latest}"
+            )
+            self.step = state["step"]
+            return True
+        if state.get("identity", self.identity) != self.identity:
+            raise ValueError(
+                f"{state_path} was trained on {state['identity']}, this resume asks for {self.identity}: "
+                "floating-point results differ across threads and devices, so a resume keeps them"
+            )
+        self.model.load_state_dict(state["model"])
+        self.opt.load_state_dict(state["optimizer"])
+        self.step, self.trained_seconds = state["step"], state["train_seconds"]
+        self.handovers = list(state.get("handovers", []))
+        log(f"resumed at step {self.step}/{self.total} ({self.trained_seconds:.0f} s trained so far)")
+        return False
+
+    def seconds(self) -> float:
+        return self.trained_seconds + time.time() - self.started
+
+    def provenance(self, metrics: dict | None = None) -> dict:
+        stage, init_sha, teacher_sha = self.stage, self.init_sha, self.teacher_sha
+        return {
+            "config_hash": self.config.config_hash(),
+            "run_hash": self.run_hash,
+            "recipe": stage.recipe_name,
+            "stage": stage.name,
+            "recipe_hash": stage.recipe_hash,
+            "resolved_stage": stage.to_dict(),
+            "overrides": list(stage.overrides),
+            "git_commit": self.commit,
+            "seed": stage.seed,
+            "corpus": self.corpus_name,
+            "corpus_sha256": self.corpus_sha,
+            "steps": self.step,
+            "tokens": self.step * self.tokens_per_step,
+            "created": datetime.now(UTC).isoformat(timespec="seconds"),
+            "train_seconds": round(self.seconds(), 1),
+            "threads": self.threads,
+            "device": self.device,
+            "planned_steps": self.total,
+            **({"handovers": self.handovers} if self.handovers else {}),
+            "lr_schedule": "linear warmup, then cosine to min_lr_ratio over planned_steps (by step, not wall clock)",
+            "heldout_fraction": HELDOUT_FRACTION,
+            "metrics": metrics or {},
+            **({"init_checkpoint_sha256": init_sha} if init_sha else {}),
+            **({"teacher_checkpoint_sha256": teacher_sha} if teacher_sha else {}),
+        }
+
+    def save_state(self) -> None:
+        payload = {"run_hash": self.run_hash, "identity": self.identity, "model": _cpu(self.model.state_dict())}
+        if self.handovers:
+            payload["handovers"] = self.handovers
+        payload.update({"optimizer": _cpu(self.opt.state_dict()), "step": self.step, "planned_steps": self.total})
+        payload["train_seconds"] = self.seconds()
+        atomic_torch_save(payload, self.state_path)
+
+    def report(self, progress: Callable[[dict], None] | None, loss: float) -> None:
+        if progress is not None:
+            step, total = self.step, self.total
+            rate = (step - self.first_step) / max(time.time() - self.started, 1e-9)
+            eta = (total - step) / rate if rate > 0 else None
+            progress(
+                {"step": step, "planned_steps": total, "loss": loss, "seconds": self.seconds(), "eta_seconds": eta}
+            )
+
+    def train_step(self) -> tuple[torch.Tensor, dict, float]:
+        """One optimizer step, everything it draws from a generator seeded by (seed, step): (loss, parts, lr)."""
+        stage, step, schedule, seq_len = self.stage, self.step, self.schedule, self.seq_len
+        lr = lr_at(step, self.total, schedule)
+        for group in self.opt.param_groups:
+            group["lr"] = lr
+        rng = np.random.default_rng([stage.seed, step])
+        gen = torch.Generator().manual_seed(int(rng.integers(0, 2**62)))
+        starts = rng.integers(0, len(self.train_arr) - seq_len - 1, size=self.batch_size)
+        idx = torch.from_numpy(starts)[:, None] + torch.arange(seq_len + 1)[None, :]
+        batch = self.train_arr[idx].to(self.device)
+        draws = draw_step(stage.data, rng)
+        ramp_steps = self.ramp_steps
+        ramp = min(1.0, step / ramp_steps) if ramp_steps else 1.0
+        loss, parts = forward_step(self.model, batch[:, :-1], batch[:, 1:], stage.data, draws, gen, ramp, self.teacher)
+        self.opt.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(self.model.parameters(), schedule["grad_clip"])
+        self.opt.step()
+        self.step += 1
+        return loss, parts, lr
+
+    def save_checkpoint(self, quick: dict) -> None:
+        """A fresh latest.pt with the held-out figures `quick` in its provenance."""
+        provenance = self.provenance({"heldout_quick": {str(k): v for k, v in quick.items()}})
+        save_checkpoint(self.model, self.latest, provenance)
+
+    def train(self, stop_after, max_minutes, log, progress, checkpoint_steps, checkpoint_minutes, eval_bytes):
+        """The steps until the planned total or a stop; returns (stopped, the last step's loss or None)."""
+        started = last_ckpt = self.started
+        loss = None
+        self.model.train()
+        while self.step < self.total:
+            step = self.step
+            if stop_after is not None and step >= stop_after:
+                log(f"stopped at step {step} as asked (resume to finish the schedule)")
+                return True, loss
+            if max_minutes is not None and time.time() - started > max_minutes * 60:
+                log(f"stopped after {max_minutes} minutes at step {step} (resume to finish the schedule)")
+                return True, loss
+            loss, parts, lr = self.train_step()
+            step = self.step
+            if step % 50 == 0 or step == 1:
+                shown = " ".join(
+                    f"{k}={v.item() / LN2:.3f}"
+                    if k.startswith(("d", "eq", "kd", "warm", "prog"))
+                    else f"{k}={v.item():.4f}"
+                    for k, v in parts.items()
+                )
+                rate = (step * self.tokens_per_step) / self.seconds()
+                log(f"step {step}/{self.total} lr {lr:.2e} loss {loss.item():.4f} {shown} {rate:,.0f} tok/s")
+            if step % 10 == 0:
+                self.report(progress, loss.item())
+            if step % checkpoint_steps == 0:
+                self.save_state()
+            if time.time() - last_ckpt > checkpoint_minutes * 60:
+                self.model.eval()
+                quick = quick_convergence(self.model, self.heldout, CHECK_DEPTHS, self.seq_len, eval_bytes // 4)
+                self.model.train()
+                log(f"checkpoint at step {step}: " + _shown(quick))
+                self.save_checkpoint(quick)
+                last_ckpt = time.time()
+        return False, loss
 
 
 def train_stage(
@@ -176,177 +326,25 @@ def train_stage(
     device = resolve_device(device)
     torch.set_num_threads(threads)
     torch.manual_seed(stage.seed)
-    data, corpus_sha, corpus_name = load_training_corpus(stage)
-    train_bytes, heldout = split(data, HELDOUT_FRACTION)
-    train_arr = torch.from_numpy(np.frombuffer(train_bytes, dtype=np.uint8).astype(np.int64))
-    init_sha = teacher_sha = None
-    model_class, config = model_config(stage)
-    if init_checkpoint is not None:
-        init_model, _ = load_checkpoint(init_checkpoint)
-        model_class, config = init_model.model_class, init_model.config
-        init_sha = sha256_file(init_checkpoint)
-    model = build_model(model_class, config.to_dict())
-    if init_checkpoint is not None:
-        model.load_state_dict(init_model.state_dict())
-    model.to(device)  # built and initialised on the CPU, so a seed gives the same initial weights on every device
-    teacher = None
-    if stage.teacher is not None:
-        teacher, _ = load_checkpoint(stage.teacher)
-        teacher.eval().requires_grad_(False).to(device)
-        teacher_sha = sha256_file(stage.teacher)
-    schedule = stage.data["schedule"]
-    decay = [p for n, p in model.named_parameters() if p.dim() >= 2]
-    no_decay = [p for n, p in model.named_parameters() if p.dim() < 2]
-    opt = torch.optim.AdamW(
-        [{"params": decay, "weight_decay": schedule["weight_decay"]}, {"params": no_decay, "weight_decay": 0.0}],
-        lr=schedule["lr"],
-        betas=(0.9, 0.98),
-    )
-    out_dir = Path(out_dir)
-    latest, state_path = out_dir / "latest.pt", out_dir / "state.pt"
-    batch_size, seq_len = stage.data["batch_size"], stage.data["seq_len"]
-    tokens_per_step = batch_size * seq_len
-    commit = git_commit()
-    step, trained_seconds, total = 0, 0.0, stage.steps
-    this_run = run_hash(stage, corpus_sha, init_sha, teacher_sha)
-    identity = {"threads": threads, "device": device}
-    handovers: list[dict] = []  # where a run moved to other threads or another device mid-way (hand_over)
-    if state_path.exists():
-        state = torch.load(state_path, map_location="cpu", weights_only=True)
-        if state["run_hash"] != this_run:
-            raise ValueError(
-                f"{state_path} belongs to another run (hash {state['run_hash']}, this one {this_run}): "
-                "use another --out or delete it"
-            )
-        # nothing left to train, so the threads and device it ran on do not matter
-        if finished_checkpoint(state, latest, total) is not None:
-            log(f"stage {stage.name} finished before ({state['step']} steps, on {state.get('identity')}): {latest}")
-            return TrainOutcome(True, state["step"], total, latest, state_path)
-        if state.get("identity", identity) != identity:
-            raise ValueError(
-                f"{state_path} was trained on {state['identity']}, this resume asks for {identity}: floating-point "
-                "results differ across threads and devices, so a resume keeps them"
-            )
-        model.load_state_dict(state["model"])
-        opt.load_state_dict(state["optimizer"])
-        step, trained_seconds = state["step"], state["train_seconds"]
-        handovers = list(state.get("handovers", []))
-        log(f"resumed at step {step}/{total} ({trained_seconds:.0f} s trained so far)")
-    log(f"{model_class} {model.num_params():,} params, corpus {len(data):,} bytes sha256 {corpus_sha}")
-    log(f"recipe {stage.recipe_name}, stage {stage.name}, recipe hash {stage.recipe_hash}, run hash {this_run}")
-    started = time.time()
-    last_ckpt = started
-
-    def seconds() -> float:
-        return trained_seconds + time.time() - started
-
-    def provenance(metrics: dict | None = None) -> dict:
-        return {
-            "config_hash": config.config_hash(),
-            "run_hash": this_run,
-            "recipe": stage.recipe_name,
-            "stage": stage.name,
-            "recipe_hash": stage.recipe_hash,
-            "resolved_stage": stage.to_dict(),
-            "overrides": list(stage.overrides),
-            "git_commit": commit,
-            "seed": stage.seed,
-            "corpus": corpus_name,
-            "corpus_sha256": corpus_sha,
-            "steps": step,
-            "tokens": step * tokens_per_step,
-            "created": datetime.now(UTC).isoformat(timespec="seconds"),
-            "train_seconds": round(seconds(), 1),
-            "threads": threads,
-            "device": device,
-            "planned_steps": total,
-            **({"handovers": handovers} if handovers else {}),
-            "lr_schedule": "linear warmup, then cosine to min_lr_ratio over planned_steps (by step, not wall clock)",
-            "heldout_fraction": HELDOUT_FRACTION,
-            "metrics": metrics or {},
-            **({"init_checkpoint_sha256": init_sha} if init_sha else {}),
-            **({"teacher_checkpoint_sha256": teacher_sha} if teacher_sha else {}),
-        }
-
-    def save_state() -> None:
-        payload = {"run_hash": this_run, "identity": identity, "model": _cpu(model.state_dict())}
-        if handovers:
-            payload["handovers"] = handovers
-        payload.update({"optimizer": _cpu(opt.state_dict()), "step": step, "planned_steps": total})
-        payload["train_seconds"] = seconds()
-        atomic_torch_save(payload, state_path)
-
-    def report(loss: float) -> None:
-        if progress is not None:
-            rate = (step - first_step) / max(time.time() - started, 1e-9)
-            eta = (total - step) / rate if rate > 0 else None
-            progress({"step": step, "planned_steps": total, "loss": loss, "seconds": seconds(), "eta_seconds": eta})
-
-    first_step = step
-    ramp_steps = schedule["penalty_warmup_steps"]
-    model.train()
-    stopped = False
-    while step < total:
-        if stop_after is not None and step >= stop_after:
-            log(f"stopped at step {step} as asked (resume to finish the schedule)")
-            stopped = True
-            break
-        if max_minutes is not None and time.time() - started > max_minutes * 60:
-            log(f"stopped after {max_minutes} minutes at step {step} (resume to finish the schedule)")
-            stopped = True
-            break
-        lr = lr_at(step, total, schedule)
-        for group in opt.param_groups:
-            group["lr"] = lr
-        rng = np.random.default_rng([stage.seed, step])
-        gen = torch.Generator().manual_seed(int(rng.integers(0, 2**62)))
-        starts = rng.integers(0, len(train_arr) - seq_len - 1, size=batch_size)
-        idx = torch.from_numpy(starts)[:, None] + torch.arange(seq_len + 1)[None, :]
-        batch = train_arr[idx].to(device)
-        draws = draw_step(stage.data, rng)
-        ramp = min(1.0, step / ramp_steps) if ramp_steps else 1.0
-        loss, parts = forward_step(model, batch[:, :-1], batch[:, 1:], stage.data, draws, gen, ramp, teacher)
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), schedule["grad_clip"])
-        opt.step()
-        step += 1
-        if step % 50 == 0 or step == 1:
-            shown = " ".join(
-                f"{k}={v.item() / LN2:.3f}"
-                if k.startswith(("d", "eq", "kd", "warm", "prog"))
-                else f"{k}={v.item():.4f}"
-                for k, v in parts.items()
-            )
-            rate = (step * tokens_per_step) / seconds()
-            log(f"step {step}/{total} lr {lr:.2e} loss {loss.item():.4f} {shown} {rate:,.0f} tok/s")
-        if step % 10 == 0:
-            report(loss.item())
-        if step % checkpoint_steps == 0:
-            save_state()
-        if time.time() - last_ckpt > checkpoint_minutes * 60:
-            model.eval()
-            quick = quick_convergence(model, heldout, CHECK_DEPTHS, seq_len, eval_bytes // 4)
-            model.train()
-            log(
-                f"checkpoint at step {step}: "
-                + " ".join(f"d{d}={v['bpb']:.3f}/{100 * v['converged']:.0f}%" for d, v in quick.items())
-            )
-            save_checkpoint(model, latest, provenance({"heldout_quick": {str(k): v for k, v in quick.items()}}))
-            last_ckpt = time.time()
-    save_state()
-    report(float("nan") if step == first_step else loss.item())
+    run = _Run(stage, init_checkpoint, threads, device, Path(out_dir))
+    total, latest, state_path = run.total, run.latest, run.state_path
+    if state_path.exists() and run.resume(log):
+        return TrainOutcome(True, run.step, total, latest, state_path)
+    log(f"{run.model_class} {run.model.num_params():,} params, corpus {len(run.data):,} bytes sha256 {run.corpus_sha}")
+    log(f"recipe {stage.recipe_name}, stage {stage.name}, recipe hash {stage.recipe_hash}, run hash {run.run_hash}")
+    run.started = time.time()
+    run.first_step = run.step
+    stopped, loss = run.train(stop_after, max_minutes, log, progress, checkpoint_steps, checkpoint_minutes, eval_bytes)
+    run.save_state()
+    run.report(progress, float("nan") if run.step == run.first_step else loss.item())
     if stopped:
-        return TrainOutcome(False, step, total, None, state_path)
-    model.eval()
-    quick = quick_convergence(model, heldout, FINAL_DEPTHS, seq_len, eval_bytes)
-    log(
-        "held-out bpb/converged "
-        + " ".join(f"d{d}={v['bpb']:.3f}/{100 * v['converged']:.0f}%" for d, v in quick.items())
-    )
-    save_checkpoint(model, latest, provenance({"heldout_quick": {str(k): v for k, v in quick.items()}}))
-    log(f"done: {step} steps, {step * tokens_per_step:,} tokens -> {latest}")
-    return TrainOutcome(True, step, total, latest, state_path)
+        return TrainOutcome(False, run.step, total, None, state_path)
+    run.model.eval()
+    quick = quick_convergence(run.model, run.heldout, FINAL_DEPTHS, run.seq_len, eval_bytes)
+    log("held-out bpb/converged " + _shown(quick))
+    run.save_checkpoint(quick)
+    log(f"done: {run.step} steps, {run.step * run.tokens_per_step:,} tokens -> {latest}")
+    return TrainOutcome(True, run.step, total, latest, state_path)
 
 
 def train_chain(

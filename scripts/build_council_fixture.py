@@ -70,10 +70,8 @@ def short(name: str) -> str:
     return name.rsplit("/", 1)[-1]
 
 
-def build(council: dict, leaderboard: list[dict]) -> dict:
-    """The normalized record: every number copied from the two source files, nothing derived."""
-    first = council["seeds"][0]
-    players = list(first["players"])
+def _ladder(council: dict, players: list[str], leaderboard: list[dict]) -> dict:
+    """The leaderboard rows by model; ValueError when a seed lists other players or a row is not a player's."""
     for seed in council["seeds"]:
         if seed["players"] != players:
             raise ValueError(f"seed {seed['seed']} lists different players: {seed['players']}")
@@ -81,7 +79,11 @@ def build(council: dict, leaderboard: list[dict]) -> dict:
     unknown = set(ladder) - {short(p) for p in players}
     if unknown:
         raise ValueError(f"leaderboard rows for models that are not council players: {sorted(unknown)}")
+    return ladder
 
+
+def _recorded_rules(council: dict) -> set[str]:
+    """The rules recorded per question; ValueError when a seed names an unknown rule."""
     rule_keys = {key for key, _, _ in RULES}
     recorded_rules = set()
     for seed in council["seeds"]:
@@ -91,58 +93,58 @@ def build(council: dict, leaderboard: list[dict]) -> dict:
         for key in seed["accuracy"]:
             if not key.startswith("single::") and key not in rule_keys:
                 raise ValueError(f"unknown rule {key!r} on seed {seed['seed']}")
+    return recorded_rules
 
-    out_players = []
-    for order, name in enumerate(players):
-        row = {"name": name, "order": order}
-        row.update({field: ladder.get(short(name), {}).get(field) for field in PLAYER_LADDER})
-        out_players.append(row)
 
-    out_seeds = []
-    for seed in council["seeds"]:
-        accuracies = []
-        for key, value in seed["accuracy"].items():
-            who = {"player": key.split("::", 1)[1]} if key.startswith("single::") else {"rule": key}
-            accuracies.append({"domain": "all", **who, "value": value, "n": seed["n_tasks"]})
-        for domain, block in seed["per_domain"].items():
-            for key, value in block.items():
-                if key == "n":
-                    continue
-                accuracies.append({"domain": domain, "rule": key, "value": value, "n": block["n"]})
-        anchored = council["anchored_confirmation"]["per_seed"].get(f"seed{seed['seed']}")
-        out_anchored = None
-        if anchored:
-            out_anchored = {
-                **{name: anchored[name] for name in ANCHORED_MARGINS},
-                "paired_wins": anchored["paired_vs_plain"]["wins"],
-                "paired_losses": anchored["paired_vs_plain"]["losses"],
-                "paired_z": anchored["paired_vs_plain"]["z"],
-                "decomposition": anchored.get("decomposition", {}),
-                "math_mechanism": anchored["per_domain"]["math"]["mechanism"],
-                "math_router": anchored["per_domain"]["math"]["router"],
-                "general_mechanism": anchored["per_domain"]["general"]["mechanism"],
-                "general_router": anchored["per_domain"]["general"]["router"],
-            }
-        questions = [
-            {
-                "index": q["i"],
-                "domain": q["domain"],
-                "rules": {rule: {"winner": q["winners"][rule], "correct": q["correct"][rule]} for rule in q["winners"]},
-                "players": dict(q["singles"]),
-            }
-            for q in seed["sample"]
-        ]
-        out_seeds.append(
-            {
-                "seed": seed["seed"],
-                "n_tasks": seed["n_tasks"],
-                "accuracies": accuracies,
-                "anchored": out_anchored,
-                "questions": questions,
-            }
-        )
+def _anchored(anchored: dict | None) -> dict | None:
+    """A seed's anchored confirmation (margins, paired test, decomposition, per-domain figures), or None."""
+    if not anchored:
+        return None
+    return {
+        **{name: anchored[name] for name in ANCHORED_MARGINS},
+        "paired_wins": anchored["paired_vs_plain"]["wins"],
+        "paired_losses": anchored["paired_vs_plain"]["losses"],
+        "paired_z": anchored["paired_vs_plain"]["z"],
+        "decomposition": anchored.get("decomposition", {}),
+        "math_mechanism": anchored["per_domain"]["math"]["mechanism"],
+        "math_router": anchored["per_domain"]["math"]["router"],
+        "general_mechanism": anchored["per_domain"]["general"]["mechanism"],
+        "general_router": anchored["per_domain"]["general"]["router"],
+    }
 
-    fair = council["fair_baselines"]
+
+def _seed(seed: dict, council: dict) -> dict:
+    """One seed: its accuracies (overall and per domain), its anchored confirmation and its sample questions."""
+    accuracies = []
+    for key, value in seed["accuracy"].items():
+        who = {"player": key.split("::", 1)[1]} if key.startswith("single::") else {"rule": key}
+        accuracies.append({"domain": "all", **who, "value": value, "n": seed["n_tasks"]})
+    for domain, block in seed["per_domain"].items():
+        for key, value in block.items():
+            if key == "n":
+                continue
+            accuracies.append({"domain": domain, "rule": key, "value": value, "n": block["n"]})
+    out_anchored = _anchored(council["anchored_confirmation"]["per_seed"].get(f"seed{seed['seed']}"))
+    questions = [
+        {
+            "index": q["i"],
+            "domain": q["domain"],
+            "rules": {rule: {"winner": q["winners"][rule], "correct": q["correct"][rule]} for rule in q["winners"]},
+            "players": dict(q["singles"]),
+        }
+        for q in seed["sample"]
+    ]
+    return {
+        "seed": seed["seed"],
+        "n_tasks": seed["n_tasks"],
+        "accuracies": accuracies,
+        "anchored": out_anchored,
+        "questions": questions,
+    }
+
+
+def _baselines(fair: dict) -> list[dict]:
+    """The fair baselines in the record's order, each with the council's paired wins and losses against it."""
     out_baselines = []
     for order, (key, accuracy) in enumerate(fair["accuracy"].items()):
         paired = fair["council_vs"].get(key, {})
@@ -159,6 +161,24 @@ def build(council: dict, leaderboard: list[dict]) -> dict:
                 "z": paired.get("z"),
             }
         )
+    return out_baselines
+
+
+def build(council: dict, leaderboard: list[dict]) -> dict:
+    """The normalized record: every number copied from the two source files, nothing derived."""
+    first = council["seeds"][0]
+    players = list(first["players"])
+    ladder = _ladder(council, players, leaderboard)
+    recorded_rules = _recorded_rules(council)
+
+    out_players = []
+    for order, name in enumerate(players):
+        row = {"name": name, "order": order}
+        row.update({field: ladder.get(short(name), {}).get(field) for field in PLAYER_LADDER})
+        out_players.append(row)
+    out_seeds = [_seed(seed, council) for seed in council["seeds"]]
+    fair = council["fair_baselines"]
+    out_baselines = _baselines(fair)
 
     return {
         "format": FORMAT,

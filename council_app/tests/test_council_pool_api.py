@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from rest_framework.test import APIClient
 
-from eqlm.council import MEMORY_DEFAULTS
+from eqlm.council_game import MEMORY_DEFAULTS
 from eqlm.council_memory import fixed_share_reputations
 from eqlm.logprobs import logsumexp
 

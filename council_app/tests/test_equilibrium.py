@@ -1,11 +1,12 @@
-"""The council's equilibrium solve (eqlm.council, pure numpy) against hand-worked cases."""
+"""The council's equilibrium solve (eqlm.council_game, pure numpy) against hand-worked cases."""
 
 import math
 
 import numpy as np
 import pytest
 
-from eqlm.council import Kinetic, equilibrium, influence_weights, log_softmax
+from eqlm.council_game import Kinetic, equilibrium, influence_weights
+from eqlm.logprobs import log_softmax
 
 
 def logs(*rows) -> np.ndarray:

@@ -126,7 +126,7 @@ def test_a_finished_stage_is_taken_as_finished_whatever_it_ran_on_but_an_unfinis
 
 
 def test_a_saved_training_state_holds_cpu_tensors_so_it_loads_on_any_machine():
-    from eqlm.trainer import _cpu
+    from eqlm.train_state import _cpu
 
     tree = {"a": torch.ones(2), "b": [torch.zeros(1), 3], "c": (torch.ones(1),)}
     moved = _cpu(tree)

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import dynamics, nash, qre
+from . import dynamics, nash, qre, qre_path
 from .core import METRIC_NOTE, nash_conv, probability_vector, start_point
 from .games import PRESETS, Game, SolverInputError, parse_game, random_game, refuse_unknown
 
@@ -204,7 +204,7 @@ def _run_qre_path(game: Game, params: dict, limits: Limits, ctx: Ctx):
     max_points = _integer(params, "max_points", 1000, 2, limits.max_path_points)
     if ctx.dry:
         return None, {"lambda_max": lam_max, "max_points": max_points}
-    body = qre.trace_path(game.A, game.B, lam_max=lam_max, max_points=max_points, deadline=ctx.deadline)
+    body = qre_path.trace_path(game.A, game.B, lam_max=lam_max, max_points=max_points, deadline=ctx.deadline)
     return body, {"lambda_max": lam_max, "max_points": max_points}
 
 

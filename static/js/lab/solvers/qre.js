@@ -1,5 +1,6 @@
 /* Logit quantal response equilibria: Newton at one λ and the principal-branch path by pseudo-arclength
- * continuation (the twin of lab_app/solvers/qre.py and its compiled kernel qre_kernel.c, step for step).
+ * continuation (the twin of lab_app/solvers/qre_newton.py and qre_path.py and their compiled kernel qre_kernel.c,
+ * step for step).
  * Unknowns are log-odds against each player's first action, w = (u, v); everything runs on flat Float64Arrays
  * allocated once per call, so a 12×12 game at λ = 10 takes about a millisecond.
  */
