@@ -113,6 +113,7 @@ INSTALLED_APPS = [
     "drf_spectacular",
     "drf_spectacular_sidecar",  # Swagger UI's files for /api/docs/, served locally (never a CDN)
     "portal",
+    "results",
     "findings_app",
     "benchmarks_app",
     "lab_app",
