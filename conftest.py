@@ -63,7 +63,7 @@ def staff_user(django_user_model):
     from django.contrib.auth.models import Permission
 
     user = django_user_model.objects.create_user("staff", "staff@example.org", "staff-pass-123", is_staff=True)
-    own_apps = ["findings_app", "benchmarks_app", "lab_app", "inference", "council_app", "experiments_app"]
+    own_apps = ["findings_app", "results", "benchmarks_app", "lab_app", "inference", "council_app", "experiments_app"]
     user.user_permissions.set(Permission.objects.filter(content_type__app_label__in=own_apps))
     return user
 

@@ -64,9 +64,9 @@ def run_size(size: int, repeat: int) -> dict:
     from django.db import connection
     from django.test import Client
 
-    from benchmarks_app.models import ResultRow
     from benchmarks_app.seed import seed
-    from benchmarks_app.services import ingest_records
+    from results.models import ResultRow
+    from results.records import ingest_records
 
     call_command("migrate", verbosity=0)
     batch, ingested, elapsed, cpu = [], 0, 0.0, 0.0

@@ -32,7 +32,7 @@ def arm_label(label: str, mix: str) -> str:
 
 
 def to_records(report: dict, members: list[Generator], label: str = "") -> list[dict]:
-    """Long-format benchmark records (benchmarks_app.services.ingest_records)."""
+    """Long-format benchmark records (results.records.ingest_records)."""
     ids = report["members"]
     graphs = [
         {role: hashlib.sha256((g.model.onnx_dir / name).read_bytes()).hexdigest() for role, name in sorted(
@@ -86,7 +86,7 @@ def record(records: list[dict]) -> int:
     import django
 
     django.setup()
-    from benchmarks_app.records import ingest_records
+    from results.records import ingest_records
 
     return ingest_records(records, source_name=f"bench:council:{records[0]['run']}")
 

@@ -59,7 +59,7 @@ def portal_server(workers: int = 2, threads: int = 1, var_dir: Path | None = Non
     proc = subprocess.Popen(
         [
             GUNICORN,
-            "portal.wsgi",
+            "site_root.wsgi",
             "--bind",
             f"127.0.0.1:{port}",
             "--workers",

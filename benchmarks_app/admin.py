@@ -6,8 +6,9 @@ from django.db import transaction
 from django.utils.html import format_html
 
 from portal.models import JobStatus
+from results.models import Arm, ResultRow, Run, SourceFile
 
-from .models import Arm, Comparison, ResultRow, Run, SourceFile
+from .models import Comparison
 from .parsers import IngestError
 from .parsers.registry import FORMATS
 from .tasks import ingest_upload

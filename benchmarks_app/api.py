@@ -15,10 +15,12 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from portal.api import ApiError
+from results import stats
+from results.experiment_names import resolve
+from results.models import ResultRow, SourceFile
 
-from . import stats, tables
-from .experiment_names import resolve
-from .models import Comparison, ResultRow, SourceFile
+from . import tables
+from .models import Comparison
 from .parsers import FORMATS, IngestError
 from .uploads import MAX_FILES, SizeLimitedUploadHandler, queue_uploads, validate_upload_batch
 

@@ -6,6 +6,8 @@ and a check a table copies from another is counted once, on its own table.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
+
 from .models import Comparison
 from .tables import STATUS_TEXT
 
@@ -67,6 +69,18 @@ def verdict(table: dict) -> dict:
 
 CLAIM_CHARS = 180
 
+# {code: title} of the findings the tables cite. The findings app, a layer above (its pages read these tables),
+# tells the overview how to read them when Django starts (findings_app.apps); without it a claim is the table's own.
+_readers: list[Callable[[Iterable[str]], dict[str, str]]] = []
+
+
+def read_finding_titles_with(reader: Callable[[Iterable[str]], dict[str, str]]) -> None:
+    _readers[:] = [reader]
+
+
+def _finding_titles(codes: set[str]) -> dict[str, str]:
+    return _readers[0](codes) if _readers else {}
+
 
 def claim(table: dict, finding_titles: dict[str, str]) -> str:
     """What the table tests: for the programme's, its first finding's title; else its description's first clause."""
@@ -83,10 +97,7 @@ def claim(table: dict, finding_titles: dict[str, str]) -> str:
 
 def overview(tables: list[dict]) -> dict:
     """The overview's two sections, the tables awaiting rows, the badge totals and the fully traced tables."""
-    from findings_app.models import Finding
-
-    codes = {link["code"] for t in tables for link in t["findings"]}
-    titles = dict(Finding.objects.filter(code__in=codes).values_list("code", "title"))
+    titles = _finding_titles({link["code"] for t in tables for link in t["findings"]})
     programme, portal, awaiting = [], [], []
     for table in tables:
         if table["empty"]:

@@ -8,11 +8,12 @@ from django.db import transaction
 from django.utils import timezone
 
 from portal.models import JobStatus
+from results.models import SourceFile
+from results.records import clean_records, write_clean
 
 from .declared import COMPARISONS
 from .fixture import FORMAT, unpack_source
-from .models import Comparison, SourceFile
-from .records import clean_records, write_clean
+from .models import Comparison
 
 FIXTURE = Path(settings.BASE_DIR) / "fixtures" / "results.json"
 

@@ -1,15 +1,14 @@
-"""Invalidate cached tables when rows or declarations are deleted or edited outside the ingest service."""
+"""Invalidate cached tables when declarations are deleted or edited (results.signals does so for rows)."""
 
 from django.db.models.signals import post_delete, post_save
 from django.dispatch import receiver
 
-from .models import Comparison, ResultRow
-from .records import invalidate_tables
+from results.records import invalidate_tables
+
+from .models import Comparison
 
 
-@receiver(post_delete, sender=ResultRow)
-@receiver(post_save, sender=ResultRow)  # an edit in the admin (ingest inserts rows in bulk and bumps once)
 @receiver(post_delete, sender=Comparison)
 @receiver(post_save, sender=Comparison)
-def _rows_changed(sender, **kwargs):
+def _declarations_changed(sender, **kwargs):
     invalidate_tables()

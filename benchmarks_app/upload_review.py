@@ -14,7 +14,8 @@ import secrets
 from django.core.files.base import ContentFile
 from django.core.files.storage import default_storage
 
-from .experiment_names import resolve
+from results.experiment_names import resolve
+
 from .models import Comparison
 from .parsers import IngestError, parse_bytes
 

@@ -15,10 +15,10 @@ from django.db import transaction
 from portal.api import ApiError
 from portal.models import JobStatus
 from portal.unicode import stored_text_problem
+from results.models import SourceFile
+from results.records import clean_records, write_clean
 
-from .models import SourceFile
 from .parsers import FORMATS, IngestError, parse_bytes
-from .records import clean_records, write_clean
 
 
 def ingest_bytes(

@@ -13,12 +13,15 @@ from django.http import HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.csrf import csrf_exempt, csrf_protect
 
-from . import stats, tables, upload_review
-from .experiment_names import resolve, stored_experiments
-from .models import Arm, Comparison, ResultRow, Run, SourceFile
+from results import stats
+from results.experiment_names import resolve, stored_experiments
+from results.models import Arm, ResultRow, Run, SourceFile
+from results.records import tables_cache_version
+
+from . import tables, upload_review
+from .models import Comparison
 from .overview import overview
 from .parsers import FORMATS, IngestError
-from .records import tables_cache_version
 from .uploads import SizeLimitedUploadHandler, UploadRefused, queue_uploads, validate_upload_batch
 
 

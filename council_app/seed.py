@@ -154,7 +154,7 @@ def load_bench(path: Path = BENCH_FIXTURE) -> int:
     """The live council's measured rows (benchmark result rows, experiment local-council); 0 when none are shipped."""
     if not path.is_file():
         return 0
-    from benchmarks_app.records import ingest_records
+    from results.records import ingest_records
 
     records = json.loads(path.read_text())["records"]
     return ingest_records(records, source_name="fixtures/council_bench.json")

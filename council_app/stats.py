@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import math
 
-from benchmarks_app.stats import agrees, mean, sample_sd
-from benchmarks_app.stats import decimals_of_value as decimals
+from results.stats import agrees, mean, sample_sd
+from results.stats import decimals_of_value as decimals
 
 __all__ = ["agrees", "decimals", "mean", "paired_z", "sample_sd"]
 

@@ -17,7 +17,7 @@ SEL = ``{"arm": label, "metric": name, "where": {condition keys}, "experiment": 
 picks one row per seed (its condition holds every key of ``where``; ``seed`` is matched by the row's seed).
 
 TEST = ``{"stat": "mean" | "ci_low" | "ci_high" | "min" | "max", "cmp": ">=" | ">" | "<=" | "<", "value": x}``:
-the per-seed figures are reduced by ``stat`` (the interval is benchmarks_app.stats' percentile bootstrap over
+the per-seed figures are reduced by ``stat`` (the interval is results.stats' percentile bootstrap over
 seeds, 95%, 10,000 resamples, seeded; with three seeds it is their min–max) and compared with ``value``.
 Any node may carry a ``label`` (the hypothesis it tests), shown with its own verdict.
 
@@ -33,7 +33,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from benchmarks_app import stats
+from results import stats
 
 VALIDATED, MISSED, PENDING = "validated", "missed", "pending"
 VERDICT_TEXT = {VALIDATED: "validated", MISSED: "formally missed", PENDING: "pending"}

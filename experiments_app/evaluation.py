@@ -254,12 +254,12 @@ def evaluate_run(run: TrainingRun, token: str, seconds: float | None = None) -> 
     slice, BLiMP) spans slices: False when this slice's `seconds` ran out with parts left (the caller sends the next
     slice), True when the rows are written.
     """
-    from benchmarks_app.models import ResultRow
-    from benchmarks_app.records import ingest_records
     from eqlm.checkpoint import load_checkpoint
     from eqlm.convergence import windows_of
     from eqlm.explicit_bpb import explicit_bits_per_byte
     from eqlm.path_independence import PathIndependence, StartFigures
+    from results.models import ResultRow
+    from results.records import ingest_records
 
     clock = SliceClock(settings.EXPERIMENT_SLICE_SECONDS if seconds is None else seconds)
     evaluation = run.experiment.evaluation

@@ -12,8 +12,8 @@ from pathlib import Path
 from django.conf import settings
 from django.utils.dateparse import parse_datetime
 
-from benchmarks_app.models import ResultRow
-from benchmarks_app.records import ingest_records
+from results.models import ResultRow
+from results.records import ingest_records
 
 from .models import Experiment
 from .services import register_experiment

@@ -1,7 +1,7 @@
 """Experiments: register, edit until launched, launch (one training run per arm and seed), cancel, and read back
 their figures and verdict from the result rows.
 
-Result rows are benchmarks_app.ResultRow (experiment = the slug, arm = the arm's label, condition {depth, start,
+Result rows are results.ResultRow (experiment = the slug, arm = the arm's label, condition {depth, start,
 seed} or {budget, tol, start, seed}); their unique constraints make a rewrite of a row a no-op.
 """
 
@@ -10,9 +10,9 @@ from __future__ import annotations
 from django.db import transaction
 from django.utils import timezone
 
-from benchmarks_app import stats
-from benchmarks_app.models import ResultRow
 from portal.models import JobStatus
+from results import stats
+from results.models import ResultRow
 
 from . import criterion as criteria
 from .models import CANCELLED, FROZEN_FIELDS, Experiment, TrainingRun

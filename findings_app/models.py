@@ -365,7 +365,7 @@ class Reference(models.Model):
         """Where the stored runs of an experiment are listed: '' for anything else, and '' when no run of it is
         stored (exp10 lists the runs stored as exp10_5090)."""
         if self.kind == self.Kind.EXPERIMENT and self.code:
-            from benchmarks_app.experiment_names import runs_url
+            from results.experiment_names import runs_url
 
             return runs_url(self.code, getattr(self, "stored_experiments", None))
         return ""
@@ -375,7 +375,7 @@ class Reference(models.Model):
         """The names this experiment's rows are stored under, where they differ from its code."""
         if self.kind != self.Kind.EXPERIMENT or not self.code:
             return []
-        from benchmarks_app.experiment_names import resolve
+        from results.experiment_names import resolve
 
         names = resolve(self.code, getattr(self, "stored_experiments", None))
         return [] if names == [self.code] else names

@@ -115,7 +115,7 @@ def recomputing_tables(code: str) -> list[dict]:
 
 def _attach_stored_experiments(references) -> None:
     """Give each reference the stored experiment names once, so its links need no query of their own."""
-    from benchmarks_app.experiment_names import stored_experiments
+    from results.experiment_names import stored_experiments
 
     stored = stored_experiments()
     for ref in references:

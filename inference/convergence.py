@@ -314,7 +314,7 @@ def measure(run: EvaluationRun, progress=None):
 
 def run_convergence_evaluation(run_id: int) -> EvaluationRun:
     """Measure on the worker, store the rows (idempotent: rows are keyed by run, metric and condition)."""
-    from benchmarks_app.services import ingest_records
+    from results.records import ingest_records
 
     run = EvaluationRun.objects.select_related("model").get(pk=run_id)
     if run.is_finished:
@@ -344,7 +344,7 @@ def stored_figures(slug: str) -> dict:
     "heldout_bits_per_byte": [...], "at_depth": d, "aa_cosine": x, "greedy_agreement": x}}} (starts: Picard from
     another start than zero, the AA score and greedy agreement against zero at depth `at_depth`; {} when none).
     """
-    from benchmarks_app.models import ResultRow
+    from results.models import ResultRow
 
     rows = list(
         ResultRow.objects.filter(experiment="local", arm_label=slug, metric__in=METRICS)

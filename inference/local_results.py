@@ -34,7 +34,7 @@ def _read(path: Path) -> dict:
 
 def model_entry(slug: str) -> dict:
     """The model's stored convergence rows (the run the charts use) in the fixture's compact form."""
-    from benchmarks_app.models import ResultRow
+    from results.models import ResultRow
 
     from .convergence import METRICS, stored_figures
 
@@ -105,7 +105,7 @@ def records(entry: dict) -> list[dict]:
 
 def load_fixture(path: Path = FIXTURE) -> int:
     """Ingest every model's rows (idempotent); returns how many new rows were created."""
-    from benchmarks_app.services import ingest_records
+    from results.records import ingest_records
 
     if not path.exists():
         return 0

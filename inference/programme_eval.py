@@ -22,8 +22,8 @@ def published_figure(declared: dict | None) -> dict | None:
     """The published BLiMP accuracy of the declared run (experiment, arm, seed) from the stored result rows."""
     if not declared:
         return None
-    from benchmarks_app.experiment_names import resolve
-    from benchmarks_app.models import ResultRow
+    from results.experiment_names import resolve
+    from results.models import ResultRow
 
     rows = ResultRow.objects.filter(
         experiment__in=resolve(declared["experiment"]),  # exp13 names the rows stored as exp13_…
@@ -87,10 +87,10 @@ def run_protocol_evaluation(run_id: int) -> EvaluationRun:
     """Score the programme's protocol (or every paradigm) on a programme checkpoint, with progress on the row."""
     import torch
 
-    from benchmarks_app.services import ingest_records
     from eqlm.programme.checkpoint import load_programme_model
     from eqlm.programme.protocol import PAIRS_PER_PARADIGM, PARADIGMS, run_programme_protocol
     from eqlm.tokenizers import get_tokenizer
+    from results.records import ingest_records
 
     from .services import pick_device
 

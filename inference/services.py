@@ -157,8 +157,8 @@ def run_evaluation(run_id: int) -> EvaluationRun:
     """Score the run's pairs at its depths, store per-paradigm results on the row and overall rows as results."""
     import torch
 
-    from benchmarks_app.services import ingest_records
     from eqlm.checkpoint import load_checkpoint
+    from results.records import ingest_records
 
     run = EvaluationRun.objects.select_related("model").get(pk=run_id)
     if run.is_finished:

@@ -18,9 +18,9 @@ from django.shortcuts import render
 from django.templatetags.static import static
 from django.urls import reverse
 
-from benchmarks_app.models import ResultRow
 from eqlm.limits import DEFAULT_DEPTH, DEPTH_MAX, STARTS
 from eqlm.manifest import controls_of
+from results.models import ResultRow
 
 from .models import RegisteredModel
 from .services import DEMO_SLUG

@@ -27,7 +27,7 @@ TIMED_OUT = "The job exceeded its time limit of {limit:g} s and was stopped."
 # The job row each task works on (its first argument is the row's id): PortalTask stores the message's id on it
 # and fails it when the task fails; the sweeper re-sends the rows whose message the broker lost.
 JOB_ROWS = {
-    "benchmarks_app.tasks.ingest_upload": "benchmarks_app.SourceFile",
+    "benchmarks_app.tasks.ingest_upload": "results.SourceFile",
     "lab_app.tasks.run_lab_job": "lab_app.LabRun",
     "inference.tasks.evaluate": "inference.EvaluationRun",  # every kind (BLiMP, convergence)
     "inference.tasks.evaluate_blimp": "inference.EvaluationRun",  # the old name, for messages queued before

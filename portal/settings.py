@@ -113,6 +113,7 @@ INSTALLED_APPS = [
     "drf_spectacular",
     "drf_spectacular_sidecar",  # Swagger UI's files for /api/docs/, served locally (never a CDN)
     "portal",
+    "results",
     "findings_app",
     "benchmarks_app",
     "lab_app",
@@ -130,7 +131,7 @@ MIDDLEWARE = [
     "whitenoise.middleware.WhiteNoiseMiddleware",
     # outside CommonMiddleware (its slash redirects) and the API's error shape; its exception hook runs after
     # DatabaseUnavailableMiddleware's, so lost services keep their 503s
-    "portal.error_pages.ErrorPagesMiddleware",
+    "site_root.error_pages.ErrorPagesMiddleware",
     "portal.middleware.DatabaseUnavailableMiddleware",
     "portal.middleware.ApiErrorShapeMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -143,9 +144,9 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
 ]
 
-ROOT_URLCONF = "portal.urls"
-WSGI_APPLICATION = "portal.wsgi.application"
-ASGI_APPLICATION = "portal.asgi.application"
+ROOT_URLCONF = "site_root.urls"
+WSGI_APPLICATION = "site_root.wsgi.application"
+ASGI_APPLICATION = "site_root.asgi.application"
 
 TEMPLATES = [
     {

@@ -311,7 +311,7 @@ REPORT_ENDING = [
     "- A job submitted while Redis was down answered 500 after about 20 s and its row stayed `queued` forever: it "
     "now answers 503 within about 2 s and the row ends `failed` with a clear message (`portal/celery.py`).",
     "- `?format=<unknown>` on any API endpoint answered 404 with an empty message, and unmatched `/api/` paths "
-    "answered an HTML page: both now use the error shape (`portal/api.py`, `portal/views.py`).",
+    "answered an HTML page: both now use the error shape (`portal/api.py`, `site_root/views.py`).",
     "- `/api/docs/` loaded Redoc from a CDN, which the CSP blocked (a blank page): it now serves Swagger UI from "
     "the portal's own static files with a separate start-up script, passing axe.",
     "- The lab and council pages scrolled sideways on a 375-px phone (a fieldset's minimum width; visually hidden "

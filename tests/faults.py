@@ -148,9 +148,9 @@ def long_result_file(rows: int, experiment: str) -> bytes:
 
 def kill_worker_during_ingest(worker_env: dict, broker_url: str, log_path: Path, rows: int = 120_000) -> FaultResult:
     """Queue a large ingest, kill -9 the worker while it runs, start another: the file ends done, rows exactly once."""
-    from benchmarks_app.models import ResultRow
     from benchmarks_app.tasks import ingest_upload
     from benchmarks_app.uploads import create_upload
+    from results.models import ResultRow
 
     name = "kill -9 a worker in the middle of an ingest"
     experiment = f"faults_ingest_{uuid.uuid4().hex[:6]}"
@@ -215,11 +215,11 @@ def kill_worker_during_evaluation(
     worker_env: dict, broker_url: str, log_path: Path, media_root: Path, scratch: Path
 ) -> FaultResult:
     """Kill -9 the worker during a BLiMP evaluation: redelivered, the run ends done, one result row per depth."""
-    from benchmarks_app.models import ResultRow
     from eqlm.checkpoint import save_checkpoint
     from eqlm.testing import tiny_model
     from inference.models import RegisteredModel
     from inference.services import queue_evaluation
+    from results.models import ResultRow
 
     name = "kill -9 a worker in the middle of an evaluation"
     slug = f"faults-{uuid.uuid4().hex[:6]}"

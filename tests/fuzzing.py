@@ -305,9 +305,10 @@ def _short(request: dict) -> str:
 
 def portal_hints() -> dict:
     """Real identifiers from the database so that drawn requests also reach the success paths."""
-    from benchmarks_app.models import Comparison, ResultRow, SourceFile
+    from benchmarks_app.models import Comparison
     from findings_app.models import Finding
     from lab_app.models import LabRun
+    from results.models import ResultRow, SourceFile
 
     comparisons = list(Comparison.objects.values_list("slug", flat=True)[:10])
     sides = [

@@ -93,7 +93,7 @@ def _check_upload_answer(response, media_before: set[str], post, data: bytes) ->
     uploads = body.get("uploads") if isinstance(body, dict) else None
     if not isinstance(uploads, list):
         return None  # not a batch upload (a model registration answers its own shape)
-    from benchmarks_app.models import SourceFile
+    from results.models import SourceFile
 
     for item in uploads:
         row = SourceFile.objects.get(pk=item["id"])

@@ -24,8 +24,9 @@ def lab_job_url() -> str:
 
 def public_page_urls(with_lab_job: bool = True, tables: int | None = None) -> list[str]:
     """Every public page kind, with real rows behind it (call after seed_portal)."""
-    from benchmarks_app.models import Comparison, Run
+    from benchmarks_app.models import Comparison
     from findings_app.models import Finding
+    from results.models import Run
 
     urls = [
         "/",

@@ -13,7 +13,7 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.db import connection
 
-from benchmarks_app.models import SourceFile
+from results.models import SourceFile
 
 from . import faults
 from .report import record

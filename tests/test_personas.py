@@ -13,8 +13,8 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
 from django.urls import reverse
 
-from benchmarks_app.models import SourceFile
 from lab_app.models import LabRun
+from results.models import SourceFile
 
 pytestmark = pytest.mark.django_db
 

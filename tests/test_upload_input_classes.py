@@ -59,7 +59,7 @@ def harness_file(**changes) -> bytes:
 
 
 def test_a_result_file_holding_a_lone_surrogate_fails_with_a_row_level_error_and_keeps_nothing(staff_client):
-    from benchmarks_app.models import ResultRow, SourceFile
+    from results.models import ResultRow, SourceFile
 
     media_before = media_files()
     response = upload_bytes(staff_client, harness_file(git_commit="ab\ud800cd"))  # sent as a \ud800 escape
@@ -74,7 +74,7 @@ def test_a_result_file_holding_a_lone_surrogate_fails_with_a_row_level_error_and
 
 
 def test_a_failed_upload_can_be_retried_and_is_not_a_duplicate(staff_client):
-    from benchmarks_app.models import SourceFile
+    from results.models import SourceFile
 
     bad = harness_file(git_commit="a\x00b")  # sent as a \u0000 escape
     first = upload_bytes(staff_client, bad).json()["uploads"][0]
@@ -100,7 +100,7 @@ def test_the_upload_answer_matches_its_schema(staff_client):
 def test_a_path_hint_holding_a_nul_is_refused_before_anything_is_stored(staff_client):
     from django.core.files.uploadedfile import SimpleUploadedFile
 
-    from benchmarks_app.models import SourceFile
+    from results.models import SourceFile
 
     media_before = media_files()
     data = {"file": [SimpleUploadedFile("seed42.json", harness_file())], "path": ["scale/exp32/\x00seed42.json"]}
@@ -136,7 +136,7 @@ def multipart_body(hint: bytes, filename: bytes = b"seed42.json") -> tuple[bytes
     ids=["field", "file-name"],
 )
 def test_a_multipart_field_or_file_name_that_is_not_utf8_is_a_400_and_nothing_is_stored(staff_client, hint, filename):
-    from benchmarks_app.models import SourceFile
+    from results.models import SourceFile
 
     media_before = media_files()
     body, content_type = multipart_body(hint, filename)
@@ -151,7 +151,7 @@ def test_a_multipart_field_or_file_name_that_is_not_utf8_is_a_400_and_nothing_is
 
 
 def test_the_staff_upload_page_refuses_a_form_field_that_is_not_utf8(staff_client):
-    from benchmarks_app.models import SourceFile
+    from results.models import SourceFile
 
     media_before = media_files()
     body, content_type = multipart_body(b"scale/\xe2\x82/seed42.json")

@@ -1,7 +1,7 @@
 """What every result-file parser shares: the generic long format, errors with pointers, safe decoding, path hints.
 
-Every parser returns *records*: flat dicts in the generic long format documented in `GENERIC_FIELDS` (and in
-benchmarks_app/FORMATS.md). Problems raise `IngestError` with a list of
+Every parser returns *records*: flat dicts in the generic long format documented in `GENERIC_FIELDS`
+(results/generic.py, and benchmarks_app/FORMATS.md). Problems raise `IngestError` with a list of
 `{"pointer": "/json/pointer" | "line": n, "message": ...}` entries, so nothing half-parsed is ever stored.
 """
 
@@ -13,41 +13,11 @@ import re
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
-# The generic long format: one measurement per record. Required: run, experiment, arm, metric, value.
-GENERIC_FIELDS = {
-    "run": "run id, e.g. exp10_5090/exp10_seed42 (required)",
-    "experiment": "experiment name, e.g. exp10_5090 (required)",
-    "arm": "arm label, e.g. A1 (required)",
-    "seed": "integer seed (optional; needed for paired comparisons)",
-    "seed_inferred": "true when the seed was guessed from a path (optional)",
-    "metric": "metric name, e.g. blimp_accuracy (required)",
-    "value": "finite number (required)",
-    "unit": "unit, e.g. fraction, nats, MB, s (optional)",
-    "n": "number of items evaluated (optional integer)",
-    "step": "training step (optional integer; empty = end of run)",
-    "condition": 'evaluation condition, a flat JSON object such as {"budget": 8} (optional)',
-    "model_family": "explicit, tied, tied-anytime, ... (optional)",
-    "model_name": "model name (optional)",
-    "num_params": "parameter count (optional integer)",
-    "config_hash": "config hash of the run (optional)",
-    "git_commit": "commit of the harness (optional)",
-    "hardware": "hardware the run used (optional)",
-    "pointer": "where in the source the value came from (optional; filled in by the parsers)",
-}
-REQUIRED = ("run", "experiment", "arm", "metric", "value")
-MAX_ABS_VALUE = 1e15
+from results.generic import GENERIC_FIELDS, MAX_ABS_VALUE, REQUIRED, IngestError  # noqa: F401  (the parsers' API)
+
 MAX_JSON_NESTING = 64  # levels of JSON nesting an upload may have (not the model's depth)
 COMPRESSED_SUFFIXES = (".zip", ".gz", ".gzip", ".tgz", ".bz2", ".xz", ".zst", ".7z", ".tar")
 COMPRESSED_MAGIC = (b"PK\x03\x04", b"\x1f\x8b", b"BZh", b"\xfd7zXZ", b"7z\xbc\xaf", b"\x28\xb5\x2f\xfd")
-
-
-class IngestError(Exception):
-    """A file that cannot be ingested; `errors` lists each problem with the pointer or line where it happened."""
-
-    def __init__(self, message: str, errors: list[dict] | None = None):
-        super().__init__(message)
-        self.message = message
-        self.errors = errors or [{"pointer": "", "message": message}]
 
 
 @dataclass

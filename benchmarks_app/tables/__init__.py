@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from django.core.cache import cache
 
+from results.records import tables_cache_version
+
 from ..models import Comparison
-from ..records import tables_cache_version
 from .adaptive import build_adaptive
 from .audit import build_audit
 from .checks import STATUS_TEXT, check, place_checks

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from .. import stats
-from ..models import Comparison, ResultRow
-from ..records import condition_key
+from results import stats
+from results.models import ResultRow
+from results.records import condition_key
+
+from ..models import Comparison
 from .cells import _cell, _per_seed_text, _ratio_cell, _stat_options, _summary_cell
 from .checks import check
 from .queries import _condition_value, _grouped, provenance

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from .. import stats
-from ..models import Comparison, ResultRow
-from ..records import condition_key
+from results import stats
+from results.models import ResultRow
+from results.records import condition_key
+
+from ..models import Comparison
 from .cells import _cell, fmt
 from .checks import check
 from .queries import _grouped, provenance
@@ -46,7 +48,24 @@ def build_audit(c: Comparison) -> dict:
     rows.append({"id": "iterations_at_equal_flops", "cells": [
         _cell(f"EqLM iterations at the FLOPs of {layers} explicit layers", False), _cell(""), _cell(""),
         _cell(fmt(equal_flops))]})  # fmt: skip
-    # Ratio at the shallowest tolerance-sweep point, paired with the explicit model by seed.
+    sweep_rows = _sweep_rows(spec, depth_values, rows)
+    lookup = {row_id: (r, depth) for row_id, r, depth in sweep_rows}
+    checks = [check(entry, _recomputed(entry, ratio, equal_flops, lookup, value)) for entry in c.published or []]
+    return {
+        "columns": ["Quantity", "EqLM (tied)", "Explicit", "Recomputed"],
+        "rows": rows,
+        "checks": checks,
+        "notes": [],
+        "interval_note": "",
+        "empty": ratio is None,
+        "provenance": provenance(ResultRow.objects.filter(experiment=exp)),
+        "plot": None,
+    }
+
+
+def _sweep_rows(spec: dict, depth_values, rows: list[dict]) -> list[tuple]:
+    """Ratio at the shallowest tolerance-sweep points, paired with the explicit model by seed: a row each in
+    `rows`, and (row id, ratio, depths) for the checks."""
     sweep_rows = []
     for multiple in spec.get("sweep_multiples", [8, 4]):
         cond = {"tolerance_multiple": multiple}
@@ -61,34 +80,23 @@ def build_audit(c: Comparison) -> dict:
             rows.append({"id": row_id, "cells": [_cell(f"BLiMP ratio, tolerance × {multiple} ({label})", False),
                          _cell(per, False), _cell(""), _cell(text)]})  # fmt: skip
             sweep_rows.append((row_id, r, depth))
-    checks = []
-    lookup = {row_id: (r, depth) for row_id, r, depth in sweep_rows}
-    for entry in c.published or []:
-        stat = entry.get("stat")
-        if stat == "ratio_per_step":
-            recomputed = ratio
-        elif stat == "iterations_at_equal_flops":
-            recomputed = equal_flops
-        elif stat in ("sweep_ratio", "sweep_ratio_per_seed", "sweep_depth") and entry.get("row") in lookup:
-            r, depth = lookup[entry["row"]]
-            if stat == "sweep_ratio":
-                recomputed = r["mean"]
-            elif stat == "sweep_depth":
-                recomputed = stats.mean(list(depth.values())) if depth else None
-            else:
-                recomputed = r["per_seed"].get(str(entry["seed"]))
-        elif stat == "value":
-            recomputed = value(entry["arm"], entry["metric"])
-        else:
-            recomputed = None
-        checks.append(check(entry, recomputed))
-    return {
-        "columns": ["Quantity", "EqLM (tied)", "Explicit", "Recomputed"],
-        "rows": rows,
-        "checks": checks,
-        "notes": [],
-        "interval_note": "",
-        "empty": ratio is None,
-        "provenance": provenance(ResultRow.objects.filter(experiment=exp)),
-        "plot": None,
-    }
+    return sweep_rows
+
+
+def _recomputed(entry: dict, ratio, equal_flops, lookup: dict, value):
+    """The portal's figure for one published entry of the audit (None where it has none)."""
+    stat = entry.get("stat")
+    if stat == "ratio_per_step":
+        return ratio
+    if stat == "iterations_at_equal_flops":
+        return equal_flops
+    if stat in ("sweep_ratio", "sweep_ratio_per_seed", "sweep_depth") and entry.get("row") in lookup:
+        r, depth = lookup[entry["row"]]
+        if stat == "sweep_ratio":
+            return r["mean"]
+        if stat == "sweep_depth":
+            return stats.mean(list(depth.values())) if depth else None
+        return r["per_seed"].get(str(entry["seed"]))
+    if stat == "value":
+        return value(entry["arm"], entry["metric"])
+    return None

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from .. import stats
+from results import stats
+
 from ..models import Comparison
 
 fmt = stats.format_figure

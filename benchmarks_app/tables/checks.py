@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from .. import stats
+from results import stats
 
 fmt = stats.format_figure
 

@@ -11,8 +11,9 @@ experiments_app.criterion on the model's one evaluation.
 from __future__ import annotations
 
 from experiments_app import criterion
+from results.models import ResultRow
 
-from ..models import Comparison, ResultRow
+from ..models import Comparison
 from .cells import _cell, fmt
 from .queries import provenance
 

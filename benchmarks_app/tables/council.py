@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from ..models import Comparison, ResultRow, Run
+from results.models import ResultRow, Run
+
+from ..models import Comparison
 from .cells import _cell, fmt
 from .queries import provenance
 

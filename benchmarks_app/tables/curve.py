@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
-from .. import stats
-from ..models import Comparison, ResultRow
+from results import stats
+from results.models import ResultRow
+
+from ..models import Comparison
 from .cells import _cell, _per_seed_text, _ratio_cell, _stat_options, _summary_cell, _x_text
 from .checks import check
 from .queries import _condition_value, per_seed, provenance

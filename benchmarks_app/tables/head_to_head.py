@@ -13,8 +13,10 @@ from __future__ import annotations
 
 import math
 
-from .. import stats
-from ..models import Comparison, ResultRow
+from results import stats
+from results.models import ResultRow
+
+from ..models import Comparison
 from .cells import _cell, fmt
 
 

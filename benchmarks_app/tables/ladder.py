@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from ..models import Comparison, ResultRow
+from results.models import ResultRow
+
+from ..models import Comparison
 from .cells import _cell, fmt
 from .checks import check
 from .queries import provenance

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from .. import stats
+from results import stats
 
 _NUM = re.compile(r"-?\d+(?:\.\d+)?")
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from django.db.models import Avg
 
-from .. import stats
-from ..models import ResultRow
-from ..records import condition_key
+from results import stats
+from results.models import ResultRow
+from results.records import condition_key
 
 
 def finding_links(codes: list[str]) -> list[dict]:

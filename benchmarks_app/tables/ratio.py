@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from .. import stats
+from results import stats
+
 from ..models import Comparison
 from .cells import _cell, _per_seed_text, _ratio_cell, _stat_options, _summary_cell
 from .checks import _range, check

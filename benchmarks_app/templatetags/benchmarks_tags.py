@@ -2,8 +2,8 @@
 
 from django import template
 
-from benchmarks_app.stats import format_figure
 from benchmarks_app.tables.queries import is_recorded
+from results.stats import format_figure
 
 register = template.Library()
 

@@ -2,7 +2,7 @@
 
 import json
 
-from benchmarks_app.records import ingest_records
+from results.records import ingest_records
 
 
 def record(**overrides) -> dict:

@@ -2,7 +2,7 @@
 
 import pytest
 
-from benchmarks_app.experiment_names import resolve
+from results.experiment_names import resolve
 
 pytestmark = pytest.mark.django_db
 

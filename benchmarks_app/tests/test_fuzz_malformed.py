@@ -10,9 +10,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from benchmarks_app.models import ResultRow, Run
 from benchmarks_app.parsers import IngestError
 from benchmarks_app.uploads import ingest_bytes
+from results.models import ResultRow, Run
 
 from .factories import harness_b_bytes
 

@@ -4,9 +4,10 @@ import pytest
 from django.core.management import call_command
 
 from benchmarks_app import tables
-from benchmarks_app.models import Comparison, ResultRow, Run, SourceFile
+from benchmarks_app.models import Comparison
 from benchmarks_app.parsers import IngestError
-from benchmarks_app.records import ingest_records
+from results.models import ResultRow, Run, SourceFile
+from results.records import ingest_records
 
 from .factories import paired_rows, record
 

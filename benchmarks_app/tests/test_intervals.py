@@ -3,9 +3,9 @@ the same in every seed carries none, and a comparison of two arms at chance is i
 
 import pytest
 
-from benchmarks_app import stats
 from benchmarks_app.models import Comparison
 from benchmarks_app.tables import build_table
+from results import stats
 
 pytestmark = pytest.mark.django_db
 

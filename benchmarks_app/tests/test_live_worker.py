@@ -3,7 +3,7 @@
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 
-from benchmarks_app.models import ResultRow, SourceFile
+from results.models import ResultRow, SourceFile
 
 from .factories import harness_b_bytes
 

@@ -4,9 +4,11 @@ import re
 
 import pytest
 
-from benchmarks_app import stats, tables
-from benchmarks_app.models import Comparison, ResultRow
+from benchmarks_app import tables
+from benchmarks_app.models import Comparison
 from benchmarks_app.seed import seed
+from results import stats
+from results.models import ResultRow
 
 pytestmark = pytest.mark.django_db
 
@@ -92,7 +94,7 @@ def test_the_local_anytime_table_says_no_rows_yet_until_rows_exist(client, seede
 
 
 def test_local_blimp_rows_by_depth_appear_in_the_anytime_table(client, seeded):
-    from benchmarks_app.records import ingest_records
+    from results.records import ingest_records
 
     records = [
         {"run": "local/demo", "experiment": "local", "arm": "eqlm-demo", "seed": 0, "metric": "blimp_accuracy",

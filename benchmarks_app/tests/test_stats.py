@@ -4,7 +4,7 @@ import math
 
 import pytest
 
-from benchmarks_app import stats
+from results import stats
 
 
 def test_sample_sd_uses_ddof_one():

@@ -6,7 +6,7 @@ import json
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 
-from benchmarks_app.models import ResultRow, SourceFile
+from results.models import ResultRow, SourceFile
 
 pytestmark = pytest.mark.django_db
 PAGE = "/benchmarks/uploads/"

@@ -5,7 +5,7 @@ import json
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 
-from benchmarks_app.models import ResultRow, SourceFile
+from results.models import ResultRow, SourceFile
 
 from .factories import harness_b_bytes
 
@@ -172,7 +172,7 @@ def test_the_upload_page_is_for_staff_only(client, member_client):
 def test_staff_can_upload_through_the_admin_and_the_file_is_ingested(staff_client):
     with _capture(execute=True):
         response = staff_client.post(
-            "/admin/benchmarks_app/sourcefile/add/",
+            "/admin/results/sourcefile/add/",
             {
                 "file": SimpleUploadedFile("seed43.json", harness_b_bytes(43)),
                 "path_hint": "scale/exp32/seed43.json",
@@ -200,7 +200,7 @@ def test_the_upload_page_refuses_a_file_over_the_limit_and_checks_csrf(staff_cli
 
 def test_an_admin_upload_without_a_file_is_a_form_error_and_stores_nothing(staff_client):
     response = staff_client.post(
-        "/admin/benchmarks_app/sourcefile/add/", {"path_hint": "scale/exp32/seed43.json", "requested_format": ""}
+        "/admin/results/sourcefile/add/", {"path_hint": "scale/exp32/seed43.json", "requested_format": ""}
     )
     assert response.status_code == 200
     assert "This field is required." in response.content.decode()

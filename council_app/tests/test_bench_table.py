@@ -6,9 +6,10 @@ from pathlib import Path
 import pytest
 
 from benchmarks_app.declared import COMPARISONS
-from benchmarks_app.models import Comparison, ResultRow
-from benchmarks_app.records import ingest_records
+from benchmarks_app.models import Comparison
 from benchmarks_app.tables import build_table
+from results.models import ResultRow
+from results.records import ingest_records
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -2,8 +2,8 @@
 
 from pathlib import Path
 
-from benchmarks_app.records import ingest_records
 from experiments_app.services import register_experiment
+from results.records import ingest_records
 
 TINY_RECIPE = str(Path(__file__).resolve().parent / "recipes" / "tiny-experiment.toml")
 DEPTHS = [1, 2, 4]

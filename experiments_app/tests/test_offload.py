@@ -5,11 +5,11 @@ import json
 import pytest
 from django.core.management import CommandError, call_command
 
-from benchmarks_app.models import ResultRow
 from eqlm.offload import run_plan
 from experiments_app.models import TrainingRun
 from experiments_app.runs import run_folder
 from experiments_app.training import run_slice
+from results.models import ResultRow
 
 from .factories import DEPTHS, tiny_experiment
 

@@ -55,7 +55,7 @@ def test_an_exported_experiment_seeds_into_another_database_as_it_was(tmp_path):
     call_command("export_experiment", "exported", fixture=str(fixture))
     registered = experiment.registration_hash
     Experiment.objects.all().delete()
-    from benchmarks_app.models import ResultRow, Run
+    from results.models import ResultRow, Run
 
     Run.objects.all().delete()
     assert load_fixture(fixture) == (1, 1)

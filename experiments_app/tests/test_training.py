@@ -5,11 +5,11 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks_app.models import ResultRow
 from experiments_app import services
 from experiments_app.models import TrainingRun
 from experiments_app.runs import acquire, run_folder
 from experiments_app.training import run_slice
+from results.models import ResultRow
 
 from .factories import DEPTHS, tiny_experiment
 

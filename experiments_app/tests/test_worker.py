@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 import conftest
-from benchmarks_app.models import ResultRow
 from experiments_app.models import TrainingRun
+from results.models import ResultRow
 from tests import faults
 
 from .factories import DEPTHS, TINY_RECIPE, tiny_experiment

@@ -2,8 +2,8 @@
 
 import pytest
 
-from benchmarks_app.models import Run
 from findings_app.models import Finding, Reference
+from results.models import Run
 
 from .factories import make_figure, make_finding, make_reference
 

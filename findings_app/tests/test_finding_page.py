@@ -5,8 +5,8 @@ import io
 
 import pytest
 
-from benchmarks_app.models import Run
 from findings_app.models import Finding, FindingLink, Reference, Review
+from results.models import Run
 
 from .factories import make_figure, make_finding, make_link, make_reference
 

@@ -7,8 +7,8 @@ import re
 
 import pytest
 
-from benchmarks_app.models import Run
 from findings_app.models import Reference, Review, Status, Theme
+from results.models import Run
 
 from .factories import make_figure, make_finding, make_reference
 

@@ -9,9 +9,9 @@ from django.conf import settings
 
 from benchmarks_app.declared import COMPARISONS
 from benchmarks_app.models import Comparison
-from benchmarks_app.services import ingest_records
 from benchmarks_app.tables import build_table
 from inference.tests.test_demo_convergence import evaluate_tiny
+from results.records import ingest_records
 
 
 def local_table() -> dict:

@@ -159,8 +159,8 @@ def test_a_real_worker_runs_the_convergence_evaluation_and_writes_its_rows(live_
 
 @pytest.mark.django_db
 def test_the_evaluation_writes_the_aa_score_and_greedy_agreement_of_the_noise_and_warm_starts(tmp_path):
-    from benchmarks_app.models import ResultRow
     from inference.convergence import queue_convergence_evaluation, run_convergence_evaluation, stored_figures
+    from results.models import ResultRow
 
     model = tiny_registered(tmp_path, slug="tiny-starts")
     run = run_convergence_evaluation(queue_convergence_evaluation(model, {**SMALL, "text": "slice"}).pk)
@@ -182,8 +182,8 @@ def test_the_evaluation_writes_the_aa_score_and_greedy_agreement_of_the_noise_an
 
 @pytest.mark.django_db
 def test_an_evaluation_without_other_starts_writes_no_start_rows(tmp_path):
-    from benchmarks_app.models import ResultRow
     from inference.convergence import queue_convergence_evaluation, run_convergence_evaluation, stored_figures
+    from results.models import ResultRow
 
     model = tiny_registered(tmp_path, slug="tiny-zero-only")
     run_convergence_evaluation(queue_convergence_evaluation(model, {**SMALL, "text": "slice", "starts": "none"}).pk)

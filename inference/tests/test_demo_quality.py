@@ -2,7 +2,7 @@
 
 import pytest
 
-from benchmarks_app.services import ingest_records
+from results.records import ingest_records
 
 pytestmark = pytest.mark.django_db
 

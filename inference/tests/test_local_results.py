@@ -4,9 +4,9 @@ import json
 
 import pytest
 
-from benchmarks_app.models import ResultRow
 from inference.local_results import FIXTURE, load_fixture, records, write_fixture
 from inference.tests.test_demo_convergence import evaluate_tiny
+from results.models import ResultRow
 
 
 @pytest.mark.django_db

@@ -213,7 +213,7 @@ def test_each_bad_file_is_refused_naming_its_problem_and_leaves_nothing(staff_cl
 def test_the_programme_protocol_runs_from_the_command_with_hash_device_and_dtype_on_its_rows(
     programme_models, settings
 ):
-    from benchmarks_app.models import ResultRow
+    from results.models import ResultRow
 
     settings.BLIMP_DIR = Path(programme_models).parent / "blimp"
     run_command(programme_models / "eqlm-postln.pt", "--slug", "eqlm-postln", "--no-export")
@@ -259,8 +259,8 @@ def test_the_admin_refuses_an_oversized_checkpoint_on_its_content_length(staff_c
 
 
 def test_a_declared_run_finds_its_published_figure_by_the_programme_name():
-    from benchmarks_app.services import ingest_records
     from inference.programme_eval import beside_published, published_figure
+    from results.records import ingest_records
 
     record = {
         "run": "exp13_contraction_at_width/seed42", "experiment": "exp13_contraction_at_width", "arm": "B1",

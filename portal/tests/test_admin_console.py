@@ -28,7 +28,7 @@ def test_the_admin_links_the_staff_uploads_page(superuser_client):
 
 
 def test_adding_an_upload_offers_the_formats_as_a_choice(superuser_client):
-    html = superuser_client.get("/admin/benchmarks_app/sourcefile/add/").content.decode()
+    html = superuser_client.get("/admin/results/sourcefile/add/").content.decode()
     select = re.search(r'<select name="requested_format"[^>]*>(.*?)</select>', html, re.S)
     assert select, "Requested format is a free text box"
     assert "Detect from the file" in select.group(1) and select.group(1).count("<option") > 3

@@ -4,7 +4,7 @@ import pytest
 from django.test import Client
 from django.urls import path
 
-from portal import urls as portal_urls
+from site_root import urls as portal_urls
 
 pytestmark = pytest.mark.django_db
 

@@ -69,7 +69,11 @@ PLANTS = [
     ("acyclic", "eqlm/tokenizer.py", lazy("from eqlm import runtime"), []),
     # inference.v1 imports inference.serving, so this one closes a circle too
     ("serving-below-v1", "inference/serving.py", lazy("from inference.v1 import wire"), ["acyclic"]),
-    ("web-no-torch", "portal/urls.py", lazy("from eqlm import trainer"), []),
+    ("web-no-torch", "site_root/urls.py", lazy("from eqlm import trainer"), []),
+    ("layers", "results/records.py", lazy("from benchmarks_app import tables"), []),  # the row store reads a table
+    ("layers", "portal/jobs.py", lazy("from inference import tasks"), []),  # the base imports an app
+    ("layers", "experiments_app/services.py", lazy("from inference import services"), []),  # two apps of one layer
+    ("layers", "inference/services.py", lazy("from council_app import live"), []),  # closes inference <- council
 ]
 
 

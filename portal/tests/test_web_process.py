@@ -22,7 +22,8 @@ def walk(patterns):
 walk(get_resolver().url_patterns)
 NAMES = ["views", "api", "api_views", "urls", "api_urls", "services", "admin", "serializers", "models", "tasks"]
 V1_NAMES = ["views", "urls", "serializers", "plan", "wire", "docs", "keys", "ratelimit", "admin"]
-APPS = ["portal", "findings_app", "benchmarks_app", "lab_app", "inference", "council_app", "experiments_app"]
+APPS = ["portal", "site_root", "results", "findings_app", "benchmarks_app", "lab_app", "inference", "council_app",
+        "experiments_app"]
 PACKAGES = [(app, NAMES) for app in APPS]
 for app, names in PACKAGES + [("inference.v1", V1_NAMES)]:
     for name in names:
@@ -31,7 +32,7 @@ for app, names in PACKAGES + [("inference.v1", V1_NAMES)]:
         except ModuleNotFoundError as exc:
             if exc.name != f"{app}.{name}":
                 raise
-import portal.wsgi
+import site_root.wsgi
 print("torch" in sys.modules, ",".join(sorted(m for m in sys.modules if m.startswith("eqlm."))))
 """
 
@@ -99,7 +100,7 @@ DJANGO_PACKAGES = {"django", "rest_framework", "drf_spectacular", "celery", "por
 
 WARM_PROBE = """
 import sys
-import portal.wsgi
+import site_root.wsgi
 from inference import serving
 default = next(s for s in serving.model_states() if s["default"])
 print(default["state"] == "loaded", "torch" in sys.modules)
@@ -122,7 +123,7 @@ def test_a_missing_model_does_not_stop_the_worker_from_starting():
 
 
 STATES_PROBE = """
-import portal.wsgi
+import site_root.wsgi
 from inference import serving
 print(",".join(f"{s['id']}={s['state']}" for s in serving.model_states() if s["source"] == "bundled"))
 """

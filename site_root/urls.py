@@ -1,7 +1,7 @@
 """Top-level URLs: one include per section, the health probe and the API schema."""
 
 from django.contrib import admin
-from django.urls import include, path
+from django.urls import include, path, re_path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
 from findings_app.views import home
@@ -16,6 +16,7 @@ admin.site.index_title = "Operations"
 urlpatterns = [
     path("", home, name="home"),
     path("favicon.ico", views.favicon),
+    re_path(r"^admin/benchmarks_app/(?P<model>sourcefile|run|arm|resultrow)/(?P<rest>.*)$", views.moved_admin),
     path("admin/", admin.site.urls),
     path("api/health", views.health_view, name="health"),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
@@ -46,5 +47,5 @@ urlpatterns = [
     path("api/", include("experiments_app.api_urls")),
 ]
 
-handler404 = "portal.views.not_found"
-handler500 = "portal.views.server_error"
+handler404 = "site_root.views.not_found"
+handler500 = "site_root.views.server_error"

@@ -2,7 +2,7 @@
 version of the cached tables, bumped by every write.
 
 `ingest_records` is the public entry point for other apps (for example the demo model's BLiMP
-evaluation): pass dicts in the generic long format (see `benchmarks_app.parsers.GENERIC_FIELDS`).
+evaluation): pass dicts in the generic long format (see `results.generic.GENERIC_FIELDS`).
 """
 
 from __future__ import annotations
@@ -17,13 +17,12 @@ from django.utils import timezone
 
 from portal.models import JobStatus
 
+from .generic import MAX_ABS_VALUE, REQUIRED, IngestError
 from .models import Arm, ResultRow, Run, SourceFile
-from .parsers import REQUIRED, IngestError
 
 CACHE_VERSION_KEY = "benchmarks:tables:version"
 MAX_LEN = {"run": 200, "experiment": 100, "arm": 100, "metric": 100, "unit": 30, "model_family": 50,
            "model_name": 200, "config_hash": 128, "git_commit": 64, "hardware": 100, "pointer": 255}  # fmt: skip
-MAX_ABS_VALUE = 1e15
 MAX_INT = 2**53
 
 
@@ -125,6 +124,62 @@ def _records_sha256(records: list[dict]) -> str:
     return hashlib.sha256(json.dumps(records, sort_keys=True, default=str).encode()).hexdigest()
 
 
+def _run_for(rec: dict, source: SourceFile | None, run_configs: dict | None) -> Run:
+    """The run a record names: created from it, or the stored one with the blanks the record fills filled in."""
+    run_id = rec["run"]
+    run, created = Run.objects.get_or_create(
+        run_id=run_id,
+        defaults={
+            "experiment": rec["experiment"],
+            "seed": rec.get("seed"),
+            "seed_inferred": bool(rec.get("seed_inferred")),
+            "config_hash": rec.get("config_hash", ""),
+            "git_commit": rec.get("git_commit", ""),
+            "hardware": rec.get("hardware", ""),
+            "config": (run_configs or {}).get(run_id) or rec.get("run_config") or {},
+            "source_file": source,
+        },
+    )
+    if created:
+        return run
+    changed = []
+    if run.seed is None and rec.get("seed") is not None:
+        run.seed, run.seed_inferred = rec["seed"], bool(rec.get("seed_inferred"))
+        changed += ["seed", "seed_inferred"]
+    elif run.seed_inferred and rec.get("seed") is not None and not rec.get("seed_inferred"):
+        run.seed_inferred = False  # the config now confirms the seed
+        changed.append("seed_inferred")
+    for fld in ("config_hash", "git_commit", "hardware"):
+        if not getattr(run, fld) and rec.get(fld):
+            setattr(run, fld, rec[fld])
+            changed.append(fld)
+    new_config = (run_configs or {}).get(run_id)
+    if new_config and "config_yaml" in new_config and "config_yaml" not in run.config:
+        run.config = {**run.config, **new_config}
+        changed.append("config")
+    if changed:
+        run.save(update_fields=changed)
+    return run
+
+
+def _arm_for(rec: dict, run: Run) -> Arm:
+    """The arm a record names in its run; a stored recipe without a source gives way to one that has it."""
+    arm, created = Arm.objects.get_or_create(
+        run=run,
+        label=rec["arm"],
+        defaults={
+            "model_family": rec.get("model_family", ""),
+            "model_name": rec.get("model_name", ""),
+            "num_params": rec.get("num_params"),
+            "recipe": rec.get("recipe") or {},
+        },
+    )
+    if not created and rec.get("recipe") and "source" in (arm.recipe or {}) and "source" not in rec["recipe"]:
+        arm.recipe = rec["recipe"]
+        arm.save(update_fields=["recipe"])
+    return arm
+
+
 @transaction.atomic
 def write_clean(clean: list[dict], source: SourceFile | None, run_configs: dict | None = None) -> int:
     """Store records that passed clean_records, in one transaction; returns the number of new result rows."""
@@ -133,54 +188,10 @@ def write_clean(clean: list[dict], source: SourceFile | None, run_configs: dict 
     for rec in clean:
         run_id = rec["run"]
         if run_id not in runs:
-            run, created = Run.objects.get_or_create(
-                run_id=run_id,
-                defaults={
-                    "experiment": rec["experiment"],
-                    "seed": rec.get("seed"),
-                    "seed_inferred": bool(rec.get("seed_inferred")),
-                    "config_hash": rec.get("config_hash", ""),
-                    "git_commit": rec.get("git_commit", ""),
-                    "hardware": rec.get("hardware", ""),
-                    "config": (run_configs or {}).get(run_id) or rec.get("run_config") or {},
-                    "source_file": source,
-                },
-            )
-            if not created:
-                changed = []
-                if run.seed is None and rec.get("seed") is not None:
-                    run.seed, run.seed_inferred = rec["seed"], bool(rec.get("seed_inferred"))
-                    changed += ["seed", "seed_inferred"]
-                elif run.seed_inferred and rec.get("seed") is not None and not rec.get("seed_inferred"):
-                    run.seed_inferred = False  # the config now confirms the seed
-                    changed.append("seed_inferred")
-                for fld in ("config_hash", "git_commit", "hardware"):
-                    if not getattr(run, fld) and rec.get(fld):
-                        setattr(run, fld, rec[fld])
-                        changed.append(fld)
-                new_config = (run_configs or {}).get(run_id)
-                if new_config and "config_yaml" in new_config and "config_yaml" not in run.config:
-                    run.config = {**run.config, **new_config}
-                    changed.append("config")
-                if changed:
-                    run.save(update_fields=changed)
-            runs[run_id] = run
+            runs[run_id] = _run_for(rec, source, run_configs)
         key = (run_id, rec["arm"])
         if key not in arms:
-            arm, created = Arm.objects.get_or_create(
-                run=runs[run_id],
-                label=rec["arm"],
-                defaults={
-                    "model_family": rec.get("model_family", ""),
-                    "model_name": rec.get("model_name", ""),
-                    "num_params": rec.get("num_params"),
-                    "recipe": rec.get("recipe") or {},
-                },
-            )
-            if not created and rec.get("recipe") and "source" in (arm.recipe or {}) and "source" not in rec["recipe"]:
-                arm.recipe = rec["recipe"]
-                arm.save(update_fields=["recipe"])
-            arms[key] = arm
+            arms[key] = _arm_for(rec, runs[run_id])
     arm_ids = [a.pk for a in arms.values()]
     before = _count_rows(arm_ids)
     source_id = source.pk if source else None

@@ -2,7 +2,7 @@
 
 from django.db import connection
 
-from .celery import app as celery_app
+from portal.celery import app as celery_app
 
 
 def database_status() -> str:

@@ -32,6 +32,15 @@ def favicon(request):
     return HttpResponsePermanentRedirect(static("favicon.svg"))
 
 
+def moved_admin(request, model: str, rest: str):
+    """An admin address of a row-store model from before it moved from benchmarks_app to results: the same page
+    at its new address (308, so a form posted to the old address is posted again to the new one)."""
+    query = request.META.get("QUERY_STRING", "")
+    return HttpResponsePermanentRedirect(
+        f"/admin/results/{model}/{rest}" + (f"?{query}" if query else ""), preserve_request=True
+    )
+
+
 def api_reference(request):
     """The API reference: every /v1 endpoint and parameter, read from the OpenAPI schema, with runnable examples."""
     from inference.v1 import docs as v1_docs
@@ -58,7 +67,7 @@ def api_reference(request):
 
 def glossary(request):
     """Every term the portal's pages link to, with its definition."""
-    from .glossary import TERMS
+    from portal.glossary import TERMS
 
     terms = sorted(TERMS, key=lambda term: term.term.lower())
     return render(request, "glossary.html", {"section": "glossary", "terms": terms})
@@ -66,7 +75,7 @@ def glossary(request):
 
 def not_found(request, exception=None):
     if request.path.startswith("/api/"):  # API clients get the API's error shape, not an HTML page
-        from .api import error_body
+        from portal.api import error_body
 
         return JsonResponse(error_body(f"No API endpoint at {request.path}.", 404, code="not_found"), status=404)
     return render(request, "404.html", {"path": request.path}, status=404)

@@ -1,4 +1,4 @@
-"""WSGI entry point (gunicorn portal.wsgi); each worker loads every servable model before its first request."""
+"""WSGI entry point (gunicorn site_root.wsgi); each worker loads every servable model before its first request."""
 
 import logging
 import os
