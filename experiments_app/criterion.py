@@ -36,7 +36,9 @@ from dataclasses import dataclass, field
 from benchmarks_app import stats
 
 VALIDATED, MISSED, PENDING = "validated", "missed", "pending"
-VERDICT_TEXT = {VALIDATED: "validated", MISSED: "formally missed", PENDING: "pending"}
+# Never the criterion's own: experiments_app.judgement's, for a comparison whose arms both sit at chance.
+INCONCLUSIVE = "inconclusive"
+VERDICT_TEXT = {VALIDATED: "validated", MISSED: "formally missed", PENDING: "pending", INCONCLUSIVE: "inconclusive"}
 COMPARATORS = {">=": operator.ge, ">": operator.gt, "<=": operator.le, "<": operator.lt}
 STATS = ("mean", "ci_low", "ci_high", "min", "max")
 MEASURES = ("at", "best", "gap_at", "excess")
@@ -384,13 +386,15 @@ def _reduce(values: dict[int, float], stat: str) -> tuple[float | None, tuple[fl
 
 
 def combine(op: str, statuses: list[str]) -> str:
+    """AND / OR in Kleene logic; an inconclusive part decides nothing, as a pending one, but rows will not help."""
+    undecided = PENDING if PENDING in statuses else INCONCLUSIVE if INCONCLUSIVE in statuses else None
     if op == "any":
         if VALIDATED in statuses:
             return VALIDATED
-        return PENDING if PENDING in statuses else MISSED
+        return undecided or MISSED
     if MISSED in statuses:
         return MISSED
-    return PENDING if PENDING in statuses else VALIDATED
+    return undecided or VALIDATED
 
 
 def _evaluate(node: dict, ctx: Context) -> Outcome:
