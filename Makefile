@@ -205,9 +205,12 @@ bench-benchmarks: setup ## Benchmark tables: ingest rows/s and compare/table lat
 results-fixture: setup ## Rebuild fixtures/results.json from ../shared/anchor-results (the programme's result files)
 	$(BIN)/python scripts/build_results_fixture.py
 
-.PHONY: bench-council
+.PHONY: bench-council bench-council-defaults
 bench-council: setup ## Live council on held-out mixed KJV + code: bits/byte of members, averaging, equilibrium, oracle
 	$(BIN)/python bench/council.py
+
+bench-council-defaults: setup ## Council at its default controls vs its best member on 10 KJV + 10 code prompts (API)
+	$(BIN)/python bench/council.py --defaults
 
 .PHONY: bench-lab
 bench-lab: setup ## Lab solvers: times against the goals and ratios against nashpy (and pygambit when installed)
