@@ -71,10 +71,19 @@ def clean_registration(data: dict, *, check_files: bool = True) -> dict:
     }
 
 
-def _rehash(experiment: Experiment) -> None:
-    experiment.registration_hash = registration_hash(
+def _registered_text_hash(experiment: Experiment) -> str:
+    return registration_hash(
         experiment.hypothesis, experiment.arms, experiment.seeds, experiment.evaluation, experiment.criterion
     )
+
+
+def _rehash(experiment: Experiment) -> None:
+    experiment.registration_hash = _registered_text_hash(experiment)
+
+
+def registration_intact(experiment: Experiment) -> bool:
+    """The stored registered text still hashes to the sha256 recorded when it was registered."""
+    return _registered_text_hash(experiment) == experiment.registration_hash
 
 
 def register_experiment(data: dict, *, check_files: bool = True) -> Experiment:
@@ -350,6 +359,7 @@ def experiment_detail(experiment: Experiment) -> dict:
     outcome = judged_verdict(experiment, rows)
     return {
         **experiment_summary(experiment, outcome),
+        "registration_intact": registration_intact(experiment),
         "hypothesis": experiment.hypothesis,
         "summary": experiment.summary,
         "notes": experiment.notes,
