@@ -2,8 +2,9 @@
 comparison made by a pre-registered experiment on the portal's models.
 
 One row per measure a claim is judged on. The local figure, its interval over seeds and its verdict are the
-experiment's own criterion evaluated on its stored rows (experiments_app.criterion: the same code, so this table and
-the experiment's page can never disagree). The programme's figure is the same test evaluated on the programme's
+experiment's own criterion evaluated on its stored rows and read as every page reads it (experiments_app.services.
+judged_verdict: a comparison of two arms at chance is inconclusive), so this table and the experiment's page can never
+disagree. The programme's figure is the same test evaluated on the programme's
 stored rows (spec `programme`: a criterion node whose selectors name the programme's experiments), and its published
 figures are the ones the programme's own table declares (spec `table`, `published`: labels of that table's entries),
 each checked against its recomputed value by that table's builder.
