@@ -212,6 +212,7 @@ bench: setup ## Run one bench: NAME=generate|browser|scoring|decode|benchmarks|c
 ##   NAME=decode      halting and warm start on MODEL (default eqlm-demo): adaptive tol 0.01 cap 64 vs fixed depth 64
 ##   NAME=benchmarks  benchmark tables: ingest rows/s and compare/table latency at 10k, 100k, 1M rows (SQLite)
 ##   NAME=council     live council on held-out mixed KJV + code: bits/byte of members, averaging, equilibrium, oracle
+##                    (ARGS=--defaults: the council at its default controls vs each member on 10 KJV + 10 code prompts)
 ##   NAME=lab         lab solvers: times against the goals and ratios against nashpy (and pygambit when installed)
 
 reliability: setup services collectstatic ## Security, personas, schema fuzz, hostile input classes, faults, axe on every page, load and streams; writes docs/RELIABILITY.md (RELIABILITY_ARGS="--only input_classes" for that section alone)

@@ -1,6 +1,8 @@
 """The live council at its defaults against its best member on that member's own ground, through the served API.
 
-Usage: .venv/bin/python bench/council_defaults.py [--prompts 10] [--max-tokens 32] [--kinetic '{"beta": 0}']
+Usage: .venv/bin/python bench/council.py --defaults [--prompts 10] [--max-tokens 32] [--kinetic '{"beta": 0}']
+       [--mixed] [--json PATH]
+(this module is that mode of bench/council.py, which imports it only then: it sets Django up on import).
 
 For 10 KJV prompts (held-out verses) and 10 code prompts (held-out lines of the code corpus), through
 /v1/completions (the bare prompt) and /v1/chat/completions (the chat framing: the message and a newline), greedy
@@ -116,14 +118,12 @@ def mixed_bits_per_byte(client: Client, kinetic: dict | None, passages: int = 24
     """Bits/byte of the held-out mixed text (128-byte KJV and code passages interleaved in a seeded order, as
     bench/council.py builds it) in windows of the members' context, each scored alone (the memory starts afresh
     in each window; its first byte is context only): the council at `kinetic` and each member alone."""
-    import importlib.util
+    from bench.council_mix import mixed_stream
+    from bench.council_mix import passages as cut
 
-    spec = importlib.util.spec_from_file_location("council_bench", ROOT / "bench" / "council.py")
-    bench = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bench)
     _, kjv_held = corpus.split(corpus.load_corpus()[0])
     _, code_held = corpus.split(corpus.load_code_corpus()[0])
-    data, _, _ = bench.mixed_stream(bench.passages(kjv_held, passages), bench.passages(code_held, passages), 0)
+    data, _, _ = mixed_stream(cut(kjv_held, passages), cut(code_held, passages), 0)
     windows = [list(data[i : i + window]) for i in range(0, len(data) - window + 1, window)]
     out = {}
     for name in ("eqlm-council", *MEMBERS.values()):
@@ -156,14 +156,14 @@ def summary(rows: list[dict]) -> list[dict]:
     return out
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="bench/council.py --defaults", description=__doc__.split("\n")[0])
     parser.add_argument("--prompts", type=int, default=10)
     parser.add_argument("--max-tokens", type=int, default=32)
     parser.add_argument("--kinetic", type=json.loads, default=None, help="council controls, JSON (default: none)")
     parser.add_argument("--json", type=Path, default=None)
     parser.add_argument("--mixed", action="store_true", help="also score the held-out mixed KJV + code text")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     client = Client()
     prompts = {"kjv": kjv_prompts(args.prompts), "code": code_prompts(args.prompts)}
     rows = measure(client, prompts, args.max_tokens, args.kinetic)
@@ -186,7 +186,4 @@ def main() -> None:
         args.json.write_text(json.dumps({"kinetic": args.kinetic, "summary": table, "mixed": mixed,
                                          "rows": rows + headline},
                                         indent=1, ensure_ascii=False) + "\n")  # fmt: skip
-
-
-if __name__ == "__main__":
-    main()
+    return 0

@@ -37,7 +37,7 @@ DEFAULT_SHARE = 0.002
 # The council with memory as /v1 and the chat page serve it by default (docs/decisions/0001-council-memory.md). The
 # pool and beta are those bench/council.py chose on its tuning mix; the share and learning rate are slower than its
 # scoring optimum (0.02, 0.5), so that greedy generation stays with the member whose domain the prompt is in:
-# bench/council_defaults.py (10 KJV + 10 code prompts, bare and chat-framed) holds the council within 0.1 bits/byte
+# bench/council.py --defaults (10 KJV + 10 code prompts, bare and chat-framed) holds the council within 0.1 bits/byte
 # of the matching member's own continuation with that member over half the weight by the fifth byte, at a cost of
 # 0.04-0.09 bits/byte on bench/council.py's held-out mixes (the decision record's third decision). Kinetic's own
 # defaults keep today's game for the controls that act without memory too (beta, pool), so that code building a

@@ -83,7 +83,7 @@ class ExperimentAdmin(admin.ModelAdmin):
 
     @admin.display(description="verdict")
     def verdict(self, obj):
-        return services.verdict(obj).verdict if obj.pk else "–"
+        return services.judged_verdict(obj).verdict if obj.pk else "–"
 
     @admin.action(description="Launch: queue one training run per arm and seed (idempotent)")
     def launch_experiments(self, request, queryset):

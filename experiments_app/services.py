@@ -15,6 +15,7 @@ from results import stats
 from results.models import ResultRow
 
 from . import criterion as criteria
+from .judgement import judge
 from .models import CANCELLED, FROZEN_FIELDS, Experiment, TrainingRun
 from .spec import (
     SpecError,
@@ -70,10 +71,19 @@ def clean_registration(data: dict, *, check_files: bool = True) -> dict:
     }
 
 
-def _rehash(experiment: Experiment) -> None:
-    experiment.registration_hash = registration_hash(
+def _registered_text_hash(experiment: Experiment) -> str:
+    return registration_hash(
         experiment.hypothesis, experiment.arms, experiment.seeds, experiment.evaluation, experiment.criterion
     )
+
+
+def _rehash(experiment: Experiment) -> None:
+    experiment.registration_hash = _registered_text_hash(experiment)
+
+
+def registration_intact(experiment: Experiment) -> bool:
+    """The stored registered text still hashes to the sha256 recorded when it was registered."""
+    return _registered_text_hash(experiment) == experiment.registration_hash
 
 
 def register_experiment(data: dict, *, check_files: bool = True) -> Experiment:
@@ -223,9 +233,15 @@ def rows_for(experiment: Experiment) -> list[criteria.Row]:
 
 
 def verdict(experiment: Experiment, rows: list[criteria.Row] | None = None) -> criteria.Outcome:
+    """The registered criterion's own outcome on the rows."""
     rows = rows_for(experiment) if rows is None else rows
     depths = experiment.evaluation.get("depths", [])
     return criteria.evaluate(experiment.criterion, rows, experiment.seeds, experiment.slug, depths)
+
+
+def judged_verdict(experiment: Experiment, rows: list[criteria.Row] | None = None) -> criteria.Outcome:
+    """The verdict every page shows: the criterion's, with a comparison of two arms at chance inconclusive."""
+    return judge(verdict(experiment, rows), experiment.criterion, experiment.slug)
 
 
 def arm_figures(experiment: Experiment, rows: list[criteria.Row]) -> list[dict]:
@@ -322,7 +338,7 @@ def run_summary(run: TrainingRun) -> dict:
 
 
 def experiment_summary(experiment: Experiment, outcome: criteria.Outcome | None = None) -> dict:
-    outcome = outcome or verdict(experiment)
+    outcome = outcome or judged_verdict(experiment)
     return {
         "slug": experiment.slug,
         "title": experiment.title,
@@ -340,9 +356,10 @@ def experiment_summary(experiment: Experiment, outcome: criteria.Outcome | None 
 def experiment_detail(experiment: Experiment) -> dict:
     """Everything the page and the JSON show: the registration, the runs, per-arm figures and the verdict."""
     rows = rows_for(experiment)
-    outcome = verdict(experiment, rows)
+    outcome = judged_verdict(experiment, rows)
     return {
         **experiment_summary(experiment, outcome),
+        "registration_intact": registration_intact(experiment),
         "hypothesis": experiment.hypothesis,
         "summary": experiment.summary,
         "notes": experiment.notes,

@@ -8,7 +8,7 @@ from . import services
 from .criterion import VERDICT_TEXT
 from .models import Experiment
 
-BADGES = {"validated": "badge-ok", "missed": "badge-bad", "pending": "badge-neutral"}
+BADGES = {"validated": "badge-ok", "missed": "badge-bad", "pending": "badge-neutral", "inconclusive": "badge-warn"}
 
 
 def index(request):

@@ -222,32 +222,49 @@ TERMS: tuple[Term, ...] = (
 
 BY_SLUG = {term.slug: term for term in TERMS}
 
-# Text inside these elements is never linked: links, code, headings and the glossary's own terms.
-_SKIP = {"a", "code", "pre", "h1", "h2", "h3", "h4", "h5", "h6", "script", "style", "dfn", "summary", "button"}
-_TAG = re.compile(r"<(/?)([a-zA-Z][a-zA-Z0-9]*)[^>]*?(/?)>")
+# Text inside these elements is never linked: links, code, headings, the glossary's own terms, form controls and
+# what is not prose (scripts, styles, templates, drawings).
+SKIP_ELEMENTS = frozenset(
+    {"a", "code", "pre", "kbd", "samp", "h1", "h2", "h3", "h4", "h5", "h6", "script", "style", "template", "dfn",
+     "summary", "button", "label", "select", "option", "textarea", "svg", "math", "noscript"}
+)  # fmt: skip
+# A comment, or a tag whose quoted attribute values may hold ">".
+_TAG = re.compile(r"""<!--.*?-->|<(/?)([a-zA-Z][a-zA-Z0-9-]*)(?:"[^"]*"|'[^']*'|[^'">])*>""", re.S)
+# Elements whose content is raw text, never markup: skipped whole, to their closing tag.
+_RAW_TEXT = {"script", "style", "textarea"}
+# Any term at all: most runs of text between tags (numbers, labels) name none, and this one search says so.
+_ANY_TERM = re.compile("|".join(f"(?{'' if t.case_sensitive else 'i'}:{t.regex.pattern})" for t in TERMS))
 
 
 def link_terms(html: str, seen: set[str], url: str = "/glossary/") -> str:
     """`html` with the first use of each glossary term not yet in `seen` linked to its definition.
 
-    `html` must be escaped HTML (markup is kept; text inside links, code and headings is left alone). `seen`
-    collects the slugs linked, so calls that share it link each term once per page."""
+    `html` must be escaped HTML (markup is kept; text inside SKIP_ELEMENTS, comments and attributes is left
+    alone). `seen` collects the slugs linked, so calls that share it link each term once per page."""
     out: list[str] = []
     skip_depth = 0
     pos = 0
     for match in _TAG.finditer(html):
-        out.append(_link_text(html[pos : match.start()], seen, url) if not skip_depth else html[pos : match.start()])
-        closing, name, self_closing = match.group(1), match.group(2).lower(), match.group(3)
-        if name in _SKIP and not self_closing:
+        if match.start() < pos:  # inside a raw-text element already copied whole
+            continue
+        text = html[pos : match.start()]
+        out.append(text if skip_depth else _link_text(text, seen, url))
+        tag, name, end = match.group(0), (match.group(2) or "").lower(), match.end()
+        closing = match.group(1) == "/"
+        if name in _RAW_TEXT and not closing:
+            close = re.compile(rf"</{name}\s*>", re.IGNORECASE).search(html, end)
+            end = close.end() if close else len(html)
+            tag = html[match.start() : end]
+        elif name in SKIP_ELEMENTS and not tag.endswith("/>"):
             skip_depth = max(0, skip_depth - 1) if closing else skip_depth + 1
-        out.append(match.group(0))
-        pos = match.end()
-    out.append(_link_text(html[pos:], seen, url) if not skip_depth else html[pos:])
+        out.append(tag)
+        pos = end
+    out.append(html[pos:] if skip_depth else _link_text(html[pos:], seen, url))
     return "".join(out)
 
 
 def _link_text(text: str, seen: set[str], url: str) -> str:
-    if not text.strip():
+    if len(seen) == len(TERMS) or not text.strip() or not _ANY_TERM.search(text):
         return text
     hits: list[tuple[int, int, Term]] = []
     for term in TERMS:
@@ -262,6 +279,19 @@ def _link_text(text: str, seen: set[str], url: str) -> str:
         link = f'<a class="glossary-term" href="{url}#{term.slug}" title="{title}">{text[start:end]}</a>'
         text = text[:start] + link + text[end:]
     return text
+
+
+_MAIN = re.compile(r'(<main\b[^>]*\bid="main"[^>]*>)(.*?)(</main>)', re.S)
+
+
+def link_main(page: str, url: str = "/glossary/") -> str:
+    """A whole page with the first use of each glossary term in its main content linked (header, navigation and
+    footer are the frame, not the page's prose)."""
+    found = _MAIN.search(page)
+    if found is None:
+        return page
+    linked = link_terms(found.group(2), set(), url)
+    return page[: found.start(2)] + linked + page[found.end(2) :]
 
 
 _ENTRY_HEADER = re.compile(r"^entry header \(cycle (\d+)\)$")

@@ -1,4 +1,5 @@
-"""Project middleware: security headers, 503s for lost services, request input checks and the API error shape."""
+"""Project middleware: security headers, 503s for lost services, request input checks, the API error shape and the
+glossary links of reader pages."""
 
 import codecs
 from urllib.parse import parse_qsl
@@ -6,8 +7,10 @@ from urllib.parse import parse_qsl
 from django.conf import settings
 from django.db import DatabaseError, InterfaceError, OperationalError
 from django.http import HttpResponse, JsonResponse
+from django.urls import reverse
 from rest_framework.views import APIView
 
+from .glossary import link_main
 from .unicode import STRICT_UTF8, json_escape_problem, text_problem
 
 INT64_MAX = 2**63 - 1
@@ -246,3 +249,27 @@ class ApiErrorShapeMiddleware:
             if header in response:
                 shaped[header] = response[header]
         return shaped
+
+
+class GlossaryLinksMiddleware:
+    """On every reader page, the first use in its main content of each glossary term links to its definition on
+    /glossary/ (portal.glossary.link_main: never inside links, code, headings, form controls or attributes). The
+    glossary itself and the staff admin are left as they are."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        response = self.get_response(request)
+        if (
+            response.status_code != 200
+            or getattr(response, "streaming", False)
+            or not response.get("Content-Type", "").startswith("text/html")
+        ):
+            return response
+        glossary = reverse("glossary")
+        if request.path == glossary or request.path.startswith("/admin/"):
+            return response
+        charset = response.charset
+        response.content = link_main(response.content.decode(charset), glossary).encode(charset)
+        return response

@@ -142,6 +142,7 @@ MIDDLEWARE = [
     "portal.throttle.LoginThrottleMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "portal.middleware.GlossaryLinksMiddleware",  # inside CommonMiddleware, so the length it sets is the linked page's
 ]
 
 ROOT_URLCONF = "site_root.urls"

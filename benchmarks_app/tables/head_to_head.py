@@ -2,16 +2,15 @@
 comparison made by a pre-registered experiment on the portal's models.
 
 One row per measure a claim is judged on. The local figure, its interval over seeds and its verdict are the
-experiment's own criterion evaluated on its stored rows (experiments_app.criterion: the same code, so this table and
-the experiment's page can never disagree). The programme's figure is the same test evaluated on the programme's
+experiment's own criterion evaluated on its stored rows and read as every page reads it (experiments_app.services.
+judged_verdict: a comparison of two arms at chance is inconclusive), so this table and the experiment's page can never
+disagree. The programme's figure is the same test evaluated on the programme's
 stored rows (spec `programme`: a criterion node whose selectors name the programme's experiments), and its published
 figures are the ones the programme's own table declares (spec `table`, `published`: labels of that table's entries),
 each checked against its recomputed value by that table's builder.
 """
 
 from __future__ import annotations
-
-import math
 
 from results import stats
 from results.models import ResultRow
@@ -84,6 +83,59 @@ def _cost(flops: list[tuple[str, dict, float]], arm_models: dict, selector: dict
     return cost, f"{params:,}" if params else "–"
 
 
+def _leaf_row(row_id: str, first: bool, leaf, node: dict, programme, cost) -> dict:
+    """One measure: the programme's figure and verdict beside the portal's, with each arm's cost."""
+    eq_cost, eq_params = cost(node["of"])
+    base_sel = node.get("over") or node.get("minus")
+    base_cost, base_params = cost(base_sel) if base_sel else ("–", "–")
+    return {
+        "id": row_id,
+        "cells": [
+            _cell(row_id.rsplit("-", 1)[0] if first else "", False),
+            _cell(leaf.label or leaf.text, False),
+            _cell(_interval_text(programme) if programme else "not measured by the programme", False),
+            _cell(programme.verdict if programme else "–", False),
+            _cell(_interval_text(leaf), False),
+            _cell(_per_seed(leaf), False),
+            _verdict_cell(leaf),
+            _cell(f"{eq_cost} · {base_cost}", False),
+            _cell(f"{eq_params} · {base_params}", False),
+        ],
+    }
+
+
+def _summary_row(row_id: str, claim: str, label: str, programme_text: str, part) -> dict:
+    """A claim's combined verdict (several measures) or the experiment's overall one."""
+    cells = [_cell(claim, False), _cell(label, False), _cell("", False), _cell(programme_text, False)]
+    cells += [_cell("", False)] * 2 + [_cell(part.verdict, False, status=part.status)] + [_cell("", False)] * 2
+    return {"id": row_id, "cells": cells}
+
+
+def _setting_rows(setting: dict, part, part_node: dict, seeds: list[int], cost) -> tuple[list, list, list, list]:
+    """One claim's rows: (rows, published checks, programme seed counts, portal seed counts)."""
+    from experiments_app import criterion as criteria
+
+    rows, checks, programme_ns, portal_ns, programme_parts = [], [], [], [], []
+    programme_nodes = setting.get("programme", [])
+    leaf_nodes = _leaves_of(part_node)
+    for index, leaf in enumerate(_leaves(part)):
+        programme = _programme_outcome(programme_nodes[index] if index < len(programme_nodes) else None, seeds)
+        programme_parts.append(programme)
+        if programme is not None:
+            programme_ns.append(len(programme.per_seed))
+        portal_ns.append(len(leaf.per_seed))
+        row_id = f"{setting['finding']}-{index}"
+        rows.append(_leaf_row(row_id, index == 0, leaf, leaf_nodes[index], programme, cost))
+        if index == 0 and setting.get("table"):
+            checks += _published_checks(setting["table"], setting.get("published", []), row_id)
+    if len(leaf_nodes) > 1:
+        known = [p.status for p in programme_parts if p is not None]
+        combined = criteria.combine(_part_op(part_node), known) if known else ""
+        text = criteria.VERDICT_TEXT[combined] + " (on what it measured)" if combined else "–"
+        rows.append(_summary_row(f"{setting['finding']}-all", "", part.label, text, part))
+    return rows, checks, programme_ns, portal_ns
+
+
 def build_head_to_head(c: Comparison) -> dict:
     from experiments_app import criterion as criteria
     from experiments_app import services as experiments
@@ -91,88 +143,43 @@ def build_head_to_head(c: Comparison) -> dict:
 
     spec = c.spec or {}
     experiment = Experiment.objects.filter(slug=spec.get("experiment") or c.treatment_experiment).first()
-    columns = _columns([], [])
     if experiment is None:
-        return {"columns": columns, "rows": [], "checks": [], "notes": [], "interval_note": "", "empty": True,
-                "provenance": [], "plot": None}  # fmt: skip
+        return {"columns": _columns([], []), "rows": [], "checks": [], "notes": [], "interval_note": "",
+                "empty": True, "provenance": [], "plot": None}  # fmt: skip
     rows_all = experiments.rows_for(experiment)
-    outcome = experiments.verdict(experiment, rows_all)
+    # The verdict the experiment's page shows: a comparison of two arms at chance is inconclusive.
+    outcome = experiments.judged_verdict(experiment, rows_all)
     arm_models = experiments.arm_models(experiment)
     flops = [(r.arm, r.condition, r.value) for r in rows_all
              if r.experiment == experiment.slug and r.metric == "flops_per_token"]  # fmt: skip
 
+    def cost(selector: dict) -> tuple[str, str]:
+        return _cost(flops, arm_models, selector)
+
     rows, checks, programme_ns, portal_ns = [], [], [], []
     for setting in spec.get("settings", []):
-        part = outcome.parts[setting["part"]] if setting["part"] < len(outcome.parts) else None
-        if part is None:
+        if setting["part"] >= len(outcome.parts):
             continue
-        programme_nodes = setting.get("programme", [])
+        part_node = experiment.criterion["of"][setting["part"]]
         seeds = setting.get("seeds", experiment.seeds)
-        leaves = _leaves(part)
-        leaf_nodes = _leaves_of(experiment.criterion["of"][setting["part"]])
-        programme_parts = []
-        for index, leaf in enumerate(leaves):
-            node = programme_nodes[index] if index < len(programme_nodes) else None
-            programme = _programme_outcome(node, seeds)
-            programme_parts.append(programme)
-            if programme is not None:
-                programme_ns.append(len(programme.per_seed))
-            portal_ns.append(len(leaf.per_seed))
-            row_id = f"{setting['finding']}-{index}"
-            sel = leaf_nodes[index]
-            eq_cost, eq_params = _cost(flops, arm_models, sel["of"])
-            base_sel = sel.get("over") or sel.get("minus")
-            base_cost, base_params = _cost(flops, arm_models, base_sel) if base_sel else ("–", "–")
-            rows.append(
-                {
-                    "id": row_id,
-                    "cells": [
-                        _cell(setting["finding"] if index == 0 else "", False),
-                        _cell(leaf.label or leaf.text, False),
-                        _cell(_interval_text(programme) if programme else "not measured by the programme", False),
-                        _cell(programme.verdict if programme else "–", False),
-                        _cell(_interval_text(leaf), False),
-                        _cell(_per_seed(leaf), False),
-                        _verdict_cell(leaf, leaf_nodes[index], experiment.slug),
-                        _cell(f"{eq_cost} · {base_cost}", False),
-                        _cell(f"{eq_params} · {base_params}", False),
-                    ],
-                }
-            )
-            if index == 0 and setting.get("table"):
-                checks += _published_checks(setting["table"], setting.get("published", []), row_id)
-        if len(leaves) > 1:
-            known = [p.status for p in programme_parts if p is not None]
-            combined = criteria.combine(_part_op(experiment.criterion["of"][setting["part"]]), known) if known else ""
-            rows.append(
-                {
-                    "id": f"{setting['finding']}-all",
-                    "cells": [
-                        _cell("", False),
-                        _cell(part.label, False),
-                        _cell("", False),
-                        _cell(criteria.VERDICT_TEXT[combined] + " (on what it measured)" if combined else "–", False),
-                        _cell("", False),
-                        _cell("", False),
-                        _cell(part.verdict, False, status=part.status),
-                        _cell("", False),
-                        _cell("", False),
-                    ],
-                }
-            )
-    rows.append(
-        {
-            "id": "overall",
-            "cells": [
-                _cell("All four", False),
-                _cell(outcome.label, False),
-                *[_cell("", False)] * 4,
-                _cell(outcome.verdict, False, status=outcome.status),
-                _cell("", False),
-                _cell("", False),
-            ],
-        }  # fmt: skip
-    )
+        body = _setting_rows(setting, outcome.parts[setting["part"]], part_node, seeds, cost)
+        for into, items in zip((rows, checks, programme_ns, portal_ns), body, strict=True):
+            into += items
+    rows.append(_summary_row("overall", "All four", outcome.label, "", outcome))
+    return {
+        "columns": _columns(programme_ns, portal_ns),
+        "rows": rows,
+        "checks": checks,
+        "notes": _notes(experiment, rows_all),
+        "interval_note": criteria.INTERVAL_TEXT,
+        "empty": not any(r.experiment == experiment.slug for r in rows_all),
+        "provenance": _provenance(experiment.slug),
+        "plot": None,
+        "outcome": outcome.as_dict(),
+    }
+
+
+def _notes(experiment, rows_all) -> list[str]:
     notes = [
         f"The local figures are the pre-registered experiment {experiment.slug!r} "
         f"(/benchmarks/experiments/{experiment.slug}/), its verdicts computed by its own criterion from its rows; "
@@ -185,18 +192,7 @@ def build_head_to_head(c: Comparison) -> dict:
             f"accuracy, where 0.5 is chance for its two-way choices): {absolute}. Where every arm is near chance on "
             "BLiMP, its ratios compare noise, and the bits/byte rows carry the comparison."
         )
-    provenance = _provenance(experiment.slug)
-    return {
-        "columns": _columns(programme_ns, portal_ns),
-        "rows": rows,
-        "checks": checks,
-        "notes": notes,
-        "interval_note": criteria.INTERVAL_TEXT,
-        "empty": not any(r.experiment == experiment.slug for r in rows_all),
-        "provenance": provenance,
-        "plot": None,
-        "outcome": outcome.as_dict(),
-    }
+    return notes
 
 
 def _columns(programme_ns: list[int], portal_ns: list[int]) -> list[str]:
@@ -214,36 +210,10 @@ def _columns(programme_ns: list[int], portal_ns: list[int]) -> list[str]:
     ]
 
 
-# BLiMP's minimal pairs are two-way choices: 0.5 is chance.
-BLIMP_CHANCE = 0.5
-
-
-def _at_chance(slug: str, selector: dict) -> bool:
-    """The arm's BLiMP accuracy, over its seeds, lies within the 95% binomial band of chance for one evaluation."""
-    rows = ResultRow.objects.filter(
-        experiment=slug, arm_label=selector.get("arm"), metric="blimp_accuracy", step__isnull=True
-    ).values_list("condition", "value", "n")
-    where = selector.get("where") or {}
-    found = [(value, n) for condition, value, n in rows if all((condition or {}).get(k) == v for k, v in where.items())]
-    if not found:
-        return False
-    mean = sum(value for value, _ in found) / len(found)
-    n = min((n for _, n in found if n), default=0)
-    band = 1.96 * math.sqrt(BLIMP_CHANCE * (1 - BLIMP_CHANCE) / n) if n else 0.02
-    return abs(mean - BLIMP_CHANCE) <= band
-
-
-def _verdict_cell(leaf, node: dict, slug: str) -> dict:
-    """The portal's verdict on one measure; a BLiMP comparison whose arms both sit at chance is inconclusive."""
-    other = node.get("over") or node.get("minus")
-    sides = [node.get("of"), other]
-    blimp = all(isinstance(side, dict) and side.get("metric") == "blimp_accuracy" for side in sides)
-    if blimp and all(_at_chance(slug, side) for side in sides):
-        return _cell(
-            f"inconclusive: both arms at chance on BLiMP (the criterion alone reads “{leaf.verdict}”)",
-            False,
-            status="inconclusive",
-        )
+def _verdict_cell(leaf) -> dict:
+    """The portal's verdict on one measure; a comparison of two arms at chance quotes the criterion's own word."""
+    if leaf.status == "inconclusive":
+        return _cell(f"inconclusive: {leaf.note}", False, status=leaf.status)
     return _cell(leaf.verdict, False, status=leaf.status)
 
 

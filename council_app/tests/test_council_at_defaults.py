@@ -1,5 +1,5 @@
 """The bundled council at its default controls writes in the prompt's domain, bare or chat-framed
-(bench/council_defaults.py measures the same on 20 prompts)."""
+(bench/council.py --defaults measures the same on 20 prompts)."""
 
 import json
 

@@ -189,3 +189,12 @@ def test_staff_register_an_experiment_in_the_admin_with_the_apis_validation(staf
     experiment = Experiment.objects.get(slug="from-admin")
     assert experiment.arms[0]["hash"] and len(experiment.registration_hash) == 64
     assert experiment.evaluation["windows"] == 2 and experiment.criterion["stat"] == "ci_high"
+
+
+def test_the_page_recomputes_the_registration_hash_and_says_when_the_stored_text_no_longer_matches(client):
+    experiment = tiny_experiment()
+    assert "it matches" in client.get("/benchmarks/experiments/tiny/").content.decode()
+    Experiment.objects.filter(pk=experiment.pk).update(hypothesis=experiment.hypothesis + " Edited.")
+    page = client.get("/benchmarks/experiments/tiny/").content.decode()
+    assert "the stored text no longer matches this sha256" in page
+    assert client.get("/api/experiments/tiny/").json()["registration_intact"] is False

@@ -100,3 +100,28 @@ def test_a_database_seeded_with_the_old_wording_gets_the_readers_wording_on_the_
     assert not any(p.get("known_problem", "").startswith("README:") for p in table.published)
     v7 = Experiment.objects.get(slug="depth-curve-v7")
     assert "fixtures/" not in v7.notes and v7.summary
+
+
+@pytest.mark.django_db
+def test_an_experiments_hypothesis_on_its_page_is_reader_text_and_its_registration_stays_word_for_word(client):
+    """The page shows the hypothesis a reader reads: the registered text itself, or, where the registration speaks
+    of how the work was done, its reader's wording; the registration record stays word for word, hash-verified."""
+    from experiments_app import services
+    from experiments_app.models import Experiment
+    from experiments_app.seed import load_fixture
+
+    load_fixture()
+    reworded = []
+    for experiment in Experiment.objects.all():
+        shown = experiment.summary or experiment.hypothesis
+        assert not process_words(shown), (experiment.slug, process_words(shown))
+        page = reader_text(client.get(f"/benchmarks/experiments/{experiment.slug}/").content.decode())
+        assert not process_words(page), (experiment.slug, process_words(page))
+        body = client.get(f"/api/experiments/{experiment.slug}/").json()
+        assert body["hypothesis"] == experiment.hypothesis and body["registration_intact"] is True
+        assert services.registration_intact(experiment)
+        if process_words(experiment.hypothesis):
+            reworded.append(experiment.slug)
+            assert "registration record" in page and "word for word" in page
+    # the depth-curve registrations speak of the lab's circumstances; each is shown in its reader's wording
+    assert {"depth-curve", "depth-curve-v7"} <= set(reworded)
