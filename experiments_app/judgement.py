@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 from dataclasses import replace
 
-from benchmarks_app.models import ResultRow
+from results.models import ResultRow
 
 from . import criterion as criteria
 

@@ -6,7 +6,7 @@ import html
 import pytest
 from django.test import Client
 
-from benchmarks_app.records import ingest_records
+from results.records import ingest_records
 
 from .factories import tiny_experiment
 
