@@ -1,4 +1,4 @@
-"""Admin of the inference app: the model registry and its evaluation runs here; API keys in v1/admin.py."""
+"""Admin of the model registry: registered models (upload a checkpoint), their evaluation runs and import jobs."""
 
 from django import forms
 from django.contrib import admin, messages
@@ -10,7 +10,6 @@ from .convergence import DEFAULT_WINDOWS, queue_convergence_evaluation
 from .imports import check_declared_length
 from .models import EvaluationRun, ModelImport, RegisteredModel
 from .services import DEFAULT_DEPTHS, DEFAULT_PAIR_LIMIT, RegistryError, queue_evaluation, register_upload
-from .v1 import admin as v1_admin  # noqa: F401 - registers ApiKeyAdmin
 
 SOLVER_NAMES = " and ".join(s.capitalize() for s in SOLVERS)  # Picard and Anderson
 

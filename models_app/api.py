@@ -149,7 +149,7 @@ class ModelListView(APIView):
 
 class QueueEvaluationSerializer(serializers.Serializer):
     kind = serializers.ChoiceField(choices=EvaluationRun.Kind.choices, default=EvaluationRun.Kind.CONVERGENCE)
-    # quality and convergence by depth (defaults: inference/convergence.py DEFAULT_OPTIONS)
+    # quality and convergence by depth (defaults: models_app/convergence.py DEFAULT_OPTIONS)
     solvers = serializers.ListField(child=serializers.ChoiceField(choices=SOLVERS), required=False, min_length=1)
     max_depth = serializers.IntegerField(required=False, min_value=DEPTH_MIN, max_value=EVALUATION_MAX_DEPTH)
     tolerances = serializers.ListField(

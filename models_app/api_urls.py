@@ -1,10 +1,10 @@
-"""JSON API routes for inference (mounted under /api/): the model registry and its evaluations."""
+"""JSON API routes of the model registry (mounted under /api/): the models, their imports and evaluations."""
 
 from django.urls import path
 
 from . import api
 
-app_name = "inference-api"
+app_name = "models-api"
 urlpatterns = [
     path("models/", api.ModelListView.as_view(), name="models-api"),
     path("models/imports/<int:pk>/", api.ModelImportDetailView.as_view(), name="import-api"),

@@ -267,3 +267,23 @@ def register_bundled_models() -> list[tuple[RegisteredModel, bool]]:
         if row is not None:
             results.append((row, created))
     return results
+
+
+def training_summary(facts: dict) -> dict:
+    """The totals of a model's generated training facts, with what a sentence needs ({} when nothing is recorded):
+    minutes, whether only some stages are recorded, the corpus's short name and a thread count shared by every
+    recorded stage."""
+    totals = facts.get("totals") or {}
+    if not totals.get("recorded_stages"):
+        return {}
+    recorded = [s["recorded"] for s in facts.get("stages") or [] if s.get("recorded")]
+    threads = {r.get("threads") for r in recorded}
+    seconds = totals.get("seconds")
+    return {
+        **totals,
+        "minutes": round(seconds / 60) if seconds else None,
+        "partial": totals["recorded_stages"] < totals["stages"],
+        "corpus": ((facts.get("served") or {}).get("corpus") or "").split(" (")[0],
+        "threads": threads.pop() if len(threads) == 1 else None,
+        "stage_names": [s["name"] for s in facts.get("stages") or []],
+    }

@@ -117,11 +117,11 @@ def new_convergence_run(model, options: dict | None = None, user=None) -> Evalua
 
 
 def queue_convergence_evaluation(model, options: dict | None = None, user=None) -> EvaluationRun:
-    """Create the job row and queue its id on commit (inference.tasks.evaluate on the gpu queue, by kind)."""
+    """Create the job row and queue its id on commit (models_app.tasks.evaluate on the gpu queue, by kind)."""
     from portal.celery import send_by_name
 
     run = new_convergence_run(model, options, user)
-    transaction.on_commit(lambda: send_by_name("inference.tasks.evaluate", run.pk))
+    transaction.on_commit(lambda: send_by_name("models_app.tasks.evaluate", run.pk))
     return run
 
 

@@ -1,6 +1,6 @@
 """Serve a registered checkpoint: export it to ONNX on a worker (torch is imported inside) and record the folder.
 
-Once `RegisteredModel.onnx_dir` names the export, inference.serving serves the model under its slug on /v1, the
+Once `RegisteredModel.onnx_dir` names the export, models_app.serving serves the model under its slug on /v1, the
 dial and the council, like the bundled models.
 """
 
@@ -77,4 +77,4 @@ def queue_export(model: RegisteredModel) -> None:
     """Queue the export on the gpu queue once the current transaction commits."""
     from portal.celery import send_by_name
 
-    transaction.on_commit(lambda: send_by_name("inference.tasks.export_model", model.pk))
+    transaction.on_commit(lambda: send_by_name("models_app.tasks.export_model", model.pk))

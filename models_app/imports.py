@@ -235,13 +235,13 @@ def register_checkpoint(source, *, name: str = "", slug: str = "", card=None, de
 
 
 def queue_import(model: RegisteredModel, user=None) -> ModelImport:
-    """The worker's half: export, facts and card (the gpu queue runs inference.tasks.import_model)."""
+    """The worker's half: export, facts and card (the gpu queue runs models_app.tasks.import_model)."""
     from portal.celery import send_by_name
 
     job = ModelImport.objects.create(
         model=model, requested_by=user if getattr(user, "is_authenticated", False) else None
     )
-    transaction.on_commit(lambda: send_by_name("inference.tasks.import_model", job.pk))
+    transaction.on_commit(lambda: send_by_name("models_app.tasks.import_model", job.pk))
     return job
 
 

@@ -109,4 +109,4 @@ def model_detail(request, slug: str):
         "hf": registered_sections(row, meta),
         "section": "models",
     }
-    return render(request, "inference/model_detail.html", context)
+    return render(request, "models_app/model_detail.html", context)

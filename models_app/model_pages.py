@@ -15,7 +15,6 @@ from django.http import Http404, HttpResponse, JsonResponse
 from django.shortcuts import render
 
 from .models import EvaluationRun, RegisteredModel
-from .views import training_summary
 
 log = logging.getLogger(__name__)
 
@@ -87,7 +86,7 @@ def bundled_metrics(slug: str) -> dict | None:
 
 def bundled_entry(model) -> dict:
     """What /models/ shows for one bundled model: its card, facts, tables and latest BLiMP evaluation."""
-    from .bundled import measured_table
+    from .bundled import measured_table, training_summary
 
     metrics, facts = model.metrics(), model.facts()
     run = latest_evaluation(RegisteredModel.objects.filter(slug=model.id).first())
@@ -150,14 +149,14 @@ def models_page(request):
         last = model.evaluations.order_by("-created_at").first()
         uploaded.append({"model": model, "last": last, "rows": blimp_rows(latest_evaluation(model))})
     context = {"section": "models", "cards": published_cards(), "rows": listing_rows(), "uploaded": uploaded}
-    return render(request, "inference/models.html", context)
+    return render(request, "models_app/models.html", context)
 
 
 def published_page(request, card: dict):
     from .model_cards import published_sections
 
     hf = published_sections(card, published_cards().get("load_example", ""))
-    return render(request, "inference/model_published.html", {"section": "models", "card": card, "hf": hf})
+    return render(request, "models_app/model_published.html", {"section": "models", "card": card, "hf": hf})
 
 
 def bundled_page(request, model):
@@ -165,7 +164,7 @@ def bundled_page(request, model):
 
     entry = bundled_entry(model)
     return render(
-        request, "inference/model_bundled.html", {"section": "models", "m": entry, "hf": bundled_sections(entry)}
+        request, "models_app/model_bundled.html", {"section": "models", "m": entry, "hf": bundled_sections(entry)}
     )
 
 

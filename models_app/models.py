@@ -1,70 +1,16 @@
-"""Models for the inference app: API keys for the OpenAI-compatible API, the model registry, evaluation runs."""
+"""The model registry: registered (bundled and uploaded) models, their evaluation runs and their import jobs.
 
-import hashlib
+The tables keep the names they had in the inference app (Meta.db_table), where these models were first defined.
+"""
+
 import secrets
 from pathlib import Path
 
 from django.conf import settings
 from django.db import models
-from django.utils import timezone
 
 from eqlm.model_files import current_path
 from portal.models import Job
-
-KEY_PREFIX = "eqlm-"
-
-
-def hash_key(raw_key: str) -> str:
-    return hashlib.sha256(raw_key.encode("utf-8")).hexdigest()
-
-
-class ApiKeyQuerySet(models.QuerySet):
-    def active(self):
-        return self.filter(revoked_at__isnull=True)
-
-    def lookup(self, raw_key: str):
-        """The active key matching a presented secret, or None (compared by hash; raw keys are never stored)."""
-        return self.active().filter(key_hash=hash_key(raw_key)).first()
-
-
-class ApiKey(models.Model):
-    """A Bearer key for /v1/. Only its SHA-256 hash and a short display prefix are stored."""
-
-    name = models.CharField(max_length=100)
-    prefix = models.CharField(max_length=16, editable=False, db_index=True)
-    key_hash = models.CharField(max_length=64, unique=True, editable=False)
-    requests_per_minute = models.PositiveIntegerField(default=60)
-    tokens_per_minute = models.PositiveIntegerField(default=20000)
-    created_at = models.DateTimeField(auto_now_add=True)
-    revoked_at = models.DateTimeField(null=True, blank=True)
-    last_used_at = models.DateTimeField(null=True, blank=True)
-
-    objects = ApiKeyQuerySet.as_manager()
-
-    class Meta:
-        verbose_name = "API key"
-        ordering = ["-created_at"]
-
-    def __str__(self) -> str:
-        return f"{self.name} ({self.prefix}…)"
-
-    @classmethod
-    def issue(cls, name: str, **limits) -> tuple["ApiKey", str]:
-        """Create a key; returns (row, raw secret). The raw secret is shown once and never stored."""
-        raw = KEY_PREFIX + secrets.token_urlsafe(32)
-        key = cls.objects.create(name=name, prefix=raw[:12], key_hash=hash_key(raw), **limits)
-        return key, raw
-
-    @property
-    def is_active(self) -> bool:
-        return self.revoked_at is None
-
-    def revoke(self) -> None:
-        self.revoked_at = timezone.now()
-        self.save(update_fields=["revoked_at"])
-
-
-# --- the model registry and its evaluation jobs ------------------------------------------------------------------
 
 
 class RegisteredModelQuerySet(models.QuerySet):
@@ -117,6 +63,7 @@ class RegisteredModel(models.Model):
     objects = RegisteredModelQuerySet.as_manager()
 
     class Meta:
+        db_table = "inference_registeredmodel"
         ordering = ["kind", "-created_at"]
 
     def __str__(self) -> str:
@@ -136,6 +83,7 @@ class ModelImport(Job):
     requested_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
 
     class Meta:
+        db_table = "inference_modelimport"
         ordering = ["-created_at"]
 
     def __str__(self) -> str:
@@ -164,6 +112,7 @@ class EvaluationRun(Job):
     requested_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
 
     class Meta:
+        db_table = "inference_evaluationrun"
         ordering = ["-created_at"]
 
     def __str__(self) -> str:

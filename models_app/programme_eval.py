@@ -176,11 +176,11 @@ def create_protocol_run(
 def queue_protocol_evaluation(
     model: RegisteredModel, protocol: str = PROTOCOL_PROGRAMME, user=None, pair_limit: int | None = None
 ) -> EvaluationRun:
-    """Create the row and queue its id on commit (the gpu queue runs inference.tasks.evaluate)."""
+    """Create the row and queue its id on commit (the gpu queue runs models_app.tasks.evaluate)."""
     from django.db import transaction
 
     from portal.celery import send_by_name
 
     run = create_protocol_run(model, protocol, user, pair_limit)
-    transaction.on_commit(lambda: send_by_name("inference.tasks.evaluate", run.pk))
+    transaction.on_commit(lambda: send_by_name("models_app.tasks.evaluate", run.pk))
     return run

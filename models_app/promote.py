@@ -35,7 +35,7 @@ class PromotionError(ValueError):
 
 
 def recipe_path() -> Path:
-    from inference.bundled import bundled_model
+    from models_app.bundled import bundled_model
 
     return bundled_model(DEFAULT_MODEL_ID).recipe_path
 
@@ -84,7 +84,7 @@ def pinned_recipe_text(provenance: dict, source: str) -> str:
 
 
 def generated_card(provenance: dict) -> dict:
-    """A card whose prose names the generated figures and types none (inference/bundled.py): what the recipe is, what
+    """A card whose prose names the generated figures and types none (models_app/bundled.py): what the recipe is, what
     the measurements say, beside the model it replaced. Hand-written prose replaces it with --card."""
     from eqlm.recipe import recipe_label
 
@@ -132,8 +132,8 @@ def promote(
     log: Callable[[str], None] = print,
 ) -> list[Path]:
     """Install `checkpoint` as the default model and regenerate its files; the paths written (to commit)."""
-    from inference.bundled import bundled_model
-    from inference.local_results import FIXTURE
+    from models_app.bundled import bundled_model
+    from models_app.local_results import FIXTURE
 
     started = time.monotonic()
     checkpoint = Path(checkpoint).resolve()

@@ -1,4 +1,4 @@
-"""Services of the inference app: the model registry (uploaded checkpoints validated out of process, the demo
+"""Services of the model registry: registering models (uploaded checkpoints validated out of process, the demo
 model), queueing BLiMP evaluations, and running one (worker side).
 
 Nothing here imports torch at module level: checkpoint validation runs `eqlm.checkpoint_probe` in a child
@@ -82,7 +82,7 @@ def register_upload(
 
 
 def queue_evaluation(model, depths, paradigms=(), pair_limit=None, user=None, blimp_dir: str = "") -> EvaluationRun:
-    """Create the job row and queue its id on commit (the gpu queue runs inference.tasks.evaluate)."""
+    """Create the job row and queue its id on commit (the gpu queue runs models_app.tasks.evaluate)."""
     from portal.celery import send_by_name
 
     run = EvaluationRun.objects.create(
@@ -93,12 +93,12 @@ def queue_evaluation(model, depths, paradigms=(), pair_limit=None, user=None, bl
         blimp_dir=blimp_dir,
         requested_by=user if getattr(user, "is_authenticated", False) else None,
     )
-    transaction.on_commit(lambda: send_by_name("inference.tasks.evaluate", run.pk))
+    transaction.on_commit(lambda: send_by_name("models_app.tasks.evaluate", run.pk))
     return run
 
 
 def register_demo_model() -> tuple[RegisteredModel | None, bool]:
-    """Upsert every bundled model's registry row (inference.bundled); returns the default model's (row, created)."""
+    """Upsert every bundled model's registry row (models_app.bundled); returns the default model's (row, created)."""
     from .bundled import register_bundled_models
 
     results = register_bundled_models()

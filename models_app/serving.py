@@ -275,7 +275,7 @@ def _load(card: ModelCard) -> Generator:
 def resolve(model_id: str | None = None) -> ModelCard:
     """The one way from a model id to a model: its card, without loading anything; `card.runtime()` loads it.
 
-    None is the default model; a configuration suffix (`eqlm-demo@depth=12`, inference/model_ids.py) names its
+    None is the default model; a configuration suffix (`eqlm-demo@depth=12`, models_app/model_ids.py) names its
     base model. Raises UnknownModel for an id that names no servable model (for a missing default model, the
     message says which folder lacks its manifest).
     """

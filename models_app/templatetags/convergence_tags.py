@@ -44,9 +44,9 @@ def adaptive_rows(figures: dict) -> list[dict]:
 STARTS_COMPARED = 48
 
 
-@register.inclusion_tag("inference/_convergence.html")
+@register.inclusion_tag("models_app/_convergence.html")
 def convergence_panel(slug: str) -> dict:
-    from inference.convergence import stored_figures
+    from models_app.convergence import stored_figures
 
     try:
         figures = stored_figures(slug) if slug else {}

@@ -7,7 +7,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
 from eqlm.limits import DEFAULT_MODEL_ID
-from inference.bundled import bundled_model
+from models_app.bundled import bundled_model
 
 
 class Command(BaseCommand):
@@ -37,9 +37,9 @@ class Command(BaseCommand):
         """A registered model scored by a protocol in this process; ends with one JSON line."""
         import json
 
-        from inference.models import RegisteredModel
-        from inference.programme_eval import create_protocol_run, run_protocol_evaluation
-        from inference.services import RegistryError
+        from models_app.models import RegisteredModel
+        from models_app.programme_eval import create_protocol_run, run_protocol_evaluation
+        from models_app.services import RegistryError
 
         model = RegisteredModel.objects.filter(slug=opts["model"]).first()
         if model is None:
@@ -61,8 +61,14 @@ class Command(BaseCommand):
 
     def handle_depths(self, opts):
         from eqlm.checkpoint import CheckpointError, load_checkpoint
-        from inference.models import EvaluationRun, RegisteredModel
-        from inference.services import RegistryError, parse_depths, parse_paradigms, register_demo_model, run_evaluation
+        from models_app.models import EvaluationRun, RegisteredModel
+        from models_app.services import (
+            RegistryError,
+            parse_depths,
+            parse_paradigms,
+            register_demo_model,
+            run_evaluation,
+        )
 
         path = Path(opts["checkpoint"]).resolve()
         if not path.exists():

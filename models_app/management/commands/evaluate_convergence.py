@@ -29,11 +29,11 @@ class Command(BaseCommand):
         parser.add_argument("--write-fixture", action="store_true", help="also into fixtures/local_results.json")
 
     def handle(self, *args, **opts):
-        from inference.bundled import bundled_models, register_bundled_models
-        from inference.convergence import LADDER, new_convergence_run, run_convergence_evaluation, stored_figures
-        from inference.local_results import write_fixture
-        from inference.models import RegisteredModel
-        from inference.services import RegistryError
+        from models_app.bundled import bundled_models, register_bundled_models
+        from models_app.convergence import LADDER, new_convergence_run, run_convergence_evaluation, stored_figures
+        from models_app.local_results import write_fixture
+        from models_app.models import RegisteredModel
+        from models_app.services import RegistryError
 
         register_bundled_models()
         model = RegisteredModel.objects.filter(slug=opts["model"]).first()
@@ -84,6 +84,6 @@ class Command(BaseCommand):
             self.stdout.write(f"wrote {count} rows for {model.slug} to {path}")
             bundled = next((b for b in bundled_models() if b.id == model.slug and b.checkpoint.exists()), None)
             if bundled is not None:  # the card's evaluation figures follow the rows
-                from inference.card_facts import write_facts
+                from models_app.card_facts import write_facts
 
                 self.stdout.write(f"wrote {write_facts(bundled)}")

@@ -26,8 +26,8 @@ class Command(BaseCommand):
     def handle(self, *args, **opts):
         from eqlm.checkpoint import CheckpointError
         from eqlm.export import export_demo
-        from inference.bundled import bundled_model
-        from inference.card_facts import write_facts
+        from models_app.bundled import bundled_model
+        from models_app.card_facts import write_facts
 
         bundled = bundled_model(opts["model_id"])
         checkpoint = Path(opts["checkpoint"] or bundled.checkpoint)

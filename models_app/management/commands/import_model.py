@@ -21,8 +21,8 @@ class Command(BaseCommand):
         parser.add_argument("--no-export", action="store_true", help="register only; export later")
 
     def handle(self, *args, **opts):
-        from inference.imports import RegistryError, register_checkpoint, run_import
-        from inference.models import ModelImport
+        from models_app.imports import RegistryError, register_checkpoint, run_import
+        from models_app.models import ModelImport
 
         path = Path(opts["file"])
         if not path.is_file():

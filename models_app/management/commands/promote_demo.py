@@ -19,7 +19,7 @@ class Command(BaseCommand):
         parser.add_argument("--windows", type=int, default=None, help="held-out windows of the convergence rows")
 
     def handle(self, *args, **opts):
-        from inference.promote import CONVERGENCE_WINDOWS, PromotionError, promote
+        from models_app.promote import CONVERGENCE_WINDOWS, PromotionError, promote
 
         def log(line: str) -> None:
             self.stdout.write(line)

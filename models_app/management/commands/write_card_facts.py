@@ -16,8 +16,8 @@ class Command(BaseCommand):
         parser.add_argument("model_ids", nargs="*", help="default: every bundled model")
 
     def handle(self, *args, **opts):
-        from inference.bundled import bundled_models
-        from inference.card_facts import write_bundled_facts
+        from models_app.bundled import bundled_models
+        from models_app.card_facts import write_bundled_facts
 
         known = {model.id for model in bundled_models()}
         unknown = sorted(set(opts["model_ids"]) - known)
