@@ -74,7 +74,7 @@ def test_evaluate_blimp_command_records_a_run_and_result_rows(tmp_path, settings
     from benchmarks_app.models import ResultRow
     from eqlm.checkpoint import save_checkpoint
     from eqlm.testing import tiny_model
-    from inference.models import EvaluationRun
+    from models_app.models import EvaluationRun
 
     path = save_checkpoint(tiny_model(), tmp_path / "tiny.pt", {"seed": 0, "config_hash": "t", "git_commit": "c"})
     call_command("evaluate_blimp", checkpoint=str(path), depths="1,2", blimp_dir=str(FIXTURE), limit=2)

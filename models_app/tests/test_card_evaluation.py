@@ -12,8 +12,8 @@ import pytest
 from django.conf import settings
 
 from eqlm.card_evaluation import CARD_TOL, split_prose
-from inference.bundled import PROSE_KEYS, bundled_model
-from inference.tests.model_pages import every_model_page
+from models_app.bundled import PROSE_KEYS, bundled_model
+from models_app.tests.model_pages import every_model_page
 
 pytestmark = pytest.mark.django_db
 

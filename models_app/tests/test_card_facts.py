@@ -14,9 +14,9 @@ from django.core.management.base import CommandError
 
 from eqlm.checkpoint import load_checkpoint
 from eqlm.recipe import load_recipe
-from inference.bundled import bundled_model
-from inference.card_facts import facts_for, render
-from inference.tests.model_pages import every_model_page
+from models_app.bundled import bundled_model
+from models_app.card_facts import facts_for, render
+from models_app.tests.model_pages import every_model_page
 
 pytestmark = pytest.mark.django_db
 
@@ -164,7 +164,7 @@ def test_a_model_without_a_facts_file_says_how_to_write_it(client, settings, tmp
 def test_the_apis_label_the_exports_training_figures_as_the_last_stages(client, regenerated):
     """The export's metrics and manifest record only the served checkpoint's stage; the served manifest and
     /api/models/ say so and give the generated totals beside them."""
-    from inference.bundled import register_bundled_models
+    from models_app.bundled import register_bundled_models
 
     facts = regenerated["eqlm-demo-anytime"]  # six stages: the totals are more than the last stage's
     last = facts["stages"][-1]["recorded"]

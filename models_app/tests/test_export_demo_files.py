@@ -75,7 +75,7 @@ def test_the_demo_generator_decodes_greedily_and_deterministically():
 def test_the_cards_figures_are_the_committed_metrics_and_stored_rows(metrics):
     """The served model's card shows its whole-slice bits/byte from metrics.json and its 24-window Picard figures
     from the result rows that `seed` loads (fixtures/local_results.json), not figures typed in separately."""
-    from inference.local_results import FIXTURE, records
+    from models_app.local_results import FIXTURE, records
 
     card = json.loads((DEMO_DIR / "facts.json").read_text())["evaluation"]["by_depth"]
     rows = records(json.loads(FIXTURE.read_text())["models"]["eqlm-demo"])

@@ -10,8 +10,8 @@ import pytest
 from eqlm.checkpoint import save_checkpoint
 from eqlm.generation import GenerationRequest, Generator
 from eqlm.testing import tiny_explicit_model, tiny_model
-from inference import serving
-from inference.models import RegisteredModel
+from models_app import serving
+from models_app.models import RegisteredModel
 
 GREEDY = GenerationRequest(prompt="In the beginning", max_tokens=10, depth=4)
 
@@ -65,7 +65,7 @@ def test_the_admin_action_exports_a_checkpoint_that_then_generates_under_its_slu
 
 @pytest.mark.django_db
 def test_exporting_twice_keeps_the_first_export(tmp_path):
-    from inference.exports import export_registered_model
+    from models_app.exports import export_registered_model
 
     row = export_registered_model(registered(tmp_path, "tiny-twice", seed=2).pk)
     manifest = Path(row.onnx_dir) / "manifest.json"
@@ -95,7 +95,7 @@ def test_explicit_checkpoints_are_exported_and_served_too(staff_client, tmp_path
 @pytest.mark.worker
 @pytest.mark.django_db(transaction=True)
 def test_a_real_worker_exports_a_registered_checkpoint(live_celery, settings):
-    from inference.exports import queue_export
+    from models_app.exports import queue_export
 
     row = registered(Path(settings.MEDIA_ROOT) / "export-worker-test", "tiny-worker-export", seed=4)
     queue_export(row)  # outside a transaction: sent at once

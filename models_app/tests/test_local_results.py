@@ -5,13 +5,13 @@ import json
 import pytest
 
 from benchmarks_app.models import ResultRow
-from inference.local_results import FIXTURE, load_fixture, records, write_fixture
 from inference.tests.test_demo_convergence import evaluate_tiny
+from models_app.local_results import FIXTURE, load_fixture, records, write_fixture
 
 
 @pytest.mark.django_db
 def test_the_fixture_round_trips_a_models_rows(tmp_path):
-    from inference.convergence import stored_figures
+    from models_app.convergence import stored_figures
 
     evaluate_tiny(tmp_path, "tiny-fixture")
     before = stored_figures("tiny-fixture")
@@ -35,8 +35,8 @@ def test_seed_loads_the_committed_models_rows():
     if not FIXTURE.exists():
         pytest.skip("no committed fixtures/local_results.json")
     models = json.loads(FIXTURE.read_text())["models"]
-    call_command("seed", "benchmarks_app", "inference")
-    from inference.convergence import stored_figures
+    call_command("seed", "benchmarks_app", "models_app")
+    from models_app.convergence import stored_figures
 
     for slug, entry in models.items():
         assert ResultRow.objects.filter(experiment="local", arm_label=slug).count() == len(records(entry))

@@ -29,8 +29,8 @@ NAMES_OLD_PLACES = {
     "CHANGELOG.md",
     "eqlm/model_files.py",
     "eqlm/tests/old_loop_digests.py",
-    "inference/tests/test_model_ids.py",
-    "inference/tests/test_model_folders.py",
+    "models_app/tests/test_model_ids.py",
+    "models_app/tests/test_model_folders.py",
 }
 SOURCE_SUFFIXES = (".py", ".js", ".cjs", ".mjs", ".html", ".md", ".txt", ".cfg", ".ini", ".yml", ".yaml", ".sh")
 
@@ -152,7 +152,7 @@ def test_the_data_migration_moves_stored_paths_of_bundled_rows_to_their_folder_a
 
 @pytest.mark.django_db
 def test_a_row_stored_with_an_old_checkpoint_path_still_finds_its_checkpoint():
-    from inference.models import RegisteredModel
+    from models_app.models import RegisteredModel
 
     row = RegisteredModel(slug="old", name="old", checkpoint_path="inference/demo/eqlm-demo-unrolled.pt")
     assert row.file_path() == MODELS / "eqlm-demo-unrolled" / "checkpoint.pt" and row.file_path().is_file()

@@ -73,8 +73,8 @@ def test_the_data_migration_moves_the_old_models_row_evaluations_and_result_rows
     migrate_to_latest()  # later migrations may add columns the current models read
 
     from benchmarks_app.models import ResultRow as Row
-    from inference.models import EvaluationRun as Evaluation
-    from inference.models import RegisteredModel as Model
+    from models_app.models import EvaluationRun as Evaluation
+    from models_app.models import RegisteredModel as Model
 
     assert list(Model.objects.values_list("slug", flat=True)) == ["eqlm-demo-unrolled"]
     moved = Model.objects.get()
@@ -168,8 +168,8 @@ def test_the_data_migration_moves_the_six_stage_models_rows_and_council_rows_to_
     migrate_to_latest()
 
     from benchmarks_app.models import ResultRow as Row
-    from inference.models import EvaluationRun as Evaluation
-    from inference.models import RegisteredModel as Model
+    from models_app.models import EvaluationRun as Evaluation
+    from models_app.models import RegisteredModel as Model
 
     moved = Model.objects.get()
     assert (moved.pk, moved.slug) == (old.pk, "eqlm-demo-anytime")

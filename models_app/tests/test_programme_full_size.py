@@ -13,8 +13,8 @@ from django.db import connection
 from eqlm.programme.checkpoint import save_programme_checkpoint
 from eqlm.programme.config import PUBLISHED_SIZES, published_config
 from eqlm.programme.model import build_programme_model
-from inference import serving
-from inference.models import RegisteredModel
+from models_app import serving
+from models_app.models import RegisteredModel
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db]
 

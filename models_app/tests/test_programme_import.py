@@ -16,8 +16,8 @@ from django.core.management import CommandError, call_command
 from eqlm.programme.checkpoint import save_programme_checkpoint
 from eqlm.programme.config import published_config
 from eqlm.programme.model import build_programme_model
-from inference import serving
-from inference.models import ModelImport, RegisteredModel
+from models_app import serving
+from models_app.models import ModelImport, RegisteredModel
 
 pytestmark = pytest.mark.django_db
 
@@ -260,7 +260,7 @@ def test_the_admin_refuses_an_oversized_checkpoint_on_its_content_length(staff_c
 
 def test_a_declared_run_finds_its_published_figure_by_the_programme_name():
     from benchmarks_app.services import ingest_records
-    from inference.programme_eval import beside_published, published_figure
+    from models_app.programme_eval import beside_published, published_figure
 
     record = {
         "run": "exp13_contraction_at_width/seed42", "experiment": "exp13_contraction_at_width", "arm": "B1",

@@ -15,9 +15,9 @@ from django.core.management.base import CommandError
 from eqlm.checkpoint import save_checkpoint
 from eqlm.recipe import load_recipe, recipe_file
 from eqlm.testing import tiny_explicit_model, tiny_model
-from inference import promote
-from inference.tests.test_card_evaluation import EVALUATION_FIGURE
-from inference.tests.test_card_facts import TRAINING_FIGURE
+from models_app import promote
+from models_app.tests.test_card_evaluation import EVALUATION_FIGURE
+from models_app.tests.test_card_facts import TRAINING_FIGURE
 
 pytestmark = pytest.mark.django_db
 OVERRIDES = ["steps=3000", "seed=42"]

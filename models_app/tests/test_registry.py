@@ -8,8 +8,8 @@ import torch
 
 from eqlm.checkpoint import save_checkpoint
 from eqlm.testing import tiny_config, tiny_model
-from inference.models import EvaluationRun, RegisteredModel
-from inference.tests.model_pages import every_model_page
+from models_app.models import EvaluationRun, RegisteredModel
+from models_app.tests.model_pages import every_model_page
 
 FIXTURE = Path(__file__).parent / "fixtures" / "blimp"
 MARKER = Path("/tmp/eqlm-malicious-upload-ran")
@@ -120,7 +120,7 @@ def test_demo_metric_tables_download_as_csv_and_json(client):
 
 @pytest.mark.django_db
 def test_seed_registers_each_bundled_model_once(bundled_model_ids, settings):
-    from inference.seed import seed
+    from models_app.seed import seed
 
     first = seed()
     second = seed()
@@ -136,7 +136,7 @@ def test_seed_registers_each_bundled_model_once(bundled_model_ids, settings):
 
 @pytest.mark.django_db
 def test_anyone_can_list_registered_models(client, bundled_model_ids):
-    from inference.seed import seed
+    from models_app.seed import seed
 
     seed()
     response = client.get("/api/models/")
@@ -149,7 +149,7 @@ def test_anyone_can_list_registered_models(client, bundled_model_ids):
 def test_a_real_worker_runs_a_small_blimp_evaluation_and_its_rows_reach_the_benchmarks_api(
     live_celery, client, settings, wait_for_job
 ):
-    from inference.services import queue_evaluation
+    from models_app.services import queue_evaluation
 
     folder = Path(settings.MEDIA_ROOT) / "worker-test"
     folder.mkdir(exist_ok=True)

@@ -7,7 +7,7 @@ import threading
 import pytest
 
 from eqlm.generation import GenerationRequest
-from inference import serving
+from models_app import serving
 
 GREEDY = GenerationRequest(prompt="In the beginning", max_tokens=12, depth=4)
 
@@ -114,7 +114,7 @@ def test_a_missing_default_model_is_listed_as_failed_and_resolving_it_says_why(m
 
 @pytest.mark.django_db
 def test_a_registry_row_with_an_onnx_folder_is_served_under_its_slug(models_dir, exports):
-    from inference.models import RegisteredModel
+    from models_app.models import RegisteredModel
 
     RegisteredModel.objects.create(slug="uploaded-tiny", name="Uploaded tiny", model_class="EqLM",
                                    sha256="x", onnx_dir=str(exports[1]))  # fmt: skip

@@ -65,10 +65,10 @@ def lazy(statement: str) -> str:
 # (contract id, file to plant in, code appended to it, the other contracts it also breaks): each kind of contract
 PLANTS = [
     ("eqlm-pure", "eqlm/tokenizer.py", lazy("from django.conf import settings"), []),
-    ("acyclic", "inference/model_ids.py", lazy("from inference import serving"), []),
+    ("acyclic", "models_app/model_ids.py", lazy("from models_app import serving"), []),
     ("acyclic", "eqlm/tokenizer.py", lazy("from eqlm import runtime"), []),
-    # inference.v1 imports inference.serving, so this one closes a circle too
-    ("serving-below-v1", "inference/serving.py", lazy("from inference.v1 import wire"), ["acyclic"]),
+    # inference.v1 imports models_app.serving, so this one closes a circle too
+    ("serving-below-v1", "models_app/serving.py", lazy("from inference.v1 import wire"), ["acyclic"]),
     ("web-no-torch", "portal/urls.py", lazy("from eqlm import trainer"), []),
 ]
 
