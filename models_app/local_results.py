@@ -36,7 +36,8 @@ def model_entry(slug: str) -> dict:
     """The model's stored convergence rows (the run the charts use) in the fixture's compact form."""
     from benchmarks_app.models import ResultRow
 
-    from .convergence import METRICS, stored_figures
+    from .convergence import METRICS
+    from .convergence_figures import stored_figures
 
     figures = stored_figures(slug)
     if not figures:

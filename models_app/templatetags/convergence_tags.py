@@ -46,7 +46,7 @@ STARTS_COMPARED = 48
 
 @register.inclusion_tag("models_app/_convergence.html")
 def convergence_panel(slug: str) -> dict:
-    from models_app.convergence import stored_figures
+    from models_app.convergence_figures import stored_figures
 
     try:
         figures = stored_figures(slug) if slug else {}

@@ -25,7 +25,7 @@ def cells_by_row(table: dict) -> dict:
 
 @pytest.mark.django_db
 def test_the_convergence_rows_are_a_table_and_plot_on_the_benchmarks_page(client, tmp_path):
-    from models_app.convergence import stored_figures
+    from models_app.convergence_figures import stored_figures
 
     evaluate_tiny(tmp_path, "tiny-bench")
     table = local_table()

@@ -115,7 +115,8 @@ def test_staff_queue_it_from_the_admin_and_rerun_keeps_its_kind(staff_client, tm
 
 @pytest.mark.django_db
 def test_stored_figures_read_back_what_the_evaluation_wrote(tmp_path):
-    from models_app.convergence import queue_convergence_evaluation, run_convergence_evaluation, stored_figures
+    from models_app.convergence import queue_convergence_evaluation, run_convergence_evaluation
+    from models_app.convergence_figures import stored_figures
 
     model = tiny_registered(tmp_path)
     run = queue_convergence_evaluation(model, {**SMALL, "text": "slice"})
@@ -160,7 +161,8 @@ def test_a_real_worker_runs_the_convergence_evaluation_and_writes_its_rows(live_
 @pytest.mark.django_db
 def test_the_evaluation_writes_the_aa_score_and_greedy_agreement_of_the_noise_and_warm_starts(tmp_path):
     from benchmarks_app.models import ResultRow
-    from models_app.convergence import queue_convergence_evaluation, run_convergence_evaluation, stored_figures
+    from models_app.convergence import queue_convergence_evaluation, run_convergence_evaluation
+    from models_app.convergence_figures import stored_figures
 
     model = tiny_registered(tmp_path, slug="tiny-starts")
     run = run_convergence_evaluation(queue_convergence_evaluation(model, {**SMALL, "text": "slice"}).pk)
@@ -183,7 +185,8 @@ def test_the_evaluation_writes_the_aa_score_and_greedy_agreement_of_the_noise_an
 @pytest.mark.django_db
 def test_an_evaluation_without_other_starts_writes_no_start_rows(tmp_path):
     from benchmarks_app.models import ResultRow
-    from models_app.convergence import queue_convergence_evaluation, run_convergence_evaluation, stored_figures
+    from models_app.convergence import queue_convergence_evaluation, run_convergence_evaluation
+    from models_app.convergence_figures import stored_figures
 
     model = tiny_registered(tmp_path, slug="tiny-zero-only")
     run_convergence_evaluation(queue_convergence_evaluation(model, {**SMALL, "text": "slice", "starts": "none"}).pk)
@@ -205,7 +208,8 @@ def test_a_convergence_run_does_not_replace_the_blimp_results_on_the_models_page
 
 @pytest.mark.django_db
 def test_a_replaced_checkpoint_under_the_same_id_never_shows_its_predecessors_figures(tmp_path):
-    from models_app.convergence import queue_convergence_evaluation, run_convergence_evaluation, stored_figures
+    from models_app.convergence import queue_convergence_evaluation, run_convergence_evaluation
+    from models_app.convergence_figures import stored_figures
 
     model = tiny_registered(tmp_path, slug="tiny-replaced")
     run_convergence_evaluation(queue_convergence_evaluation(model, {**SMALL, "text": "slice"}).pk)

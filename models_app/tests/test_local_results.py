@@ -11,7 +11,7 @@ from models_app.local_results import FIXTURE, load_fixture, records, write_fixtu
 
 @pytest.mark.django_db
 def test_the_fixture_round_trips_a_models_rows(tmp_path):
-    from models_app.convergence import stored_figures
+    from models_app.convergence_figures import stored_figures
 
     evaluate_tiny(tmp_path, "tiny-fixture")
     before = stored_figures("tiny-fixture")
@@ -36,7 +36,7 @@ def test_seed_loads_the_committed_models_rows():
         pytest.skip("no committed fixtures/local_results.json")
     models = json.loads(FIXTURE.read_text())["models"]
     call_command("seed", "benchmarks_app", "models_app")
-    from models_app.convergence import stored_figures
+    from models_app.convergence_figures import stored_figures
 
     for slug, entry in models.items():
         assert ResultRow.objects.filter(experiment="local", arm_label=slug).count() == len(records(entry))

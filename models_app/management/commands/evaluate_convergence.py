@@ -30,7 +30,8 @@ class Command(BaseCommand):
 
     def handle(self, *args, **opts):
         from models_app.bundled import bundled_models, register_bundled_models
-        from models_app.convergence import LADDER, new_convergence_run, run_convergence_evaluation, stored_figures
+        from models_app.convergence import LADDER, new_convergence_run, run_convergence_evaluation
+        from models_app.convergence_figures import stored_figures
         from models_app.local_results import write_fixture
         from models_app.models import RegisteredModel
         from models_app.services import RegistryError
