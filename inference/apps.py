@@ -5,4 +5,4 @@ from django.apps import AppConfig
 
 class InferenceConfig(AppConfig):
     name = "inference"
-    verbose_name = "Inference"
+    verbose_name = "Models and inference"  # its admin section: the API keys of /v1/
