@@ -63,7 +63,16 @@ def staff_user(django_user_model):
     from django.contrib.auth.models import Permission
 
     user = django_user_model.objects.create_user("staff", "staff@example.org", "staff-pass-123", is_staff=True)
-    own_apps = ["findings_app", "results", "benchmarks_app", "lab_app", "inference", "council_app", "experiments_app"]
+    own_apps = [
+        "findings_app",
+        "results",
+        "benchmarks_app",
+        "lab_app",
+        "models_app",
+        "inference",
+        "council_app",
+        "experiments_app",
+    ]
     user.user_permissions.set(Permission.objects.filter(content_type__app_label__in=own_apps))
     return user
 
@@ -160,7 +169,7 @@ def serve_models(settings, tmp_path_factory):
     whatever it did. With `default`, the other models are those of `models_dir` (or of the current MODELS_DIR)."""
     from django.core.cache import cache
 
-    from inference import serving
+    from models_app import serving
 
     def serve(models_dir: Path | None = None, default: Path | None = None) -> Path:
         served = models_dir

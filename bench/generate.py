@@ -109,7 +109,7 @@ def main() -> None:
 
     django.setup()
     logging.getLogger("httpx").setLevel(logging.WARNING)
-    from inference.serving import resolve
+    from models_app.serving import resolve
 
     generator = resolve().runtime()
     manifest = generator.manifest

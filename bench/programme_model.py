@@ -109,8 +109,8 @@ def v1_tokens_per_second(server, slug: str, tokens: int, depth: int = 12) -> flo
 def protocol_pairs_per_second(slug: str, per_paradigm: int, device: str) -> tuple[float, int]:
     from django.conf import settings
 
-    from inference.models import RegisteredModel
-    from inference.programme_eval import create_protocol_run, run_protocol_evaluation
+    from models_app.models import RegisteredModel
+    from models_app.programme_eval import create_protocol_run, run_protocol_evaluation
 
     settings.EVALUATION_DEVICE = device
     run = create_protocol_run(RegisteredModel.objects.get(slug=slug), "programme", None, per_paradigm)
@@ -119,10 +119,10 @@ def protocol_pairs_per_second(slug: str, per_paradigm: int, device: str) -> tupl
 
 
 def measure(name: str, folder: Path, per_paradigm: int, tokens: int, server) -> dict:
-    from inference import serving
-    from inference.exports import export_registered_model
-    from inference.imports import register_checkpoint
-    from inference.programme_curve import measure_depth_curve
+    from models_app import serving
+    from models_app.exports import export_registered_model
+    from models_app.imports import register_checkpoint
+    from models_app.programme_curve import measure_depth_curve
 
     path, built_s = build(name, folder)
     row = {"model": name, "parameters": published_parameters(name), "file_mb": round(path.stat().st_size / 1e6, 1)}

@@ -111,7 +111,7 @@ def main() -> None:
 
     django.setup()
     logging.getLogger("httpx").setLevel(logging.WARNING)
-    from inference.serving import resolve
+    from models_app.serving import resolve
 
     generator = resolve(args.model).runtime()
     context = generator.max_positions

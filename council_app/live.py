@@ -13,11 +13,11 @@ from rest_framework.authentication import CSRFCheck
 from rest_framework.exceptions import PermissionDenied
 
 from eqlm.council import member_refuses
-from inference.model_ids import COUNCIL_ID
 from inference.v1.council import council_defaults
 from inference.v1.keys import Caller, client_address
 from inference.v1.serializers import DEFAULT_MEMBERS
 from inference.v1.views import ChatCompletionView
+from models_app.model_ids import COUNCIL_ID
 
 CHAT_SAMPLING = {"temperature": 0.8, "top_p": 0.9, "seed": 0}  # as the dial samples
 
@@ -25,7 +25,7 @@ CHAT_SAMPLING = {"temperature": 0.8, "top_p": 0.9, "seed": 0}  # as the dial sam
 def live_context() -> dict:
     """The members a reader can pick (every servable model that can be a member: not the council, not an explicit
     transformer), the defaults checked."""
-    from inference.serving import model_cards
+    from models_app.serving import model_cards
 
     try:
         cards = model_cards()

@@ -1,9 +1,9 @@
-"""Pages of the depth-dial demo and the models registry, and the /v1/ API (mounted at the site root)."""
+"""Pages of the depth-dial demo and the /v1/ API (mounted at the site root); the registry's are models_app/urls.py."""
 
 from django.conf import settings
 from django.urls import include, path, re_path
 
-from . import model_detail, model_pages, views
+from . import views
 
 app_name = "inference"
 urlpatterns = [
@@ -21,14 +21,6 @@ urlpatterns = [
     ),
     re_path(r"^demo/ort/(?P<name>[A-Za-z0-9_.-]+)$", views.ort_worker_script, name="demo-ort"),
     re_path(r"^demo/quality\.(?P<fmt>csv|json)$", views.quality_download, name="demo-quality"),
-    path("models/", model_pages.models_page, name="models"),
-    re_path(
-        r"^models/(?P<slug>[a-z0-9-]+)/(?P<table>bpb|blimp|warm|samples|stages|check|measured|halting)\.(?P<fmt>csv|json)$",
-        model_pages.table_download,
-        name="model-table",
-    ),
-    re_path(r"^models/recipes/(?P<name>[a-z0-9-]+)\.toml$", model_pages.recipe_file, name="recipe"),
-    re_path(r"^models/(?P<slug>[a-z0-9-]+)/$", model_detail.model_detail, name="model-detail"),
     # The OpenAI-compatible API (inference/v1/).
     path("v1/", include("inference.v1.urls")),
 ]

@@ -20,10 +20,9 @@ from django.urls import reverse
 
 from eqlm.limits import DEFAULT_DEPTH, DEPTH_MAX, STARTS
 from eqlm.manifest import controls_of
+from models_app.models import RegisteredModel
+from models_app.services import DEMO_SLUG
 from results.models import ResultRow
-
-from .models import RegisteredModel
-from .services import DEMO_SLUG
 
 log = logging.getLogger(__name__)
 
@@ -38,7 +37,7 @@ EXAMPLE_PROMPTS = [
 
 
 def onnx_dir() -> Path:
-    from .serving import default_onnx_dir
+    from models_app.serving import default_onnx_dir
 
     return default_onnx_dir()
 
@@ -52,7 +51,7 @@ def read_json(path: Path) -> dict | None:
 
 def manifest_url(model_id: str | None = None) -> str | None:
     """Where the browser reads a model's manifest; the manifest names each graph by a URL carrying its sha256."""
-    from .serving import UnknownModel, resolve
+    from models_app.serving import UnknownModel, resolve
 
     try:
         card = resolve(model_id)
@@ -64,7 +63,7 @@ def manifest_url(model_id: str | None = None) -> str | None:
 def served_manifest(card) -> dict:
     """The manifest as the browser gets it: its own id, each graph's content-addressed URL, and for a bundled model
     the export's training figures labelled as the served checkpoint's last stage, beside the generated totals."""
-    from .bundled import bundled_model, last_stage_labelled
+    from models_app.bundled import bundled_model, last_stage_labelled
 
     manifest = dict(card.manifest)
     if card.source == "bundled":
@@ -82,7 +81,7 @@ def served_manifest(card) -> dict:
 
 
 def _card_or_404(model_id: str):
-    from .serving import UnknownModel, resolve
+    from models_app.serving import UnknownModel, resolve
 
     try:
         card = resolve(model_id)
@@ -148,8 +147,8 @@ def _depth_series(mapping) -> dict[int, float]:
 
 def held_out_bits_per_byte(model_id: str | None = None) -> dict[int, float]:
     """Held-out bits/byte by depth, as measured on the ONNX files and stored with the model (manifest, metrics)."""
-    from .bundled import bundled_model
-    from .serving import DEFAULT_MODEL_ID, UnknownModel, resolve
+    from models_app.bundled import bundled_model
+    from models_app.serving import DEFAULT_MODEL_ID, UnknownModel, resolve
 
     model_id = model_id or DEFAULT_MODEL_ID
     try:
@@ -186,30 +185,10 @@ def quality_table(model_id: str | None = None) -> list[dict]:
     ]
 
 
-def training_summary(facts: dict) -> dict:
-    """The totals of a model's generated training facts, with what a sentence needs ({} when nothing is recorded):
-    minutes, whether only some stages are recorded, the corpus's short name and a thread count shared by every
-    recorded stage."""
-    totals = facts.get("totals") or {}
-    if not totals.get("recorded_stages"):
-        return {}
-    recorded = [s["recorded"] for s in facts.get("stages") or [] if s.get("recorded")]
-    threads = {r.get("threads") for r in recorded}
-    seconds = totals.get("seconds")
-    return {
-        **totals,
-        "minutes": round(seconds / 60) if seconds else None,
-        "partial": totals["recorded_stages"] < totals["stages"],
-        "corpus": ((facts.get("served") or {}).get("corpus") or "").split(" (")[0],
-        "threads": threads.pop() if len(threads) == 1 else None,
-        "stage_names": [s["name"] for s in facts.get("stages") or []],
-    }
-
-
 def training_facts(model_id: str | None = None) -> dict:
     """The training summary of a bundled model from its generated facts (models/<id>/facts.json)."""
-    from .bundled import bundled_model
-    from .serving import DEFAULT_MODEL_ID
+    from models_app.bundled import bundled_model, training_summary
+    from models_app.serving import DEFAULT_MODEL_ID
 
     return training_summary(bundled_model(model_id or DEFAULT_MODEL_ID).facts())
 
@@ -230,8 +209,8 @@ def depth_marks(max_depth: int, min_depth: int = 1) -> list[dict]:
 
 def dial_models() -> list[dict]:
     """Every model the dial can load: id and name, the default first."""
-    from .bundled import bundled_model
-    from .serving import model_cards
+    from models_app.bundled import bundled_model
+    from models_app.serving import model_cards
 
     names = dict(RegisteredModel.objects.values_list("slug", "name"))
     models = []
@@ -246,8 +225,8 @@ def dial_models() -> list[dict]:
 def selected_model(request) -> dict:
     """The model the page shows (?model=<id>, default eqlm-demo): id, name, depths, card, its generated figures by
     depth; 404 for an unknown id."""
-    from .bundled import bundled_model, measured_table
-    from .serving import DEFAULT_MODEL_ID, UnknownModel, resolve
+    from models_app.bundled import bundled_model, measured_table
+    from models_app.serving import DEFAULT_MODEL_ID, UnknownModel, resolve
 
     model_id = request.GET.get("model") or DEFAULT_MODEL_ID
     try:

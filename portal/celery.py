@@ -29,9 +29,12 @@ TIMED_OUT = "The job exceeded its time limit of {limit:g} s and was stopped."
 JOB_ROWS = {
     "benchmarks_app.tasks.ingest_upload": "results.SourceFile",
     "lab_app.tasks.run_lab_job": "lab_app.LabRun",
-    "inference.tasks.evaluate": "inference.EvaluationRun",  # every kind (BLiMP, convergence)
-    "inference.tasks.evaluate_blimp": "inference.EvaluationRun",  # the old name, for messages queued before
-    "inference.tasks.import_model": "inference.ModelImport",
+    "models_app.tasks.evaluate": "models_app.EvaluationRun",  # every kind (BLiMP, convergence)
+    "models_app.tasks.import_model": "models_app.ModelImport",
+    # the names these tasks had in the inference app, for messages queued before (models_app/tasks.py)
+    "inference.tasks.evaluate": "models_app.EvaluationRun",
+    "inference.tasks.evaluate_blimp": "models_app.EvaluationRun",
+    "inference.tasks.import_model": "models_app.ModelImport",
     "experiments_app.tasks.train_slice": "experiments_app.TrainingRun",  # re-sent with the id alone: its next slice
 }
 
@@ -99,7 +102,11 @@ app.conf.update(
     task_default_queue="default",
     # `train` has its own worker (niced, one thread, see `make worker`), so training never starves the others.
     task_queues=(Queue("default"), Queue("gpu"), Queue("train")),
-    task_routes={"inference.tasks.*": {"queue": "gpu"}, "experiments_app.tasks.*": {"queue": "train"}},
+    task_routes={
+        "models_app.tasks.*": {"queue": "gpu"},
+        "inference.tasks.*": {"queue": "gpu"},  # the registry's tasks under their old names (models_app/tasks.py)
+        "experiments_app.tasks.*": {"queue": "train"},
+    },
     task_track_started=True,
     result_expires=3600,
     broker_connection_retry_on_startup=True,

@@ -10,7 +10,7 @@ NAVIGATION = [
     ("demo", "Demo", "inference:demo"),
     ("lab", "Lab", "lab:index"),
     ("council", "Council", "council:index"),
-    ("models", "Models", "inference:models"),
+    ("models", "Models", "models:models"),
     ("api", "API", "api-reference"),
 ]
 

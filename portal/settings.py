@@ -117,13 +117,14 @@ INSTALLED_APPS = [
     "findings_app",
     "benchmarks_app",
     "lab_app",
+    "models_app",
     "inference",
     "council_app",
     "experiments_app",
 ]
 
 # Apps whose seed.py is run by `manage.py seed`, in this order.
-SEED_APPS = ["findings_app", "benchmarks_app", "council_app", "inference", "lab_app", "experiments_app"]
+SEED_APPS = ["findings_app", "benchmarks_app", "council_app", "models_app", "lab_app", "experiments_app"]
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
@@ -297,7 +298,7 @@ SPECTACULAR_SETTINGS = {
         "EqlmSolverEnum": "eqlm.convergence.SOLVERS",
         "EqlmStartEnum": "eqlm.limits.STARTS",
         "EqlmHaltEnum": "eqlm.limits.HALTS",
-        "EvaluationKindEnum": "inference.models.EvaluationRun.Kind",
+        "EvaluationKindEnum": "models_app.models.EvaluationRun.Kind",
     },
 }
 

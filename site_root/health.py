@@ -41,7 +41,7 @@ def live_workers(broker: str) -> int:
 def model_states() -> list[dict]:
     """Every servable model and whether this process has it loaded (never loads one, never raises)."""
     try:
-        from inference.serving import model_states as states
+        from models_app.serving import model_states as states
 
         return states()
     except Exception as exc:  # noqa: BLE001

@@ -17,6 +17,7 @@ urlpatterns = [
     path("", home, name="home"),
     path("favicon.ico", views.favicon),
     re_path(r"^admin/benchmarks_app/(?P<model>sourcefile|run|arm|resultrow)/(?P<rest>.*)$", views.moved_admin),
+    path("admin/inference/", include("models_app.admin_urls")),  # the registry's admin pages at their old paths
     path("admin/", admin.site.urls),
     path("api/health", views.health_view, name="health"),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
@@ -32,6 +33,7 @@ urlpatterns = [
     path("benchmarks/", include("benchmarks_app.urls")),
     path("lab/", include("lab_app.urls")),
     path("council/", include("council_app.urls")),
+    path("", include("models_app.urls")),
     path("", include("inference.urls")),
     # vLLM-compatible tokenizer endpoints at the root, where harnesses look (inference/v1/tokenizer.py)
     path("tokenize", tokenizer_views.TokenizeView.as_view(), name="tokenize"),
@@ -43,7 +45,7 @@ urlpatterns = [
     path("api/", include("benchmarks_app.api_urls")),
     path("api/", include("lab_app.api_urls")),
     path("api/", include("council_app.api_urls")),
-    path("api/", include("inference.api_urls")),
+    path("api/", include("models_app.api_urls")),
     path("api/", include("experiments_app.api_urls")),
 ]
 

@@ -19,7 +19,7 @@ def warm_up() -> None:
 
     if not settings.WARM_UP_MODEL:
         return
-    from inference.serving import warm_up_all
+    from models_app.serving import warm_up_all
 
     try:
         warm_up_all()

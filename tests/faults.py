@@ -198,7 +198,7 @@ def kill_worker_during_ingest(worker_env: dict, broker_url: str, log_path: Path,
 
 def scratch_blimp(folder: Path, pairs_per_paradigm: int = 300) -> Path:
     """A BLiMP-format folder built from the test fixture's pairs, repeated so that an evaluation lasts a while."""
-    fixture = ROOT / "inference" / "tests" / "fixtures" / "blimp"
+    fixture = ROOT / "models_app" / "tests" / "fixtures" / "blimp"
     folder.mkdir(parents=True, exist_ok=True)
     for source in fixture.glob("*.jsonl"):
         rows = [line for line in source.read_text().splitlines() if line.strip()]
@@ -217,8 +217,8 @@ def kill_worker_during_evaluation(
     """Kill -9 the worker during a BLiMP evaluation: redelivered, the run ends done, one result row per depth."""
     from eqlm.checkpoint import save_checkpoint
     from eqlm.testing import tiny_model
-    from inference.models import RegisteredModel
-    from inference.services import queue_evaluation
+    from models_app.models import RegisteredModel
+    from models_app.services import queue_evaluation
     from results.models import ResultRow
 
     name = "kill -9 a worker in the middle of an evaluation"

@@ -76,7 +76,7 @@ def row_counts() -> dict[str, int]:
     """Rows per model of the portal's own apps: a refused request must leave these unchanged."""
     from django.apps import apps
 
-    own = {"findings_app", "results", "benchmarks_app", "lab_app", "inference", "council_app", "portal"}
+    own = {"findings_app", "results", "benchmarks_app", "lab_app", "models_app", "inference", "council_app", "portal"}
     return {m._meta.label: m.objects.count() for m in apps.get_models() if m._meta.app_label in own}
 
 

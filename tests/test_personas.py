@@ -161,7 +161,7 @@ def checkpoint_file() -> io.BytesIO:
 
 @pytest.mark.slow  # checkpoint probe subprocess
 def test_outsiders_cannot_upload_a_model_and_staff_need_the_token(personas):
-    from inference.models import RegisteredModel
+    from models_app.models import RegisteredModel
 
     for name in ("anonymous", "member"):
         response = csrf_client(personas[name]).post("/api/models/", {"checkpoint": checkpoint_file(), "name": "x"})

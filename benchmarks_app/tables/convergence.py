@@ -1,6 +1,6 @@
 """The portal's own models: quality and convergence by depth (inference's evaluation rows, experiment "local").
 
-Computed from the same stored figures the dial's convergence panel reads (inference.convergence.stored_figures):
+Computed from the same stored figures the dial's convergence panel reads (models_app/convergence_figures.py):
 fixed-depth bits/byte, residual median and p95 and the share converged below 0.01 at a ladder of depths to 128, the
 adaptive rule at each tolerance against fixed depth at the same mean depth, per model and solver, and Picard from
 N(0, 1) and warm starts with their AA score and greedy agreement against the zero start. The notes judge each model
@@ -118,7 +118,7 @@ def targets(slug: str, figures: dict) -> list[str]:
 
 def _start_rows(slug: str, figures: dict) -> list[dict]:
     """Picard from the other starts at the ladder's depths; the AA score and greedy agreement at their depth."""
-    from inference.convergence import LADDER
+    from models_app.convergence import LADDER
 
     rows = []
     for name, found in (figures.get("starts") or {}).items():
@@ -137,7 +137,8 @@ def _start_rows(slug: str, figures: dict) -> list[dict]:
 
 
 def build_convergence(c: Comparison) -> dict:
-    from inference.convergence import LADDER, stored_figures
+    from models_app.convergence import LADDER
+    from models_app.convergence_figures import stored_figures
 
     experiment = c.treatment_experiment or "local"
     rows, series, notes, runs = [], {}, [], []

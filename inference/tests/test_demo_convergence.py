@@ -6,11 +6,11 @@ from pathlib import Path
 import pytest
 from django.conf import settings as django_settings
 
-from inference.tests.test_convergence_evaluation import SMALL, tiny_registered
+from models_app.tests.test_convergence_evaluation import SMALL, tiny_registered
 
 
 def evaluate_tiny(folder: Path, slug: str):
-    from inference.convergence import queue_convergence_evaluation, run_convergence_evaluation
+    from models_app.convergence import queue_convergence_evaluation, run_convergence_evaluation
 
     model = tiny_registered(folder, slug=slug)
     return run_convergence_evaluation(queue_convergence_evaluation(model, {**SMALL, "text": "slice"}).pk)

@@ -5,7 +5,7 @@ import re
 
 import pytest
 
-from inference import serving
+from models_app import serving
 
 pytestmark = pytest.mark.django_db
 

@@ -7,8 +7,8 @@ import shutil
 
 import pytest
 
-from inference import serving
-from inference.tests.model_pages import every_model_page
+from models_app import serving
+from models_app.tests.model_pages import every_model_page
 
 pytestmark = pytest.mark.django_db
 
@@ -48,7 +48,7 @@ def test_the_unrolled_models_page_on_the_dial_carries_its_card_and_measured_tabl
     assert page_config(html)["model"]["id"] == "eqlm-demo-unrolled"
     card = html[html.index('id="model-card"') :]
     assert "collapses past 12" in card
-    for cell in ("2.1835", "4.0199", "31.67%", "5.6476"):  # generated: inference/tests/test_card_evaluation.py
+    for cell in ("2.1835", "4.0199", "31.67%", "5.6476"):  # generated: models_app/tests/test_card_evaluation.py
         assert f'<td class="num">{cell}</td>' in card
 
 
@@ -111,7 +111,7 @@ def test_the_models_page_shows_each_bundled_model_with_its_card(client, bundled_
 
 
 def test_the_admin_lists_each_registered_models_serving_state(staff_client):
-    from inference.seed import seed
+    from models_app.seed import seed
 
     seed()
     serving.reset()

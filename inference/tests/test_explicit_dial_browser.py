@@ -18,7 +18,7 @@ LAYERS = 12
 
 @pytest.fixture
 def served(settings, tmp_path, tiny_onnx_dir, tiny_explicit_onnx_export):
-    from inference import serving
+    from models_app import serving
 
     shutil.copytree(tiny_onnx_dir, tmp_path / "eqlm-demo" / "onnx")
     shutil.copytree(tiny_explicit_onnx_export(LAYERS), tmp_path / "explicit-demo" / "onnx")

@@ -19,7 +19,7 @@ from django.test import override_settings
 
 from eqlm.checkpoint import save_checkpoint
 from eqlm.testing import tiny_explicit_model
-from inference.tests.model_pages import every_model_page
+from models_app.tests.model_pages import every_model_page
 
 pytestmark = [pytest.mark.django_db, pytest.mark.slow]
 
@@ -79,8 +79,8 @@ def test_the_export_writes_one_graph_per_layer_its_metrics_and_its_facts(bundled
 
 
 def test_the_seed_registers_it_once_its_checkpoint_and_metrics_are_there(served):
-    from inference.bundled import register_bundled_models
-    from inference.models import RegisteredModel
+    from models_app.bundled import register_bundled_models
+    from models_app.models import RegisteredModel
 
     assert "explicit-demo" in [row.slug for row, _ in register_bundled_models()]
     row = RegisteredModel.objects.get(slug="explicit-demo")

@@ -12,7 +12,7 @@ import pytest
 from django.core.management import call_command
 
 from eqlm.tokenizers import get_tokenizer
-from inference import serving
+from models_app import serving
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db]
 

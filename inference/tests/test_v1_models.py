@@ -6,7 +6,7 @@ import shutil
 
 import pytest
 
-from inference import serving
+from models_app import serving
 
 pytestmark = pytest.mark.django_db
 
@@ -153,7 +153,7 @@ def test_the_schema_documents_each_models_serving_state(client):
 
 
 def test_registry_evaluations_take_depths_up_to_64():
-    from inference.services import RegistryError, parse_depths
+    from models_app.services import RegistryError, parse_depths
 
     assert parse_depths("1,12,64") == [1, 12, 64]
     with pytest.raises(RegistryError, match="1..64"):

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 
 from eqlm.manifest import controls_of, refused_controls
-from inference.model_ids import SUFFIX_KEYS, base_id, suffix_pairs
+from models_app.model_ids import SUFFIX_KEYS, base_id, suffix_pairs
 from portal.api import ApiError
 
 

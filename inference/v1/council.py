@@ -1,11 +1,11 @@
 """The council on /v1/ (`eqlm-council`): its members' runtimes and its telemetry, chosen per request.
 
-Each member is a servable model (inference.serving.resolve) decoded by its own ONNX runtime with the request's
+Each member is a servable model (models_app.serving.resolve) decoded by its own ONNX runtime with the request's
 depth/tol/warm start/solver (not the noise start or the KL rule: `check_controls` refuses them); eqlm.council solves
 the game per token. `serve` picks a request's generator and its
 Telemetry: a plain model's reports nothing beyond the `eqlm` summary, the council's (CouncilTelemetry) adds
 `eqlm.council` to JSON answers, and per stream (CouncilStreamTelemetry) to each chunk. The `kinetic` serializer is
-in serializers.py, the council's id in inference/model_ids.py.
+in serializers.py, the council's id in models_app/model_ids.py.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 from eqlm.council import council_refuses, member_refuses
 from eqlm.limits import DEFAULT_HALT, DEFAULT_START, DEPTH_MAX
-from inference.model_ids import COUNCIL_ID, is_council_id
+from models_app.model_ids import COUNCIL_ID, is_council_id
 from portal.api import ApiError
 
 from .serializers import DEFAULT_MEMBERS, KineticSerializer
@@ -23,7 +23,7 @@ from .serializers import DEFAULT_MEMBERS, KineticSerializer
 def _member_runtimes(members: list[str]) -> list:
     """Each member's runtime; a 400 naming kinetic.members[i] for an unknown id or a model that cannot be a member
     (an explicit transformer: eqlm.council.member_refuses says why), a 503 for one whose files cannot be loaded."""
-    from inference.serving import ModelUnavailable, UnknownModel, resolve
+    from models_app.serving import ModelUnavailable, UnknownModel, resolve
 
     runtimes = []
     for index, member in enumerate(members):
@@ -61,7 +61,7 @@ def check_controls(data: dict) -> None:
 
 def default_max_depth() -> int:
     """The deepest depth every default member takes: the cap of a council that names no members."""
-    from inference.serving import UnknownModel, resolve
+    from models_app.serving import UnknownModel, resolve
 
     caps = []
     for member in DEFAULT_MEMBERS:

@@ -1,6 +1,6 @@
 """Scoring through /v1: the context rule and logprobs on the wire.
 
-Harnesses name the EqLM controls in the model id (inference/model_ids.py; validated in serializers.py). The logprob
+Harnesses name the EqLM controls in the model id (models_app/model_ids.py; validated in serializers.py). The logprob
 shapes are built by eqlm.logprobs from one log-probability row per token, so any scorer can reuse them.
 """
 

@@ -26,7 +26,7 @@ from eqlm.limits import (
     model_depths,
 )
 from eqlm.model_files import ONNX
-from inference.model_ids import COUNCIL_ID, base_id, suffix_pairs
+from models_app.model_ids import COUNCIL_ID, base_id, suffix_pairs
 from portal.api import ApiError
 
 from .plan import TokenIds
@@ -388,7 +388,7 @@ def resolve_start_and_halt(data: dict) -> dict:
 
 
 def parse_suffix(model_id: str) -> dict:
-    """The EqLM controls a model id names (inference/model_ids.py), validated like the body fields; {} without."""
+    """The EqLM controls a model id names (models_app/model_ids.py), validated like the body fields; {} without."""
     raw = suffix_pairs(model_id)
     if not raw:
         return {}

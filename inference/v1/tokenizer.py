@@ -17,7 +17,7 @@ from rest_framework.response import Response
 
 from eqlm.bpe import RanksMissing
 from eqlm.tokenizers import Tokenizer, get_tokenizer, tokenizer_name
-from inference.model_ids import base_id
+from models_app.model_ids import base_id
 from portal.api import ApiError
 
 from . import ratelimit
@@ -63,7 +63,7 @@ class DetokenizeRequestSerializer(serializers.Serializer):
 def model_context(model_id: str | None) -> tuple[str, int, Tokenizer]:
     """(id as sent, context length in tokens, tokenizer) of the named model, the default one when None."""
     if model_id is None:
-        from inference.serving import DEFAULT_MODEL_ID
+        from models_app.serving import DEFAULT_MODEL_ID
 
         model_id = DEFAULT_MODEL_ID
     generator = served_runtime(base_id(model_id))

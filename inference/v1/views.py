@@ -24,7 +24,7 @@ from rest_framework.views import APIView
 from eqlm.limits import DEPTH_MIN
 from eqlm.logprobs import TextOffsets
 from eqlm.manifest import controls_of
-from inference.model_ids import COUNCIL_ID, base_id, is_council_id, suffix_pairs
+from models_app.model_ids import COUNCIL_ID, base_id, is_council_id, suffix_pairs
 from portal.api import ApiError, error_body
 
 from . import council, ratelimit, scoring, wire
@@ -85,9 +85,9 @@ class V1View(APIView):
 
 
 def served_runtime(model_id: str):
-    """The runtime serving a model id (inference.serving.resolve), or the API's 404 model_not_found (listing every
+    """The runtime serving a model id (models_app.serving.resolve), or the API's 404 model_not_found (listing every
     model a request may name, the council included) or 503 model_unavailable."""
-    from inference.serving import ModelUnavailable, UnknownModel, resolve
+    from models_app.serving import ModelUnavailable, UnknownModel, resolve
 
     try:
         return resolve(model_id).runtime()
@@ -141,7 +141,7 @@ def model_object(state: dict, created: int) -> dict:
 
 def model_objects() -> list[dict]:
     """Every servable model, the default first; a default model whose files are missing is listed as failed."""
-    from inference.serving import model_cards, model_states
+    from models_app.serving import model_cards, model_states
 
     cards = model_cards()
     objects = []
@@ -158,7 +158,7 @@ def model_objects() -> list[dict]:
 
 def model_created() -> int:
     """When the default model's manifest was written (OpenAI's `created`), 0 when it is missing."""
-    from inference.serving import UnknownModel, resolve
+    from models_app.serving import UnknownModel, resolve
 
     try:
         return resolve().created

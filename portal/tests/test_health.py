@@ -75,7 +75,7 @@ def test_health_lists_every_servable_model_with_its_state_in_this_process(
 ):
     import shutil
 
-    from inference import serving
+    from models_app import serving
 
     shutil.copytree(tiny_onnx_export(0), tmp_path / "eqlm-demo" / "onnx")
     shutil.copytree(tiny_onnx_export(1), tmp_path / "tiny-other" / "onnx")

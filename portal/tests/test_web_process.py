@@ -22,7 +22,7 @@ def walk(patterns):
 walk(get_resolver().url_patterns)
 NAMES = ["views", "api", "api_views", "urls", "api_urls", "services", "admin", "serializers", "models", "tasks"]
 V1_NAMES = ["views", "urls", "serializers", "plan", "wire", "docs", "keys", "ratelimit", "admin"]
-APPS = ["portal", "site_root", "results", "findings_app", "benchmarks_app", "lab_app", "inference", "council_app",
+APPS = ["portal", "site_root", "results", "findings_app", "benchmarks_app", "lab_app", "models_app", "inference", "council_app",
         "experiments_app"]
 PACKAGES = [(app, NAMES) for app in APPS]
 for app, names in PACKAGES + [("inference.v1", V1_NAMES)]:
@@ -95,13 +95,13 @@ def test_nothing_in_the_eqlm_library_imports_django():
     assert offenders == []
 
 
-DJANGO_PACKAGES = {"django", "rest_framework", "drf_spectacular", "celery", "portal", "inference"}
+DJANGO_PACKAGES = {"django", "rest_framework", "drf_spectacular", "celery", "portal", "models_app", "inference"}
 
 
 WARM_PROBE = """
 import sys
 import site_root.wsgi
-from inference import serving
+from models_app import serving
 default = next(s for s in serving.model_states() if s["default"])
 print(default["state"] == "loaded", "torch" in sys.modules)
 """
@@ -124,7 +124,7 @@ def test_a_missing_model_does_not_stop_the_worker_from_starting():
 
 STATES_PROBE = """
 import site_root.wsgi
-from inference import serving
+from models_app import serving
 print(",".join(f"{s['id']}={s['state']}" for s in serving.model_states() if s["source"] == "bundled"))
 """
 
