@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import sys
 import time
@@ -52,8 +51,8 @@ from eqlm.council import (  # noqa: E402
 )
 from eqlm.council_memory import fixed_share_mixture, fixed_share_reputations  # noqa: E402
 from eqlm.generation import GenerationRequest, Generator  # noqa: E402
+from eqlm.units import LN2, mean_bits  # noqa: E402
 
-LN2 = math.log(2)
 LONG_PASSAGE = 512
 BETAS = (0.5, 2.0, 8.0)
 TAUS = (0.0, 0.5)
@@ -134,9 +133,9 @@ class Mix:
 
     def scores(self, nll: np.ndarray) -> dict[str, float]:
         """Bits/byte per domain and overall (`mixed` only for a text that holds both domains)."""
-        out = {"mixed": float(nll.mean() / LN2)} if len(self.domains) == 2 else {}
+        out = {"mixed": mean_bits(nll)} if len(self.domains) == 2 else {}
         for name, d in self.domains:
-            out[name] = float(nll[self.dom == d].mean() / LN2)
+            out[name] = mean_bits(nll[self.dom == d])
         return out
 
     def reputations(self, share: float, carried: bool = True, rate: float = 1.0) -> np.ndarray:

@@ -49,7 +49,7 @@ from eqlm import convergence as cv  # noqa: E402
 from eqlm.decoder import DecodeCache, OnnxEqLM, process  # noqa: E402
 from eqlm.generation import GenerationRequest, Generator  # noqa: E402
 from eqlm.limits import DEFAULT_SOLVER, SOLVERS  # noqa: E402
-from eqlm.scoring import LN2  # noqa: E402
+from eqlm.units import LN2, mean_bits  # noqa: E402
 
 SLICE = ROOT / "models" / "eqlm-demo" / "heldout_slice.txt"
 
@@ -245,7 +245,7 @@ def basins(model: OnnxEqLM, windows: np.ndarray, depth: int = 128, every: int = 
                 returned[name].append(float(np.linalg.norm(zt - target)) / size < 0.05)
                 nll[name].append(float(cv.nll_from_logits(model.head(zt)[0, 0], np.asarray(window[t + 1]))))
     return {
-        name: {"returns": float(np.mean(returned[name])), "bits_per_byte": float(np.mean(nll[name])) / LN2}
+        name: {"returns": float(np.mean(returned[name])), "bits_per_byte": mean_bits(nll[name])}
         for name in BASIN_STARTS
     }
 
@@ -370,7 +370,7 @@ def main() -> int:
         for tol in args.kl_tol:
             name = f"kl_{tol:g}"
             positions[name] = nll, its = halting_positions(model, windows, tol, args.cap, args.solver, "kl")
-            bpb[name], kl_its[name] = float(nll.mean() / LN2), float(its.mean())
+            bpb[name], kl_its[name] = mean_bits(nll), float(its.mean())
         if args.breakdown:
             fixed_nll, _ = halting_positions(model, windows, None, args.fixed, args.solver)  # once, for every rule
             report["halting_breakdown"] = {

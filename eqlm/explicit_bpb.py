@@ -7,11 +7,9 @@ only).
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
-LN2 = math.log(2)
+from .units import LN2
 
 
 def explicit_bits_per_byte(model, windows: np.ndarray, batch: int = 16, device: str = "cpu") -> tuple[float, int]:

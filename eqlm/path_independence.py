@@ -16,7 +16,6 @@ No Django imports here.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 
@@ -26,8 +25,8 @@ import torch.nn.functional as F
 
 from .convergence import positions_mean
 from .model import predecessor_states
+from .units import LN2
 
-LN2 = math.log(2)
 STARTS = ("zero", "noise", "warm")
 BATCH = 16  # windows solved together; the noise start draws one batch's normals at a time
 

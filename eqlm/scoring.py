@@ -6,7 +6,6 @@ what lm-evaluation-harness measures through /v1/completions with echo.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -14,8 +13,7 @@ import numpy as np
 from .decoder import ContextLengthExceeded, DecodeCache, OnnxEqLM, process
 from .limits import DEFAULT_SOLVER
 from .logprobs import log_softmax, nll_from_logits
-
-LN2 = math.log(2)
+from .units import LN2
 
 
 def bits_per_byte(model: OnnxEqLM, text: bytes, depths: list[int], window: int | None = None) -> dict[int, float]:
