@@ -7,7 +7,7 @@ from django.conf import settings
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from eqlm.council import DEFAULT_BETA as COUNCIL_BETA
+from eqlm.council import MAX_MAX_ITER, Kinetic
 from eqlm.council import MEMORIES as COUNCIL_MEMORIES
 from eqlm.council import MEMORY_DEFAULTS as COUNCIL_MEMORY_DEFAULTS
 from eqlm.council import POOLS as COUNCIL_POOLS
@@ -49,6 +49,7 @@ MAX_TOP_LOGPROBS = 20
 DEFAULT_MEMBERS = ("eqlm-demo-anytime", "eqlm-code")
 MAX_MEMBERS = 8
 CONTROL_CAP = 1e6  # beta and tau beyond this only overflow; the game is already routing / pinned there
+BARE = Kinetic()  # the council's controls without memory: eqlm.council's defaults
 
 
 @extend_schema_field(
@@ -179,24 +180,31 @@ class KineticSerializer(serializers.Serializer):
         help_text=f"Ids of servable models, 2–{MAX_MEMBERS}, repeats allowed (default: {', '.join(DEFAULT_MEMBERS)}).",
     )
     tau = serializers.FloatField(
-        required=False, default=0.0, min_value=0.0, max_value=CONTROL_CAP, help_text="Pull toward the reference (≥ 0)."
+        required=False,
+        default=BARE.tau,
+        min_value=0.0,
+        max_value=CONTROL_CAP,
+        help_text="Pull toward the reference (≥ 0).",
     )
     beta = serializers.FloatField(
         required=False, default=None, min_value=0.0, max_value=CONTROL_CAP,
         help_text=(
             "Influence sharpness (≥ 0): 0 is logit averaging, large approaches routing (default: "
-            f"{COUNCIL_MEMORY_DEFAULTS['beta']} with memory, {COUNCIL_BETA} without)."
+            f"{COUNCIL_MEMORY_DEFAULTS['beta']} with memory, {BARE.beta} without)."
         ),
     )  # fmt: skip
     eta = PositiveFloatField(
-        required=False, default=0.5, max_value=1.0, help_text="Step size of the update, in (0, 1]."
+        required=False, default=BARE.eta, max_value=1.0, help_text="Step size of the update, in (0, 1]."
     )
     max_iter = serializers.IntegerField(
-        required=False, default=32, min_value=1, max_value=256, help_text="Most game iterations per token (1–256)."
+        required=False, default=BARE.max_iter, min_value=1, max_value=MAX_MAX_ITER,
+        help_text=f"Most game iterations per token (1–{MAX_MAX_ITER}).",
+    )  # fmt: skip
+    tol = PositiveFloatField(
+        required=False, default=BARE.tol, help_text="Stop once y moves less than this in L1 (> 0)."
     )
-    tol = PositiveFloatField(required=False, default=1e-5, help_text="Stop once y moves less than this in L1 (> 0).")
     reference = serializers.CharField(
-        required=False, default="mean", max_length=100,
+        required=False, default=BARE.reference, max_length=100,
         help_text='"mean" (the mean of the members\' distributions) or a member id.',
     )  # fmt: skip
     memory = serializers.ChoiceField(
@@ -218,7 +226,7 @@ class KineticSerializer(serializers.Serializer):
         choices=list(COUNCIL_POOLS), required=False, default=None,
         help_text=(
             '"geometric": y ∝ exp(Σ w_i l_i) p_ref^τ (log-linear); "arithmetic": y = Σ w_i p_i, the weighted mean of '
-            f'the distributions (default: "{COUNCIL_MEMORY_DEFAULTS["pool"]}" with memory, "geometric" without).'
+            f'the distributions (default: "{COUNCIL_MEMORY_DEFAULTS["pool"]}" with memory, "{BARE.pool}" without).'
         ),
     )  # fmt: skip
 
@@ -237,9 +245,9 @@ class KineticSerializer(serializers.Serializer):
 
     def validate(self, attrs):
         if attrs["beta"] is None:
-            attrs["beta"] = COUNCIL_MEMORY_DEFAULTS["beta"] if attrs["memory"] != "none" else COUNCIL_BETA
+            attrs["beta"] = COUNCIL_MEMORY_DEFAULTS["beta"] if attrs["memory"] != "none" else BARE.beta
         if attrs["pool"] is None:
-            attrs["pool"] = COUNCIL_MEMORY_DEFAULTS["pool"] if attrs["memory"] != "none" else "geometric"
+            attrs["pool"] = COUNCIL_MEMORY_DEFAULTS["pool"] if attrs["memory"] != "none" else BARE.pool
         members = attrs.get("members") or list(DEFAULT_MEMBERS)
         if attrs["reference"] != "mean" and attrs["reference"] not in members:
             raise serializers.ValidationError({"reference": ['Must be "mean" or one of the members.']})
