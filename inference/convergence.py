@@ -28,7 +28,7 @@ import logging
 from django.db import transaction
 
 from eqlm.convergence import ADAPTIVE_TOLERANCES, tolerance_key
-from eqlm.limits import DEFAULT_START, DEPTH_CAP_MAX, DEPTH_MAX, DEPTH_MIN, SOLVERS, STARTS
+from eqlm.limits import DEFAULT_START, DEPTH_MAX, DEPTH_MIN, EVALUATION_DEPTH_MAX, SOLVERS, STARTS
 from eqlm.model_files import KJV_SLICE
 
 from .models import EvaluationRun, RegisteredModel
@@ -38,7 +38,7 @@ log = logging.getLogger(__name__)
 
 DEFAULT_WINDOWS = 64
 MAX_WINDOWS = 1000
-EVALUATION_MAX_DEPTH = DEPTH_CAP_MAX  # an evaluation setting, not a serving cap (see the module docstring)
+EVALUATION_MAX_DEPTH = EVALUATION_DEPTH_MAX  # an evaluation setting, not a serving cap (see the module docstring)
 LADDER = (1, 2, 4, 8, 12, 16, 24, 32, 48, 64, 96, 128)  # the depths tables and summaries show
 COMPARED_STARTS = tuple(sorted(set(STARTS) - {DEFAULT_START}))  # measured against the zero start: noise, warm
 NOISE_SEED = 0
