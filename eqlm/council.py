@@ -36,7 +36,7 @@ from .generation import (
     choose_token,
 )
 from .limits import DEFAULT_HALT
-from .logprobs import log_softmax, logsumexp
+from .logprobs import log_softmax, logsumexp, softmax
 from .manifest import is_explicit
 from .tokenizers import get_tokenizer, tokenizer_name
 
@@ -149,9 +149,7 @@ def influence_weights(
     score = beta * np.einsum("...v,...mv->...m", y, log_probs)
     if log_reputation is not None:
         score = score + log_reputation
-    score -= score.max(axis=-1, keepdims=True)
-    w = np.exp(score)
-    return w / w.sum(axis=-1, keepdims=True)
+    return softmax(score)
 
 
 def reference_log_probs(log_probs: np.ndarray, reference: str | int = "mean") -> np.ndarray:

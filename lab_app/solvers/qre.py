@@ -14,8 +14,10 @@ import numpy as np
 from scipy.linalg import lu_factor, lu_solve
 from scipy.linalg.lapack import dgesv
 
+from eqlm.logprobs import softmax
+
 from . import kernel
-from .core import nash_conv, softmax
+from .core import nash_conv
 
 
 class _System:
@@ -36,9 +38,7 @@ class _System:
         zu, zv = self._zu, self._zv
         zu[1:] = w[:k]
         zv[1:] = w[k:]
-        eu = np.exp(zu - zu.max())
-        ev = np.exp(zv - zv.max())
-        return eu / eu.sum(), ev / ev.sum()
+        return softmax(zu), softmax(zv)
 
     def H(self, w: np.ndarray, lam: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         x, y = self.probs(w)
