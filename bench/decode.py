@@ -47,11 +47,11 @@ sys.path.insert(0, str(ROOT))
 
 from eqlm import convergence as cv  # noqa: E402
 from eqlm.decoder import DecodeCache, OnnxEqLM, process  # noqa: E402
+from eqlm.evaluate import heldout_text  # noqa: E402
 from eqlm.generation import GenerationRequest, Generator  # noqa: E402
 from eqlm.limits import DEFAULT_SOLVER, SOLVERS  # noqa: E402
+from eqlm.model_files import KJV_SLICE as SLICE  # noqa: E402
 from eqlm.units import LN2, mean_bits  # noqa: E402
-
-SLICE = ROOT / "models" / "eqlm-demo" / "heldout_slice.txt"
 
 
 def prompts_from_slice(path: Path, count: int, length: int = 24) -> list[str]:
@@ -348,9 +348,7 @@ def main() -> int:
     bpb = {}
     if args.bpb_windows:
         if args.heldout:
-            from eqlm.corpus import load_corpus, split
-
-            text, source = split(load_corpus()[0])[1], "corpus held-out slice"
+            text, source = heldout_text("heldout")
         else:
             text, source = Path(args.slice).read_bytes(), str(Path(args.slice).relative_to(ROOT))
         windows = cv.windows_of(text, model.max_positions, limit=args.bpb_windows)

@@ -28,8 +28,8 @@ import logging
 from django.db import transaction
 
 from eqlm.convergence import ADAPTIVE_TOLERANCES, tolerance_key
+from eqlm.evaluate import COMMITTED, TEXTS, corpus_text, heldout_text, record
 from eqlm.limits import DEFAULT_START, DEPTH_MAX, DEPTH_MIN, EVALUATION_DEPTH_MAX, SOLVERS, STARTS
-from eqlm.model_files import KJV_SLICE
 
 from .models import EvaluationRun, RegisteredModel
 from .services import MODEL_FAMILY, RegistryError, pick_device
@@ -42,7 +42,6 @@ EVALUATION_MAX_DEPTH = EVALUATION_DEPTH_MAX  # an evaluation setting, not a serv
 LADDER = (1, 2, 4, 8, 12, 16, 24, 32, 48, 64, 96, 128)  # the depths tables and summaries show
 COMPARED_STARTS = tuple(sorted(set(STARTS) - {DEFAULT_START}))  # measured against the zero start: noise, warm
 NOISE_SEED = 0
-TEXTS = ("heldout", "slice")  # the corpus's held-out slice (falls back to the committed slice), or the slice
 DEFAULT_OPTIONS = {
     "solvers": list(SOLVERS),
     "max_depth": EVALUATION_MAX_DEPTH,
@@ -55,7 +54,7 @@ DEFAULT_OPTIONS = {
 FIXED_METRICS = ("heldout_bits_per_byte", "residual_median", "residual_p95")
 START_METRICS = ("aa_cosine", "greedy_agreement")
 METRICS = (*FIXED_METRICS, "converged_fraction", "mean_iterations", *START_METRICS)
-SLICE = KJV_SLICE
+FIGURE_OF = {"heldout_bits_per_byte": "bits_per_byte"}  # the DepthFigures field of a metric named otherwise
 
 
 def parse_options(data: dict | None) -> dict:
@@ -128,18 +127,7 @@ def queue_convergence_evaluation(model, options: dict | None = None, user=None) 
 def evaluation_text(kind: str, corpus: str = "kjv") -> tuple[bytes, str]:
     """(held-out bytes, where they came from): the held-out slice of the corpus the model was trained on (KJV, or
     the code corpus), or the committed 4 KB KJV slice (`text: slice`, or when the KJV corpus is unavailable)."""
-    if kind == "heldout":
-        try:
-            from eqlm.corpus import load_code_corpus, load_corpus, split
-
-            if corpus == "code":
-                return split(load_code_corpus()[0])[1], "code corpus held-out slice"
-            return split(load_corpus()[0])[1], "corpus held-out slice"
-        except (RuntimeError, OSError) as exc:
-            if corpus == "code":
-                raise
-            log.warning("corpus unavailable (%s); using the committed slice", exc)
-    return SLICE.read_bytes(), "committed held-out slice"
+    return heldout_text(kind, lambda: corpus_text(corpus), None if corpus == "code" else COMMITTED)
 
 
 def run_label(run: EvaluationRun) -> str:
@@ -170,54 +158,31 @@ def convergence_records(run: EvaluationRun, evaluation, paths=None) -> list[dict
         "config_hash": str(provenance.get("config_hash", ""))[:128],
         "git_commit": str(provenance.get("git_commit", ""))[:64],
     }
-    units = {"heldout_bits_per_byte": "bits/byte", "residual_median": "relative residual"}
-    units["residual_p95"] = units["residual_median"]
     records = []
     for solver, profile in evaluation.profiles.items():
         for depth, figures in sorted(profile.by_depth.items()):
-            condition = {"depth": depth, "solver": solver}
-            values = {
-                "heldout_bits_per_byte": figures.bits_per_byte,
-                "residual_median": figures.residual_median,
-                "residual_p95": figures.residual_p95,
-            }
-            for metric, value in values.items():
-                records.append(
-                    {**base, "metric": metric, "value": value, "unit": units[metric], "n": figures.positions}
-                    | {"condition": condition}
-                )
+            condition, n = {"depth": depth, "solver": solver}, figures.positions
+            for metric in FIXED_METRICS:
+                records.append(record(base, metric, getattr(figures, FIGURE_OF.get(metric, metric)), condition, n=n))
             for tol, share in figures.converged.items():
-                records.append(
-                    {**base, "metric": "converged_fraction", "value": share, "unit": "fraction"}
-                    | {"n": figures.positions, "condition": {**condition, "tol": tol}}
-                )
+                records.append(record(base, "converged_fraction", share, {**condition, "tol": tol}, n=n))
     for point in evaluation.adaptive:
         condition = {"cap": point.cap, "solver": point.solver, "tol": point.tol}
-        for metric, value, unit in (
-            ("heldout_bits_per_byte", point.bits_per_byte, "bits/byte"),
-            ("mean_iterations", point.mean_iterations, "iterations"),
-            ("converged_fraction", point.halted_fraction, "fraction"),
+        for metric, value in (
+            ("heldout_bits_per_byte", point.bits_per_byte),
+            ("mean_iterations", point.mean_iterations),
+            ("converged_fraction", point.halted_fraction),
         ):
-            records.append(
-                {**base, "metric": metric, "value": value, "unit": unit, "n": point.positions, "condition": condition}
-            )
+            records.append(record(base, metric, value, condition, n=point.positions))
     for start, found in (paths.starts if paths else {}).items():
         if start == DEFAULT_START:  # the zero start's rows are the fixed-depth Picard rows above
             continue
         for depth, value in sorted(found.bits_per_byte.items()):
             condition = {"depth": depth, "solver": "picard", "start": start}
-            records.append(
-                {**base, "metric": "heldout_bits_per_byte", "value": value, "unit": "bits/byte", "n": paths.positions}
-                | {"condition": condition}
-            )
+            records.append(record(base, "heldout_bits_per_byte", value, condition, n=paths.positions))
         condition = {"depth": paths.depths[-1], "solver": "picard", "start": start}
-        for metric, value, unit in (
-            ("aa_cosine", found.aa_cosine, "cosine"),
-            ("greedy_agreement", found.greedy_agreement, "fraction"),
-        ):
-            records.append(
-                {**base, "metric": metric, "value": value, "unit": unit, "n": paths.positions, "condition": condition}
-            )
+        for metric in START_METRICS:
+            records.append(record(base, metric, getattr(found, metric), condition, n=paths.positions))
     return records
 
 
@@ -265,13 +230,12 @@ def summary(evaluation, source: str, paths=None) -> dict:
 
 
 def measure(run: EvaluationRun, progress=None):
-    """Load the checkpoint in torch, run eqlm.convergence.evaluate on the run's text, then (when the options name
-    other starts) eqlm.path_independence on the same windows; (evaluation, path independence or None, source)."""
+    """Load the checkpoint in torch and run eqlm.evaluate.depth_profiles on the run's text: (evaluation, path
+    independence of the other starts or None, source)."""
     import torch
 
-    from eqlm import convergence as cv
     from eqlm.checkpoint import load_checkpoint
-    from eqlm.path_independence import path_independence
+    from eqlm.evaluate import depth_profiles, windows_of
 
     o = run.options
     device = pick_device()
@@ -282,33 +246,11 @@ def measure(run: EvaluationRun, progress=None):
     torch.set_num_threads(max(1, min(2, torch.get_num_threads())))
     corpus = ((data.get("provenance") or {}).get("train_settings") or {}).get("corpus", "kjv")
     text, source = evaluation_text(o["text"], corpus)
-    windows = cv.windows_of(text, model.config.max_positions, limit=o["windows"])
+    windows = windows_of(text, model.config.max_positions, limit=o["windows"])
     if not len(windows):
         raise ValueError("the held-out text is shorter than one window")
-    evaluation = cv.evaluate(
-        cv.TorchBackend(model, device),
-        windows,
-        solvers=o["solvers"],
-        max_depth=o["max_depth"],
-        tolerances=o["tolerances"],
-        cap=o["cap"],
-        batch=16 if device == "cuda" else 8,
-        progress=None if progress is None else lambda f, m: progress(0.8 * f, m),
-    )
-    paths = None
-    if o.get("starts"):
-        if progress:
-            progress(0.8, f"path independence: the {' and '.join(o['starts'])} starts against zero")
-        # on the CPU, as the depth-curve experiment measures (the noise comes from a CPU generator)
-        paths = path_independence(
-            model.cpu(),
-            windows,
-            start_depths(o["max_depth"]),
-            (DEFAULT_START, *o["starts"]),
-            seed=NOISE_SEED,
-            batch=8,
-            warm_depths=[],
-        )
+    depths = start_depths(o["max_depth"])
+    evaluation, paths = depth_profiles(model, windows, o, device, depths, seed=NOISE_SEED, progress=progress)
     return evaluation, paths, f"{source}, {len(windows)} windows of {model.config.max_positions} bytes"
 
 
@@ -333,24 +275,8 @@ def run_convergence_evaluation(run_id: int) -> EvaluationRun:
 # --- reading the stored figures back (web side: no torch) ---------------------------------------------------------
 
 
-def stored_figures(slug: str) -> dict:
-    """The model's convergence figures from its result rows, for charts: {} when none are stored.
-
-    Only rows of the registered checkpoint count (the run label carries its sha256), so a model whose files were
-    replaced under the same id never shows its predecessor's figures. When several evaluations exist (different
-    text or window counts), the one that measured the most positions (then the newest) is used.
-    Shape: {"run", "positions", "solvers": {s: {"depth": [...], "heldout_bits_per_byte": [...], "residual_median":
-    [...], "residual_p95": [...], "converged": {tol: [...]}}}, "adaptive": [...], "starts": {start: {"depth": [...],
-    "heldout_bits_per_byte": [...], "at_depth": d, "aa_cosine": x, "greedy_agreement": x}}} (starts: Picard from
-    another start than zero, the AA score and greedy agreement against zero at depth `at_depth`; {} when none).
-    """
-    from benchmarks_app.models import ResultRow
-
-    rows = list(
-        ResultRow.objects.filter(experiment="local", arm_label=slug, metric__in=METRICS)
-        .values_list("arm__run__run_id", "metric", "condition", "value", "n", "id")
-        .order_by("id")
-    )
+def _chosen_run(rows: list, slug: str) -> tuple[str, int] | None:
+    """(run id, positions) of the evaluation whose rows `stored_figures` reads (see there), or None."""
     registered = RegisteredModel.objects.filter(slug=slug).values_list("sha256", flat=True).first()
     mark = f":{registered[:12]}:" if registered else None
     runs: dict[str, tuple[int, int]] = {}
@@ -360,8 +286,13 @@ def stored_figures(slug: str) -> dict:
         if metric == "heldout_bits_per_byte" and "solver" in (condition or {}):
             runs[run_id] = max(runs.get(run_id, (0, 0)), (n or 0, pk))
     if not runs:
-        return {}
+        return None
     chosen = max(runs, key=lambda r: runs[r])
+    return chosen, runs[chosen][0]
+
+
+def _grouped(rows: list, chosen: str) -> tuple[dict, dict, dict]:
+    """The chosen run's rows by kind: fixed depth per solver, adaptive points, other starts."""
     solvers: dict[str, dict] = {}
     adaptive: dict[tuple, dict] = {}
     starts: dict[str, dict] = {}
@@ -387,7 +318,33 @@ def stored_figures(slug: str) -> dict:
             key = (solver, condition["tol"], condition["cap"])
             point = adaptive.setdefault(key, {"solver": solver, "tol": condition["tol"], "cap": condition["cap"]})
             point[metric] = value
-    out = {"run": chosen, "positions": runs[chosen][0], "solvers": {}, "adaptive": [], "starts": {}}
+    return solvers, adaptive, starts
+
+
+def stored_figures(slug: str) -> dict:
+    """The model's convergence figures from its result rows, for charts: {} when none are stored.
+
+    Only rows of the registered checkpoint count (the run label carries its sha256), so a model whose files were
+    replaced under the same id never shows its predecessor's figures. When several evaluations exist (different
+    text or window counts), the one that measured the most positions (then the newest) is used.
+    Shape: {"run", "positions", "solvers": {s: {"depth": [...], "heldout_bits_per_byte": [...], "residual_median":
+    [...], "residual_p95": [...], "converged": {tol: [...]}}}, "adaptive": [...], "starts": {start: {"depth": [...],
+    "heldout_bits_per_byte": [...], "at_depth": d, "aa_cosine": x, "greedy_agreement": x}}} (starts: Picard from
+    another start than zero, the AA score and greedy agreement against zero at depth `at_depth`; {} when none).
+    """
+    from benchmarks_app.models import ResultRow
+
+    rows = list(
+        ResultRow.objects.filter(experiment="local", arm_label=slug, metric__in=METRICS)
+        .values_list("arm__run__run_id", "metric", "condition", "value", "n", "id")
+        .order_by("id")
+    )
+    found = _chosen_run(rows, slug)
+    if found is None:
+        return {}
+    chosen, positions = found
+    solvers, adaptive, starts = _grouped(rows, chosen)
+    out = {"run": chosen, "positions": positions, "solvers": {}, "adaptive": [], "starts": {}}
     for solver in [s for s in SOLVERS if s in solvers]:
         per = solvers[solver]
         depths = sorted(per["by_depth"])
