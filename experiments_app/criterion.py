@@ -35,6 +35,8 @@ from dataclasses import dataclass, field
 
 from benchmarks_app import stats
 
+from .criterion_text import describe, describe_selector
+
 VALIDATED, MISSED, PENDING = "validated", "missed", "pending"
 VERDICT_TEXT = {VALIDATED: "validated", MISSED: "formally missed", PENDING: "pending"}
 COMPARATORS = {">=": operator.ge, ">": operator.gt, "<=": operator.le, "<": operator.lt}
@@ -225,56 +227,6 @@ def experiments_named(criterion: dict) -> set[str]:
     return found
 
 
-# --- description -------------------------------------------------------------------------------------------------
-
-
-def _describe_selector(sel: dict) -> str:
-    where = ", ".join(f"{k} {v}" for k, v in sorted(sel["where"].items()))
-    source = f"{sel['experiment']}:" if sel.get("experiment") else ""
-    return f"{source}{sel['arm']}'s {sel['metric']}" + (f" ({where})" if where else "")
-
-
-def _describe_test(node: dict) -> str:
-    stat = {
-        "mean": "the mean over seeds",
-        "ci_low": "the 95% interval's lower bound",
-        "ci_high": "the 95% interval's upper bound",
-        "min": "the lowest seed's figure",
-        "max": "the highest seed's figure",
-    }[node["stat"]]
-    return f"{stat} {node['cmp']} {node['value']:g}"
-
-
-def describe(node: dict) -> str:
-    """One sentence for a node (its parts are described on their own)."""
-    op = node["op"]
-    if op == "all":
-        return f"all of these {len(node['of'])} conditions hold"
-    if op == "any":
-        return f"at least one of these {len(node['of'])} conditions holds"
-    if op == "every_seed":
-        return "for every seed on its own: " + describe(node["of"])
-    if op == "ratio":
-        head = f"{_describe_selector(node['of'])} over {_describe_selector(node['over'])}, per seed"
-    elif op == "difference":
-        head = f"{_describe_selector(node['of'])} minus {_describe_selector(node['minus'])}, per seed"
-        if node.get("abs"):
-            head += " (each seed's gap in absolute value)"
-    elif op == "value":
-        head = _describe_selector(node["of"])
-    else:
-        upto = f" up to depth {node['to_depth']}" if node.get("to_depth") else ""
-        best = "lowest" if node["better"] == "lower" else "highest"
-        head = {
-            "at": f"{_describe_selector(node['of'])} at depth {node.get('depth')}",
-            "best": f"the {best} {_describe_selector(node['of'])} over depth{upto}",
-            "gap_at": f"{_describe_selector(node['of'])} at depth {node.get('depth')} minus its best depth's{upto}",
-            "excess": f"the largest excess of {_describe_selector(node['of'])} over its best depth's, from the best "
-            f"depth{upto or ' on'}",
-        }[node["measure"]]
-    return f"{head}: {_describe_test(node)}"
-
-
 # --- evaluation --------------------------------------------------------------------------------------------------
 
 
@@ -305,11 +257,11 @@ class Context:
 def _one(ctx: Context, sel: dict, seed: int) -> tuple[float | None, str]:
     rows = ctx.rows.matching(sel, seed)
     if not rows:
-        return None, f"no row yet for {_describe_selector(sel)}, seed {seed}"
+        return None, f"no row yet for {describe_selector(sel)}, seed {seed}"
     distinct = {r.value for r in rows}
     if len(distinct) > 1:
         conditions = sorted({str(sorted(r.condition.items())) for r in rows})
-        return None, f"{len(rows)} rows match {_describe_selector(sel)}, seed {seed}: narrow where ({conditions[:2]})"
+        return None, f"{len(rows)} rows match {describe_selector(sel)}, seed {seed}: narrow where ({conditions[:2]})"
     return rows[0].value, ""
 
 
@@ -327,7 +279,7 @@ def _curve(ctx: Context, node: dict, seed: int) -> tuple[float | None, str]:
     missing = sorted(needed - set(curve))
     if missing or not curve:
         shown = ", ".join(map(str, missing[:6])) + ("…" if len(missing) > 6 else "")
-        return None, f"{_describe_selector(sel)}, seed {seed}: no row yet at depth {shown or 'any'}"
+        return None, f"{describe_selector(sel)}, seed {seed}: no row yet at depth {shown or 'any'}"
     span = {d: v for d, v in curve.items() if d <= limit}
     pick = min if node["better"] == "lower" else max
     best_depth = pick(sorted(span), key=lambda d: span[d])
