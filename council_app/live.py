@@ -16,7 +16,7 @@ from eqlm.council import member_refuses
 from inference.model_ids import COUNCIL_ID
 from inference.v1.council import council_defaults
 from inference.v1.keys import Caller, client_address
-from inference.v1.serializers import DEFAULT_MEMBERS
+from inference.v1.kinetic import DEFAULT_MEMBERS
 from inference.v1.views import ChatCompletionView
 
 CHAT_SAMPLING = {"temperature": 0.8, "top_p": 0.9, "seed": 0}  # as the dial samples
