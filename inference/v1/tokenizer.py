@@ -24,7 +24,7 @@ from . import ratelimit
 from .docs import ERROR_RESPONSES
 from .plan import chat_prompt
 from .serializers import MessageSerializer
-from .views import V1View, served_runtime
+from .base import V1View, served_runtime
 
 TOKENIZER_TAG = "tokenizer (vLLM-compatible)"
 TOKEN_NOTATION = {
