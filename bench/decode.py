@@ -48,6 +48,7 @@ sys.path.insert(0, str(ROOT))
 from eqlm import convergence as cv  # noqa: E402
 from eqlm.decoder import DecodeCache, OnnxEqLM, process  # noqa: E402
 from eqlm.evaluate import heldout_text  # noqa: E402
+from eqlm.fixed_point import iterate  # noqa: E402
 from eqlm.generation import GenerationRequest, Generator  # noqa: E402
 from eqlm.limits import DEFAULT_SOLVER, SOLVERS  # noqa: E402
 from eqlm.model_files import KJV_SLICE as SLICE  # noqa: E402
@@ -238,10 +239,9 @@ def basins(model: OnnxEqLM, windows: np.ndarray, depth: int = 128, every: int = 
                 BASIN_STARTS[2]: np.zeros_like(target),
                 BASIN_STARTS[3]: z[:, t - 1 : t],
             }
+            past = (inj[:, t : t + 1], k[:, :, :t], v[:, :, :t])  # position t's injection, its predecessors' K/V
             for name, zt in starts.items():
-                zt = zt.astype(np.float32)
-                for _ in range(depth):
-                    zt = model.step(zt, inj[:, t : t + 1], k[:, :, :t], v[:, :, :t])[0]
+                zt = iterate(lambda z, past=past: model.step(z, *past)[0], zt.astype(np.float32), depth)
                 returned[name].append(float(np.linalg.norm(zt - target)) / size < 0.05)
                 nll[name].append(float(cv.nll_from_logits(model.head(zt)[0, 0], np.asarray(window[t + 1]))))
     return {
