@@ -51,7 +51,7 @@ from eqlm.council import (  # noqa: E402
 )
 from eqlm.council_memory import fixed_share_mixture, fixed_share_reputations  # noqa: E402
 from eqlm.generation import GenerationRequest, Generator  # noqa: E402
-from eqlm.units import LN2, mean_bits  # noqa: E402
+from eqlm.units import mean_bits, mean_bits_of_sum  # noqa: E402
 
 LONG_PASSAGE = 512
 BETAS = (0.5, 2.0, 8.0)
@@ -261,9 +261,9 @@ def paired_interval(mix: Mix, nll: np.ndarray, other: np.ndarray, draws: int = 2
     gaps = np.bincount(at, weights=nll - other, minlength=len(ids))
     counts = np.bincount(at, minlength=len(ids)).astype(float)
     pick = np.random.default_rng(seed).integers(0, len(ids), size=(draws, len(ids)))
-    resampled = gaps[pick].sum(axis=1) / counts[pick].sum(axis=1) / LN2
+    resampled = mean_bits_of_sum(gaps[pick].sum(axis=1), counts[pick].sum(axis=1))
     low, high = np.quantile(resampled, [0.025, 0.975])
-    difference = float((nll - other).mean() / LN2)
+    difference = mean_bits(nll - other)
     return {"difference": difference, "low": float(low), "high": float(high), "passages": len(ids)}
 
 

@@ -52,7 +52,7 @@ from eqlm.fixed_point import iterate  # noqa: E402
 from eqlm.generation import GenerationRequest, Generator  # noqa: E402
 from eqlm.limits import DEFAULT_SOLVER, SOLVERS  # noqa: E402
 from eqlm.model_files import KJV_SLICE as SLICE  # noqa: E402
-from eqlm.units import LN2, mean_bits  # noqa: E402
+from eqlm.units import LN2, mean_bits, mean_bits_of_sum  # noqa: E402
 
 
 def prompts_from_slice(path: Path, count: int, length: int = 24) -> list[str]:
@@ -173,7 +173,7 @@ def settled_bits_per_byte(
             nll += float(cv.nll_from_logits(model.head(z)[0, 0], np.asarray(window[position + 1])))
             iterations += int(its[0]) if position else 0  # the first position has nothing to start from
             count += 1
-    return nll / count / LN2, iterations / (count - len(windows))
+    return mean_bits_of_sum(nll, count), iterations / (count - len(windows))
 
 
 def divergences(model: OnnxEqLM, prompts: list[str], cold: dict, warm: dict, cap: int, tol: float, solver: str):

@@ -24,7 +24,7 @@ import numpy as np
 from .fixed_point import FixedPoint, NumpyOps, TorchOps
 from .limits import DEFAULT_SOLVER, DEPTH_MAX, SOLVERS
 from .logprobs import nll_from_logits
-from .units import LN2
+from .units import mean_bits_of_sum
 
 # The dial's tolerance slider: 10^-3 .. 10^-0.5 in quarter decades (templates/inference/demo.html).
 DIAL_TOLERANCES = tuple(float(f"{10 ** (-3 + 0.25 * k):.3g}") for k in range(11))
@@ -278,7 +278,7 @@ def profile_by_depth(
         q = residual_quantiles(r)
         profile.by_depth[depth] = DepthFigures(
             depth=depth,
-            bits_per_byte=nll_sum[depth] / count / LN2,
+            bits_per_byte=mean_bits_of_sum(nll_sum[depth], count),
             residual_median=q[0.5],
             residual_p95=q[0.95],
             converged={tolerance_key(t): converged_fraction(r, t) for t in tolerances},
@@ -320,7 +320,7 @@ def adaptive_point(
         tol=tolerance_key(tol),
         cap=cap,
         mean_iterations=iterations / count,
-        bits_per_byte=nll_sum / count / LN2,
+        bits_per_byte=mean_bits_of_sum(nll_sum, count),
         halted_fraction=halted / count,
         positions=count,
     )

@@ -6,7 +6,7 @@
   the other starts against zero, eqlm.path_independence), `start_figures` and `halting_points` (the experiments'
   parts of the same), `explicit_figures` (an explicit transformer's one depth in the same shape).
 - The rows: `record`, one long-format shape (the run's fields, metric, value, UNITS[metric], condition, n).
-- Bits/byte: eqlm.units (LN2, mean_bits).
+- Bits/byte: eqlm.units (LN2, mean_bits, mean_bits_of_sum).
 
 The module itself imports no torch (the web process reads TEXTS and UNITS); the measuring functions import it.
 """
