@@ -6,7 +6,7 @@ import pytest
 from eqlm import convergence as cv
 from eqlm.decoder import OnnxEqLM
 from eqlm.testing import tiny_model
-from eqlm.units import mean_bits
+from eqlm.units import LN2, mean_bits
 
 TEXT = (
     b"In the beginning God created the heaven and the earth. And the earth was without form, and void; "
@@ -85,7 +85,7 @@ def test_adaptive_halting_matches_the_models_own_solver(windows):
     nll = torch.nn.functional.cross_entropy(
         solved.logits[24].flatten(0, 1).double(), torch.as_tensor(windows[:, 1:]).flatten()
     )
-    assert point.bits_per_byte == pytest.approx(float(nll) / cv.LN2, abs=1e-5)
+    assert point.bits_per_byte == pytest.approx(float(nll) / LN2, abs=1e-5)
 
 
 def test_adaptive_points_of_disjoint_parts_merge_to_one_pass(windows):
