@@ -4,7 +4,6 @@ once (unique constraints), then the run ends. Torch is imported inside the funct
 
 from __future__ import annotations
 
-import logging
 import time
 from contextlib import contextmanager
 from pathlib import Path
@@ -18,7 +17,6 @@ from portal.models import JobStatus
 from .models import TrainingRun
 from .runs import Heartbeat, arm_of, release, run_folder, stage_chain
 
-log = logging.getLogger(__name__)
 Phase = TrainingRun.Phase
 
 

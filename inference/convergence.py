@@ -23,8 +23,6 @@ evaluation measures past a model's serving cap on purpose, to show whether more 
 
 from __future__ import annotations
 
-import logging
-
 from django.db import transaction
 
 from eqlm.convergence import ADAPTIVE_TOLERANCES, tolerance_key
@@ -33,8 +31,6 @@ from eqlm.limits import DEFAULT_START, DEPTH_MAX, DEPTH_MIN, EVALUATION_DEPTH_MA
 
 from .models import EvaluationRun, RegisteredModel
 from .services import MODEL_FAMILY, RegistryError, pick_device
-
-log = logging.getLogger(__name__)
 
 DEFAULT_WINDOWS = 64
 MAX_WINDOWS = 1000
