@@ -28,6 +28,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 from decode import SLICE, decode, prompts_from_slice, settled_bits_per_byte  # noqa: E402
 
 from eqlm import convergence as cv  # noqa: E402
+from eqlm.evaluate import heldout_text  # noqa: E402
 from eqlm.generation import Generator  # noqa: E402
 from eqlm.limits import ANDERSON_PICARD_FIRST  # noqa: E402
 
@@ -50,9 +51,7 @@ def main() -> int:
     generator = Generator(Path(args.onnx_dir) if args.onnx_dir else ROOT / "models" / args.model / "onnx", threads=1)
     model = generator.model
     if args.heldout:
-        from eqlm.corpus import load_corpus, split
-
-        text, source = split(load_corpus()[0])[1], "corpus held-out slice"
+        text, source = heldout_text("heldout")
     else:
         text, source = SLICE.read_bytes(), str(SLICE.relative_to(ROOT))
     windows = cv.windows_of(text, model.max_positions, limit=args.windows)

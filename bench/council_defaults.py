@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import sys
 from pathlib import Path
@@ -39,6 +38,7 @@ django.setup()
 from django.test import Client  # noqa: E402
 
 from eqlm import corpus  # noqa: E402
+from eqlm.units import LN2  # noqa: E402
 
 MEMBERS = {"kjv": "eqlm-demo-anytime", "code": "eqlm-code"}
 HEADLINE = "And God said, Let there be"
@@ -84,14 +84,14 @@ def generate(client: Client, surface: str, model: str, prompt: str, max_tokens: 
     return framed, text, council["tokens"] if council else None
 
 
-def bits_per_byte(client: Client, model: str, context: str, continuation: str) -> float:
+def continuation_bits_per_byte(client: Client, model: str, context: str, continuation: str) -> float:
     """The continuation's bits/byte under `model` after `context` (echo scoring of the whole text)."""
     ids = list((context + continuation).encode())
     n = len(continuation.encode())
     answer = post(client, "/v1/completions",
                   {"model": model, "prompt": ids, "max_tokens": 0, "echo": True, "logprobs": 0})  # fmt: skip
     logprobs = answer["choices"][0]["logprobs"]["token_logprobs"][-n:]
-    return -sum(logprobs) / math.log(2) / max(n, 1)
+    return -sum(logprobs) / LN2 / max(n, 1)
 
 
 def measure(client: Client, prompts: dict[str, list[str]], max_tokens: int, kinetic: dict | None) -> list[dict]:
@@ -107,8 +107,8 @@ def measure(client: Client, prompts: dict[str, list[str]], max_tokens: int, kine
                 rows.append({
                     "domain": domain, "surface": surface, "prompt": prompt,
                     "council_text": council_text, "member_text": member_text,
-                    "council_bpb": bits_per_byte(client, member, framed, council_text),
-                    "member_bpb": bits_per_byte(client, member, framed, member_text),
+                    "council_bpb": continuation_bits_per_byte(client, member, framed, council_text),
+                    "member_bpb": continuation_bits_per_byte(client, member, framed, member_text),
                     "member_weight_at_byte5": weight5,
                 })  # fmt: skip
     return rows
@@ -135,7 +135,7 @@ def mixed_bits_per_byte(client: Client, kinetic: dict | None, passages: int = 24
             scored = post(client, "/v1/completions", body)["choices"][0]["logprobs"]["token_logprobs"][1:]
             total -= sum(scored)
             count += len(scored)
-        out[name] = round(total / math.log(2) / count, 4)
+        out[name] = round(total / LN2 / count, 4)
     return out
 
 

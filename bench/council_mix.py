@@ -5,7 +5,6 @@ mixture, the council with memory over its grid, the routing oracle), and the pas
 
 from __future__ import annotations
 
-import math
 import time
 
 import numpy as np
@@ -13,8 +12,8 @@ import numpy as np
 from bench.council_report import PASSAGE
 from eqlm.council import POOLS, equilibrium, window_log_probs
 from eqlm.council_memory import fixed_share_mixture, fixed_share_reputations
+from eqlm.units import mean_bits, mean_bits_of_sum
 
-LN2 = math.log(2)
 LONG_PASSAGE = 512
 BETAS = (0.5, 2.0, 8.0)
 TAUS = (0.0, 0.5)
@@ -77,9 +76,9 @@ class Mix:
 
     def scores(self, nll: np.ndarray) -> dict[str, float]:
         """Bits/byte per domain and overall (`mixed` only for a text that holds both domains)."""
-        out = {"mixed": float(nll.mean() / LN2)} if len(self.domains) == 2 else {}
+        out = {"mixed": mean_bits(nll)} if len(self.domains) == 2 else {}
         for name, d in self.domains:
-            out[name] = float(nll[self.dom == d].mean() / LN2)
+            out[name] = mean_bits(nll[self.dom == d])
         return out
 
     def reputations(self, share: float, carried: bool = True, rate: float = 1.0) -> np.ndarray:
@@ -205,9 +204,9 @@ def paired_interval(mix: Mix, nll: np.ndarray, other: np.ndarray, draws: int = 2
     gaps = np.bincount(at, weights=nll - other, minlength=len(ids))
     counts = np.bincount(at, minlength=len(ids)).astype(float)
     pick = np.random.default_rng(seed).integers(0, len(ids), size=(draws, len(ids)))
-    resampled = gaps[pick].sum(axis=1) / counts[pick].sum(axis=1) / LN2
+    resampled = mean_bits_of_sum(gaps[pick].sum(axis=1), counts[pick].sum(axis=1))
     low, high = np.quantile(resampled, [0.025, 0.975])
-    difference = float((nll - other).mean() / LN2)
+    difference = mean_bits(nll - other)
     return {"difference": difference, "low": float(low), "high": float(high), "passages": len(ids)}
 
 

@@ -55,11 +55,11 @@ from decode_report import print_report, targets  # noqa: E402
 
 from eqlm import convergence as cv  # noqa: E402
 from eqlm.decoder import OnnxEqLM  # noqa: E402
+from eqlm.evaluate import heldout_text  # noqa: E402
 from eqlm.generation import GenerationRequest, Generator  # noqa: E402
 from eqlm.limits import DEFAULT_SOLVER, SOLVERS  # noqa: E402
-from eqlm.scoring import LN2  # noqa: E402
-
-SLICE = ROOT / "models" / "eqlm-demo" / "heldout_slice.txt"
+from eqlm.model_files import KJV_SLICE as SLICE  # noqa: E402
+from eqlm.units import mean_bits  # noqa: E402
 
 
 def prompts_from_slice(path: Path, count: int, length: int = 24) -> list[str]:
@@ -208,9 +208,7 @@ def _bits_per_byte(args, model: OnnxEqLM, report: dict) -> dict[str, float]:
     into report; returns them by mode."""
     bpb = {}
     if args.heldout:
-        from eqlm.corpus import load_corpus, split
-
-        text, source = split(load_corpus()[0])[1], "corpus held-out slice"
+        text, source = heldout_text("heldout")
     else:
         text, source = Path(args.slice).read_bytes(), str(Path(args.slice).relative_to(ROOT))
     windows = cv.windows_of(text, model.max_positions, limit=args.bpb_windows)
@@ -228,7 +226,7 @@ def _bits_per_byte(args, model: OnnxEqLM, report: dict) -> dict[str, float]:
     for tol in args.kl_tol:
         name = f"kl_{tol:g}"
         positions[name] = nll, its = halting_positions(model, windows, tol, args.cap, args.solver, "kl")
-        bpb[name], kl_its[name] = float(nll.mean() / LN2), float(its.mean())
+        bpb[name], kl_its[name] = mean_bits(nll), float(its.mean())
     if args.breakdown:
         fixed_nll, _ = halting_positions(model, windows, None, args.fixed, args.solver)  # once, for every rule
         report["halting_breakdown"] = {

@@ -6,8 +6,9 @@ import numpy as np
 
 from eqlm import convergence as cv
 from eqlm.decoder import DecodeCache, OnnxEqLM, process
+from eqlm.fixed_point import iterate
 from eqlm.generation import GenerationRequest
-from eqlm.scoring import LN2
+from eqlm.units import LN2, mean_bits, mean_bits_of_sum
 
 
 def first_difference(a: list[int], b: list[int]) -> int | None:
@@ -91,7 +92,7 @@ def settled_bits_per_byte(
             nll += float(cv.nll_from_logits(model.head(z)[0, 0], np.asarray(window[position + 1])))
             iterations += int(its[0]) if position else 0  # the first position has nothing to start from
             count += 1
-    return nll / count / LN2, iterations / (count - len(windows))
+    return mean_bits_of_sum(nll, count), iterations / (count - len(windows))
 
 
 def divergences(model: OnnxEqLM, prompts: list[str], cold: dict, warm: dict, cap: int, tol: float, solver: str):
@@ -157,13 +158,12 @@ def basins(model: OnnxEqLM, windows: np.ndarray, depth: int = 128, every: int = 
                 BASIN_STARTS[2]: np.zeros_like(target),
                 BASIN_STARTS[3]: z[:, t - 1 : t],
             }
+            past = (inj[:, t : t + 1], k[:, :, :t], v[:, :, :t])  # position t's injection, its predecessors' K/V
             for name, zt in starts.items():
-                zt = zt.astype(np.float32)
-                for _ in range(depth):
-                    zt = model.step(zt, inj[:, t : t + 1], k[:, :, :t], v[:, :, :t])[0]
+                zt = iterate(lambda z, past=past: model.step(z, *past)[0], zt.astype(np.float32), depth)
                 returned[name].append(float(np.linalg.norm(zt - target)) / size < 0.05)
                 nll[name].append(float(cv.nll_from_logits(model.head(zt)[0, 0], np.asarray(window[t + 1]))))
     return {
-        name: {"returns": float(np.mean(returned[name])), "bits_per_byte": float(np.mean(nll[name])) / LN2}
+        name: {"returns": float(np.mean(returned[name])), "bits_per_byte": mean_bits(nll[name])}
         for name in BASIN_STARTS
     }

@@ -21,6 +21,8 @@ from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+from eqlm.model_files import KJV_SLICE  # noqa: E402
+
 PROMPT = "And it came to pass, when"
 GOAL = 10.0
 
@@ -99,7 +101,7 @@ def main() -> None:
     parser.add_argument("--tokens", type=int, default=128)
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--windows", type=int, default=4)
-    parser.add_argument("--text", default=str(ROOT / "models" / "eqlm-demo" / "heldout_slice.txt"))
+    parser.add_argument("--text", default=str(KJV_SLICE))
     args = parser.parse_args()
 
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "portal.settings")

@@ -15,7 +15,7 @@ from rest_framework.exceptions import PermissionDenied
 from eqlm.council import member_refuses
 from inference.v1.council import council_defaults
 from inference.v1.keys import Caller, client_address
-from inference.v1.serializers import DEFAULT_MEMBERS
+from inference.v1.kinetic import DEFAULT_MEMBERS
 from inference.v1.views import ChatCompletionView
 from models_app.model_ids import COUNCIL_ID
 

@@ -16,7 +16,6 @@ depth at the same mean depth.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
@@ -25,8 +24,8 @@ import numpy as np
 from .fixed_point import FixedPoint, NumpyOps, TorchOps
 from .limits import DEFAULT_SOLVER, DEPTH_MAX, SOLVERS
 from .logprobs import nll_from_logits
+from .units import mean_bits_of_sum
 
-LN2 = math.log(2)
 # The dial's tolerance slider: 10^-3 .. 10^-0.5 in quarter decades (templates/inference/demo.html).
 DIAL_TOLERANCES = tuple(float(f"{10 ** (-3 + 0.25 * k):.3g}") for k in range(11))
 ADAPTIVE_TOLERANCES = (0.03, 0.01, 0.003, 0.001)
@@ -44,10 +43,6 @@ def windows_of(data: bytes, window: int, limit: int | None = None) -> np.ndarray
     if limit is not None:
         count = min(count, int(limit))
     return arr[: count * window].reshape(count, window)
-
-
-def bits_per_byte(nll_nats: np.ndarray) -> float:
-    return float(np.mean(nll_nats) / LN2)
 
 
 def converged_fraction(residuals: np.ndarray, tol: float) -> float:
@@ -283,7 +278,7 @@ def profile_by_depth(
         q = residual_quantiles(r)
         profile.by_depth[depth] = DepthFigures(
             depth=depth,
-            bits_per_byte=nll_sum[depth] / count / LN2,
+            bits_per_byte=mean_bits_of_sum(nll_sum[depth], count),
             residual_median=q[0.5],
             residual_p95=q[0.95],
             converged={tolerance_key(t): converged_fraction(r, t) for t in tolerances},
@@ -325,7 +320,7 @@ def adaptive_point(
         tol=tolerance_key(tol),
         cap=cap,
         mean_iterations=iterations / count,
-        bits_per_byte=nll_sum / count / LN2,
+        bits_per_byte=mean_bits_of_sum(nll_sum, count),
         halted_fraction=halted / count,
         positions=count,
     )

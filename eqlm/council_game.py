@@ -23,7 +23,7 @@ from dataclasses import dataclass, fields
 import numpy as np
 
 from .council_memory import arithmetic_update
-from .logprobs import log_softmax, logsumexp
+from .logprobs import log_softmax, logsumexp, softmax
 
 DEFAULT_BETA = 2.0
 DEFAULT_TAU = 0.0
@@ -134,9 +134,7 @@ def influence_weights(
     score = beta * np.einsum("...v,...mv->...m", y, log_probs)
     if log_reputation is not None:
         score = score + log_reputation
-    score -= score.max(axis=-1, keepdims=True)
-    w = np.exp(score)
-    return w / w.sum(axis=-1, keepdims=True)
+    return softmax(score)
 
 
 def reference_log_probs(log_probs: np.ndarray, reference: str | int = "mean") -> np.ndarray:

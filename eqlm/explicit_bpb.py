@@ -7,11 +7,9 @@ only).
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
-LN2 = math.log(2)
+from .units import mean_bits_of_sum
 
 
 def explicit_bits_per_byte(model, windows: np.ndarray, batch: int = 16, device: str = "cpu") -> tuple[float, int]:
@@ -27,4 +25,4 @@ def explicit_bits_per_byte(model, windows: np.ndarray, batch: int = 16, device: 
             targets = ids[:, 1:]
             total += float(torch.nn.functional.cross_entropy(logits.flatten(0, 1), targets.flatten(), reduction="sum"))
             count += targets.numel()
-    return total / count / LN2, count
+    return mean_bits_of_sum(total, count), count

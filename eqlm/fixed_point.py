@@ -209,6 +209,9 @@ class FixedPoint:
     - `active` [...]: the positions still iterating after it;
     - `iterations` [...]: iterations each position used; `residual` [...]: its last residual while active
       (inf before its first iteration).
+
+    A step that returns no residual (None) makes the loop unrolled: no halting, `z` is f(z) (or Anderson's mix) at
+    every position, and only `z` and `count` move (`iterates` runs it so).
     """
 
     def __init__(
@@ -245,6 +248,10 @@ class FixedPoint:
             before = self.z
             fz, r = self.step(before, i)
             new = self.anderson.update(before, fz) if self.anderson is not None else fz
+            if r is None:  # unrolled: no residual and no halting, every position moves (see `iterates`)
+                self.z, self.count = new, i + 1
+                yield self.count
+                continue
             self.updated = self.active
             self.z = ops.where(self.updated, new, before)
             self.residual = ops.where(self.updated, r, self.residual)
@@ -262,3 +269,21 @@ class FixedPoint:
         for _ in self:
             pass
         return self
+
+
+def iterates(f: Callable[[Any], Any], z, depth: int) -> Iterator[tuple[int, Any]]:
+    """(i, z_i) for i = 1..depth of plain Picard iteration z <- f(z) from z: FixedPoint unrolled, with no residual and
+    no halting, so every position moves at every iteration and gradients flow through all (the training trajectories,
+    the unrolled model, the zero-start states of the path-independence measure)."""
+    ops = NumpyOps() if isinstance(z, np.ndarray) else TorchOps()
+    solve = FixedPoint(lambda state, _: (f(state), None), z, depth, ops=ops)
+    for i in solve:
+        yield i, solve.z
+
+
+def iterate(f: Callable[[Any], Any], z, depth: int):
+    """z_depth of `iterates` (z itself when depth is 0)."""
+    last = z
+    for _, last in iterates(f, z, depth):  # noqa: B007 (the last state is the answer)
+        pass
+    return last

@@ -28,7 +28,7 @@ from .limits import (
     STARTS,
     model_depths,
 )
-from .logprobs import log_softmax
+from .logprobs import log_softmax, softmax
 from .noise import start_states
 from .tokenizer import encode
 from .tokenizers import Tokenizer, get_tokenizer, tokenizer_name
@@ -183,9 +183,7 @@ def choose_token(logits: np.ndarray, temperature: float, top_p: float, rng: np.r
     """Greedy argmax at temperature 0 (lowest id on ties), else temperature + nucleus sampling."""
     if temperature <= 0:
         return int(np.argmax(logits))
-    scaled = logits.astype(np.float64) / temperature
-    probs = np.exp(scaled - scaled.max())
-    probs /= probs.sum()
+    probs = softmax(logits.astype(np.float64) / temperature)
     if top_p < 1.0:
         order = np.argsort(-probs, kind="stable")
         cumulative = np.cumsum(probs[order])

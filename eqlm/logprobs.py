@@ -35,6 +35,12 @@ def log_softmax(logits: np.ndarray, axis: int = -1) -> np.ndarray:
     return lg - logsumexp(lg, axis, keepdims=True)
 
 
+def softmax(logits: np.ndarray, axis: int = -1) -> np.ndarray:
+    """Softmax over one axis (the last by default), shifted by the maximum: the one every sampler and game uses."""
+    e = np.exp(logits - logits.max(axis=axis, keepdims=True))
+    return e / e.sum(axis=axis, keepdims=True)
+
+
 def nll_from_logits(logits: np.ndarray, targets: np.ndarray) -> np.ndarray:
     """Per-position negative log-likelihood in nats, float64: logits [..., V], targets [...]."""
     picked = np.take_along_axis(log_softmax(logits), np.asarray(targets)[..., None], -1)[..., 0]

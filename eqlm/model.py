@@ -18,7 +18,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .fixed_point import FixedPoint, TorchOps
+from .fixed_point import FixedPoint, TorchOps, iterates
 from .limits import DEFAULT_DEPTH, DEFAULT_SOLVER
 
 RESIDUAL_EPS = 1e-6
@@ -234,13 +234,8 @@ class EqLM(nn.Module):
     def unrolled(self, input_ids: torch.Tensor, depths: list[int]) -> dict[int, torch.Tensor]:
         """Logits at each requested depth from plain iteration from z = 0 (gradients flow through all)."""
         inj = self.embed(input_ids)
-        z = torch.zeros_like(inj)
-        out = {}
-        for i in range(1, max(depths) + 1):
-            z, _, _ = self.block(z, inj)
-            if i in depths:
-                out[i] = self.head(z)
-        return out
+        states = iterates(lambda z: self.block(z, inj)[0], torch.zeros_like(inj), max(depths))
+        return {i: self.head(z) for i, z in states if i in depths}
 
     def forward(self, input_ids: torch.Tensor, depth: int | None = None) -> torch.Tensor:
         depth = depth or self.config.default_depth

@@ -25,6 +25,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from .units import LN2 as _LN2  # 0.6931471805599453, the JS twin's LN2
+
 NOISE_RNG = "splitmix64-boxmuller-v1"
 
 _MASK = (1 << 64) - 1
@@ -32,7 +34,6 @@ _GAMMA = np.uint64(0x9E3779B97F4A7C15)
 _MIX1 = np.uint64(0xBF58476D1CE4E5B9)
 _MIX2 = np.uint64(0x94D049BB133111EB)
 _TWO_TO_MINUS_53 = 1.0 / 9007199254740992.0  # 2^-53, exact
-_LN2 = 0.6931471805599453
 _SQRT2 = 1.4142135623730951
 _TWO_PI = 6.283185307179586
 # series coefficients, built by the same divisions in the JS twin

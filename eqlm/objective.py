@@ -21,6 +21,7 @@ from typing import Any
 
 import torch
 
+from .fixed_point import iterate, iterates
 from .model import predecessor_states
 from .terms import _probe_gain, active_terms
 
@@ -112,9 +113,8 @@ def _trajectory(s: StepState, terms, last: int, early: set[int], eps: float, sto
         wanted = {d for d in wanted if d < stop_below}
     z = torch.zeros_like(inj)
     previous = z
-    for i in range(1, last + 1):
-        previous = z
-        z, _, _ = model.block(z, inj)
+    for i, after in iterates(lambda z: model.block(z, inj)[0], z, last):
+        previous, z = z, after
         if i - 1 in early and i > 1:  # the gain at z_(i-1), whose image z_i was just computed
             probe = torch.randn(previous.shape, generator=s.gen).to(previous.device)
             s.early_gains.append(_probe_gain(model, previous, z, inj, probe, eps))
@@ -173,9 +173,8 @@ def forward_step(model, x, y, stage: dict, draws: StepDraws, gen, penalty_scale=
 
         def settle(z):
             previous = z
-            for _ in range(settle_iters):
-                previous = z
-                z, _, _ = model.block(z, inj_nograd)
+            for _, after in iterates(lambda z: model.block(z, inj_nograd)[0], z, settle_iters):
+                previous, z = z, after
             return z, z - previous
 
         z, step = settle(z)
@@ -183,8 +182,7 @@ def forward_step(model, x, y, stage: dict, draws: StepDraws, gen, penalty_scale=
             z, step = settle(predecessor_states(z))
     z = z.detach()
     s.solved, s.last_step, s.grad_iters = z, step, grad_iters
-    for _ in range(grad_iters):
-        z, _, _ = model.block(z, inj)
+    z = iterate(lambda z: model.block(z, inj)[0], z, grad_iters)
     s.z = s.ce_z = z
     if solve["implicit_iters"]:
         s.ce_z = z + 0  # a node of its own: only the cross-entropy's gradient goes through the implicit solve

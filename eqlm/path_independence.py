@@ -16,7 +16,6 @@ No Django imports here.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 
@@ -25,9 +24,10 @@ import torch
 import torch.nn.functional as F
 
 from .convergence import positions_mean
+from .fixed_point import iterates
 from .model import predecessor_states
+from .units import LN2
 
-LN2 = math.log(2)
 STARTS = ("zero", "noise", "warm")
 BATCH = 16  # windows solved together; the noise start draws one batch's normals at a time
 
@@ -166,13 +166,8 @@ def from_dict(data: dict) -> PathIndependence:
 def _states_by_depth(model, x: torch.Tensor, depths: list[int]) -> dict[int, torch.Tensor]:
     """The zero-start Picard states at each depth (what a warm start at that depth continues from)."""
     inj = model.embed(x)
-    z = torch.zeros_like(inj)
-    out = {}
-    for i in range(1, depths[-1] + 1):
-        z, _, _ = model.block(z, inj)
-        if i in depths:
-            out[i] = z
-    return out
+    states = iterates(lambda z: model.block(z, inj)[0], torch.zeros_like(inj), depths[-1])
+    return {i: z for i, z in states if i in depths}
 
 
 def _nll(logits: torch.Tensor, y: torch.Tensor) -> torch.Tensor:

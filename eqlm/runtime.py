@@ -14,7 +14,8 @@ from .generation import (
     TokenStream,
     choose_token,
 )
-from .scoring import LN2, PromptScore, bits_per_byte, rolling_bits_per_byte, rolling_windows, score_prompt
+from .scoring import PromptScore, bits_per_byte, rolling_bits_per_byte, rolling_windows, score_prompt
+from .units import LN2
 
 __all__ = [
     "LN2",

@@ -6,7 +6,6 @@ what lm-evaluation-harness measures through /v1/completions with echo.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -14,8 +13,7 @@ import numpy as np
 from .decoder import ContextLengthExceeded, DecodeCache, OnnxEqLM, process
 from .limits import DEFAULT_SOLVER
 from .logprobs import log_softmax, nll_from_logits
-
-LN2 = math.log(2)
+from .units import mean_bits_of_sum
 
 
 def bits_per_byte(model: OnnxEqLM, text: bytes, depths: list[int], window: int | None = None) -> dict[int, float]:
@@ -33,7 +31,7 @@ def bits_per_byte(model: OnnxEqLM, text: bytes, depths: list[int], window: int |
         for d in depths:
             totals[d] += float(nll_from_logits(logits[d], targets).sum())
         count += targets.size
-    return {d: totals[d] / count / LN2 for d in depths}
+    return {d: mean_bits_of_sum(totals[d], count) for d in depths}
 
 
 @dataclass
@@ -102,4 +100,4 @@ def rolling_bits_per_byte(
         score = score_prompt(model, seq[start:end], depth, tol, solver)
         rows = score.logprobs[first - start - 1 : end - start - 1]
         total += float(rows[np.arange(len(rows)), seq[first:end]].sum())
-    return -total / len(text) / LN2
+    return mean_bits_of_sum(-total, len(text))

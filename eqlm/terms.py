@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from .fixed_point import iterate
 from .schema import FLOAT, INT, LIST, OPT_STR, Key, RecipeError, check_table, depth_list, non_negative
 
 if TYPE_CHECKING:
@@ -236,11 +237,8 @@ class SettledWarm(Term):
         with torch.no_grad():
             settled = model.block.kv(s.solved, inj.detach())
             z = predecessor_states(s.solved)
-            for _ in range(s.draws[self.name]):
-                z, _, _ = model.block(z, inj.detach(), settled=settled)
-        z = z.detach()
-        for _ in range(s.grad_iters):
-            z, _, _ = model.block(z, inj, settled=settled)
+            z = iterate(lambda z: model.block(z, inj.detach(), settled=settled)[0], z, s.draws[self.name])
+        z = iterate(lambda z: model.block(z, inj, settled=settled)[0], z.detach(), s.grad_iters)
         ce = _ce(model.head(z), s.y)
         distance = (z - s.solved).pow(2).sum(-1) / (s.solved.pow(2).sum(-1) + 1e-12)
         s.parts["warm"] = ce.detach()
@@ -266,11 +264,8 @@ class Progressive(Term):
         n, k = s.draws[self.name]
         model, inj = s.model, s.inj
         with torch.no_grad():
-            z = torch.zeros_like(inj)
-            for _ in range(n):
-                z, _, _ = model.block(z, inj.detach())
-        for _ in range(k):
-            z, _, _ = model.block(z, inj)
+            z = iterate(lambda z: model.block(z, inj.detach())[0], torch.zeros_like(inj), n)
+        z = iterate(lambda z: model.block(z, inj)[0], z, k)
         ce = _ce(model.head(z), s.y)
         s.parts["prog"] = ce.detach()
         return ce

@@ -19,16 +19,15 @@ import numpy as np
 import torch
 
 from .checkpoint import load_checkpoint, save_checkpoint
-from .corpus import CORPUS_NAME, load_corpus, split
+from .corpus import CORPUS_NAME, HELDOUT_FRACTION, load_corpus, split
 from .model import EqLMConfig, build_model
 from .objective import draw_step, forward_step
 from .provenance import atomic_torch_save, git_commit, sha256_file
 from .recipe import Stage
 from .train_state import _cpu, finished_checkpoint, run_hash
 from .train_state import hand_over as hand_over  # a handover of an unfinished run (experiments_app imports it here)
+from .units import LN2
 
-LN2 = math.log(2)
-HELDOUT_FRACTION = 0.05
 CHECK_DEPTHS = [4, 8, 12, 32]  # the held-out check at each checkpoint
 FINAL_DEPTHS = [4, 8, 12, 16, 32, 64]
 BITS_PARTS = ("d", "eq", "kd", "warm", "prog")  # logged parts that are cross-entropies, shown in bits

@@ -4,7 +4,6 @@ once (unique constraints), then the run ends. Torch is imported inside the funct
 
 from __future__ import annotations
 
-import logging
 import time
 from contextlib import contextmanager
 from pathlib import Path
@@ -12,33 +11,27 @@ from pathlib import Path
 from django.conf import settings
 from django.utils import timezone
 
-from eqlm.model_files import KJV_SLICE
+from eqlm.evaluate import COMMITTED, heldout_text, record
 from portal.models import JobStatus
 
 from .models import TrainingRun
 from .runs import Heartbeat, arm_of, release, run_folder, stage_chain
 
-log = logging.getLogger(__name__)
 Phase = TrainingRun.Phase
-SLICE = KJV_SLICE
 
 
 def evaluation_bytes(evaluation: dict, stage) -> tuple[bytes, str]:
     """The text the evaluation reads: the committed KJV slice, or the held-out slice of the corpus trained on (the
     committed slice when the KJV corpus cannot be dumped on this machine, as the model evaluations do)."""
-    if evaluation["text"] == "slice":
-        return SLICE.read_bytes(), "committed held-out slice"
-    from eqlm.corpus import split
-    from eqlm.trainer import HELDOUT_FRACTION, load_training_corpus
 
-    try:
+    def load() -> tuple[bytes, str]:
+        from eqlm.trainer import load_training_corpus
+
         data, _, name = load_training_corpus(stage)
-    except (RuntimeError, OSError) as exc:
-        if stage.corpus_file is not None or stage.data["corpus"]["name"] != "kjv":
-            raise
-        log.warning("corpus unavailable (%s); evaluating on the committed slice", exc)
-        return SLICE.read_bytes(), "committed held-out slice (the KJV corpus was unavailable)"
-    return split(data, HELDOUT_FRACTION)[1], f"held-out slice of the {name}"
+        return data, f"held-out slice of the {name}"
+
+    kjv = stage.corpus_file is None and stage.data["corpus"]["name"] == "kjv"
+    return heldout_text(evaluation["text"], load, f"{COMMITTED} (the KJV corpus was unavailable)" if kjv else None)
 
 
 def evaluation_records(
@@ -74,50 +67,37 @@ def evaluation_records(
     records = []
 
     def blimp_record(summary: dict, condition: dict) -> dict:
-        row = {**base, "metric": "blimp_accuracy", "value": summary["accuracy"], "unit": "accuracy"}
-        return row | {"n": summary["n"], "condition": condition}  # n: the pairs scored
+        return record(base, "blimp_accuracy", summary["accuracy"], condition, n=summary["n"])  # n: the pairs scored
 
-    def flops_record(flops: float, condition: dict) -> dict:
-        return {**base, "metric": "flops_per_token", "value": flops, "unit": "FLOPs"} | {"condition": condition}
+    def flops_record(iterations: float, condition: dict) -> dict:
+        return record(base, "flops_per_token", flops_per_token(model.model_class, config, iterations), condition)
 
     for depth in figures.depths:
         condition = {"depth": depth, "start": "zero", "seed": seed}
         if "flops_per_token" in metrics:
-            records.append(flops_record(flops_per_token(model.model_class, config, depth), condition))
+            records.append(flops_record(depth, condition))
         if "blimp_accuracy" in metrics and depth in blimp:
             records.append(blimp_record(blimp[depth], condition))
     for start, found in figures.starts.items():
         if "heldout_bits_per_byte" in metrics:
             for depth, value in found.bits_per_byte.items():
-                condition = {"depth": depth, "start": start, "seed": seed}
                 records.append(
-                    {**base, "metric": "heldout_bits_per_byte", "value": value, "unit": "bits/byte"}
-                    | {"condition": condition}
+                    record(base, "heldout_bits_per_byte", value, {"depth": depth, "start": start, "seed": seed})
                 )
-        for metric, value, unit in (
-            ("aa_cosine", found.aa_cosine, "cosine"),
-            ("greedy_agreement", found.greedy_agreement, "fraction"),
-        ):
+        for metric, value in (("aa_cosine", found.aa_cosine), ("greedy_agreement", found.greedy_agreement)):
             if metric in metrics and value is not None:  # against the zero start, at the deepest depth
-                condition = {"depth": deepest, "start": start, "seed": seed}
-                records.append({**base, "metric": metric, "value": value, "unit": unit, "condition": condition})
+                records.append(record(base, metric, value, {"depth": deepest, "start": start, "seed": seed}))
     for point in halting:
         condition = {"budget": point.cap, "tol": point.tol, "start": "zero", "seed": seed}
         if "halting_mean" in evaluation:
             condition["halting_mean"] = evaluation["halting_mean"]
         if "flops_per_token" in metrics:
-            records.append(flops_record(flops_per_token(model.model_class, config, point.mean_iterations), condition))
+            records.append(flops_record(point.mean_iterations, condition))
         if "blimp_accuracy" in metrics and ("budget", point.cap) in blimp:
             records.append(blimp_record(blimp["budget", point.cap], condition))
-        records.append(
-            {**base, "metric": "heldout_bits_per_byte", "value": point.bits_per_byte, "unit": "bits/byte"}
-            | {"condition": condition, "n": point.positions}
-        )
+        records.append(record(base, "heldout_bits_per_byte", point.bits_per_byte, condition, n=point.positions))
         if "mean_iterations" in metrics:
-            records.append(
-                {**base, "metric": "mean_iterations", "value": point.mean_iterations, "unit": "iterations"}
-                | {"condition": condition, "n": point.positions}
-            )
+            records.append(record(base, "mean_iterations", point.mean_iterations, condition, n=point.positions))
     return records
 
 
@@ -186,17 +166,17 @@ def _measured_in_parts(model, evaluation, stage, windows, parts_path, key, progr
 
     import torch
 
-    from eqlm.convergence import AdaptivePoint, TorchBackend, adaptive_point, merge_points
-    from eqlm.path_independence import BATCH, from_dict, merge, path_independence, to_dict
+    from eqlm.convergence import AdaptivePoint, TorchBackend, merge_points
+    from eqlm.evaluate import halting_points, start_figures
+    from eqlm.path_independence import BATCH, from_dict, merge, to_dict
     from eqlm.provenance import atomic_torch_save
 
     parts = _load_parts(parts_path, key)
-    backend = TorchBackend(model, "cpu")
     if parts["tol"] is None:
         tol = evaluation["tol"]
         if "halting_mean" in evaluation and evaluation["budgets"]:
             tuning = tuning_windows(evaluation, stage, windows)
-            tol = tuned_tol(backend, tuning, evaluation["halting_mean"], evaluation["budgets"][0])
+            tol = tuned_tol(TorchBackend(model, "cpu"), tuning, evaluation["halting_mean"], evaluation["budgets"][0])
         parts["tol"] = tol
     wants_blimp = "blimp_accuracy" in evaluation["metrics"]
     share = 0.7 if wants_blimp else 1.0  # of the progress bar, the windows' part
@@ -207,7 +187,7 @@ def _measured_in_parts(model, evaluation, stage, windows, parts_path, key, progr
         gen = torch.Generator().manual_seed(evaluation["noise_seed"])
         if parts["generator"] is not None:
             gen.set_state(parts["generator"])
-        figures = path_independence(
+        figures = start_figures(
             model,
             chunk,
             evaluation["depths"],
@@ -215,7 +195,7 @@ def _measured_in_parts(model, evaluation, stage, windows, parts_path, key, progr
             gen=gen,
             progress=lambda n: progress(share * (start + n) / len(windows)),
         )
-        points = [adaptive_point(backend, chunk, parts["tol"], cap=budget) for budget in evaluation["budgets"]]
+        points = halting_points(model, chunk, parts["tol"], evaluation["budgets"])
         parts["figures"].append(to_dict(figures))
         parts["halting"].append([dataclasses.asdict(p) for p in points])
         parts["generator"] = gen.get_state()
@@ -255,9 +235,7 @@ def evaluate_run(run: TrainingRun, token: str, seconds: float | None = None) -> 
     slice), True when the rows are written.
     """
     from eqlm.checkpoint import load_checkpoint
-    from eqlm.convergence import windows_of
-    from eqlm.explicit_bpb import explicit_bits_per_byte
-    from eqlm.path_independence import PathIndependence, StartFigures
+    from eqlm.evaluate import explicit_figures, windows_of
     from results.models import ResultRow
     from results.records import ingest_records
 
@@ -279,13 +257,10 @@ def evaluate_run(run: TrainingRun, token: str, seconds: float | None = None) -> 
     heartbeat({"step": run.step, "planned_steps": run.planned_steps, "eta_seconds": None})
     parts_path = run_folder(run) / PARTS_FILE
     if model.model_class == "ExplicitLM":  # one depth, its layer count; no start, no halting; fast: no parts
-        value, positions = explicit_bits_per_byte(model, windows)
-        depth = len(model.layers)
-        figures = PathIndependence([depth], positions, {"zero": StartFigures("zero", {depth: value})})
-        halting, blimp = [], {}
+        figures, halting, blimp = explicit_figures(model, windows), [], {}
         if "blimp_accuracy" in evaluation["metrics"]:
             pairs, sentences = blimp_sentences(evaluation["blimp_pairs"])
-            blimp = blimp_summaries(pairs, blimp_scores(model, sentences, [depth], [], None))
+            blimp = blimp_summaries(pairs, blimp_scores(model, sentences, figures.depths, [], None))
     else:  # the measurement bench/depth_curve.py makes, on CPU (it draws its noise from a CPU generator)
         key = _parts_key(run, provenance, len(windows))
         measured = _measured_in_parts(model.cpu(), evaluation, stage, windows, parts_path, key, progress, clock)
@@ -333,15 +308,14 @@ TUNING_WINDOWS = 16
 def tuning_windows(evaluation: dict, stage, windows):
     """Windows to tune a halting rule on: the first of the training side of the corpus (never the held-out text the
     rows report), or the evaluation's own windows when the evaluation reads the committed slice."""
-    from eqlm.convergence import windows_of
-
     if evaluation["text"] == "slice":
         return windows[:TUNING_WINDOWS]
     from eqlm.corpus import split
-    from eqlm.trainer import HELDOUT_FRACTION, load_training_corpus
+    from eqlm.evaluate import windows_of
+    from eqlm.trainer import load_training_corpus
 
     data, _, _ = load_training_corpus(stage)
-    return windows_of(split(data, HELDOUT_FRACTION)[0], evaluation["window"], TUNING_WINDOWS)
+    return windows_of(split(data)[0], evaluation["window"], TUNING_WINDOWS)
 
 
 def tuned_tol(backend, windows, target: float, cap: int, steps: int = 16) -> float:

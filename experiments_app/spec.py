@@ -21,6 +21,8 @@ import hashlib
 import json
 import re
 
+from eqlm.limits import EVALUATION_DEPTH_MAX
+
 LABEL = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 OVERRIDE = re.compile(r"^[A-Za-z_][A-Za-z0-9_.]*=.+$", re.S)
 # The starts of eqlm.path_independence (zero; N(0, 1) from a generator seeded by noise_seed; warm: each position
@@ -48,7 +50,6 @@ METRICS = (
 #   iterations at the first budget are within 0.5 of this, then measured there, as exp31 matched a mean depth.
 OPTIONAL_EVALUATION = ("blimp_pairs", "halting_mean")
 DEFAULT_BLIMP_PAIRS = 50
-MAX_DEPTH = 256
 MAX_SEEDS = 20
 MAX_ARMS = 20
 EVALUATION_DEFAULTS = {
@@ -168,10 +169,10 @@ def normalize_evaluation(evaluation) -> dict:
     if not isinstance(metrics, list) or not metrics or any(m not in METRICS for m in metrics):
         raise SpecError("evaluation.metrics", f"a list drawn from {', '.join(METRICS)}")
     out["metrics"] = [m for m in METRICS if m in metrics]
-    out["depths"] = _int_list("depths", out["depths"], 1, MAX_DEPTH)
+    out["depths"] = _int_list("depths", out["depths"], 1, EVALUATION_DEPTH_MAX)
     if not out["depths"]:
         raise SpecError("evaluation.depths", "at least one depth")
-    out["budgets"] = _int_list("budgets", out["budgets"], 1, MAX_DEPTH)
+    out["budgets"] = _int_list("budgets", out["budgets"], 1, EVALUATION_DEPTH_MAX)
     starts = out["starts"]
     if not isinstance(starts, list) or not starts or any(s not in STARTS for s in starts):
         raise SpecError("evaluation.starts", f"a list drawn from {', '.join(STARTS)}")

@@ -23,26 +23,21 @@ evaluation measures past a model's serving cap on purpose, to show whether more 
 
 from __future__ import annotations
 
-import logging
-
 from django.db import transaction
 
 from eqlm.convergence import ADAPTIVE_TOLERANCES, tolerance_key
-from eqlm.limits import DEFAULT_START, DEPTH_CAP_MAX, DEPTH_MAX, DEPTH_MIN, SOLVERS, STARTS
-from eqlm.model_files import KJV_SLICE
+from eqlm.evaluate import COMMITTED, TEXTS, corpus_text, heldout_text, record
+from eqlm.limits import DEFAULT_START, DEPTH_MAX, DEPTH_MIN, EVALUATION_DEPTH_MAX, SOLVERS, STARTS
 
 from .models import EvaluationRun
 from .services import MODEL_FAMILY, RegistryError, pick_device
 
-log = logging.getLogger(__name__)
-
 DEFAULT_WINDOWS = 64
 MAX_WINDOWS = 1000
-EVALUATION_MAX_DEPTH = DEPTH_CAP_MAX  # an evaluation setting, not a serving cap (see the module docstring)
+EVALUATION_MAX_DEPTH = EVALUATION_DEPTH_MAX  # an evaluation setting, not a serving cap (see the module docstring)
 LADDER = (1, 2, 4, 8, 12, 16, 24, 32, 48, 64, 96, 128)  # the depths tables and summaries show
 COMPARED_STARTS = tuple(sorted(set(STARTS) - {DEFAULT_START}))  # measured against the zero start: noise, warm
 NOISE_SEED = 0
-TEXTS = ("heldout", "slice")  # the corpus's held-out slice (falls back to the committed slice), or the slice
 DEFAULT_OPTIONS = {
     "solvers": list(SOLVERS),
     "max_depth": EVALUATION_MAX_DEPTH,
@@ -55,7 +50,7 @@ DEFAULT_OPTIONS = {
 FIXED_METRICS = ("heldout_bits_per_byte", "residual_median", "residual_p95")
 START_METRICS = ("aa_cosine", "greedy_agreement")
 METRICS = (*FIXED_METRICS, "converged_fraction", "mean_iterations", *START_METRICS)
-SLICE = KJV_SLICE
+FIGURE_OF = {"heldout_bits_per_byte": "bits_per_byte"}  # the DepthFigures field of a metric named otherwise
 
 
 def parse_options(data: dict | None) -> dict:
@@ -128,18 +123,7 @@ def queue_convergence_evaluation(model, options: dict | None = None, user=None) 
 def evaluation_text(kind: str, corpus: str = "kjv") -> tuple[bytes, str]:
     """(held-out bytes, where they came from): the held-out slice of the corpus the model was trained on (KJV, or
     the code corpus), or the committed 4 KB KJV slice (`text: slice`, or when the KJV corpus is unavailable)."""
-    if kind == "heldout":
-        try:
-            from eqlm.corpus import load_code_corpus, load_corpus, split
-
-            if corpus == "code":
-                return split(load_code_corpus()[0])[1], "code corpus held-out slice"
-            return split(load_corpus()[0])[1], "corpus held-out slice"
-        except (RuntimeError, OSError) as exc:
-            if corpus == "code":
-                raise
-            log.warning("corpus unavailable (%s); using the committed slice", exc)
-    return SLICE.read_bytes(), "committed held-out slice"
+    return heldout_text(kind, lambda: corpus_text(corpus), None if corpus == "code" else COMMITTED)
 
 
 def run_label(run: EvaluationRun) -> str:
@@ -170,54 +154,31 @@ def convergence_records(run: EvaluationRun, evaluation, paths=None) -> list[dict
         "config_hash": str(provenance.get("config_hash", ""))[:128],
         "git_commit": str(provenance.get("git_commit", ""))[:64],
     }
-    units = {"heldout_bits_per_byte": "bits/byte", "residual_median": "relative residual"}
-    units["residual_p95"] = units["residual_median"]
     records = []
     for solver, profile in evaluation.profiles.items():
         for depth, figures in sorted(profile.by_depth.items()):
-            condition = {"depth": depth, "solver": solver}
-            values = {
-                "heldout_bits_per_byte": figures.bits_per_byte,
-                "residual_median": figures.residual_median,
-                "residual_p95": figures.residual_p95,
-            }
-            for metric, value in values.items():
-                records.append(
-                    {**base, "metric": metric, "value": value, "unit": units[metric], "n": figures.positions}
-                    | {"condition": condition}
-                )
+            condition, n = {"depth": depth, "solver": solver}, figures.positions
+            for metric in FIXED_METRICS:
+                records.append(record(base, metric, getattr(figures, FIGURE_OF.get(metric, metric)), condition, n=n))
             for tol, share in figures.converged.items():
-                records.append(
-                    {**base, "metric": "converged_fraction", "value": share, "unit": "fraction"}
-                    | {"n": figures.positions, "condition": {**condition, "tol": tol}}
-                )
+                records.append(record(base, "converged_fraction", share, {**condition, "tol": tol}, n=n))
     for point in evaluation.adaptive:
         condition = {"cap": point.cap, "solver": point.solver, "tol": point.tol}
-        for metric, value, unit in (
-            ("heldout_bits_per_byte", point.bits_per_byte, "bits/byte"),
-            ("mean_iterations", point.mean_iterations, "iterations"),
-            ("converged_fraction", point.halted_fraction, "fraction"),
+        for metric, value in (
+            ("heldout_bits_per_byte", point.bits_per_byte),
+            ("mean_iterations", point.mean_iterations),
+            ("converged_fraction", point.halted_fraction),
         ):
-            records.append(
-                {**base, "metric": metric, "value": value, "unit": unit, "n": point.positions, "condition": condition}
-            )
+            records.append(record(base, metric, value, condition, n=point.positions))
     for start, found in (paths.starts if paths else {}).items():
         if start == DEFAULT_START:  # the zero start's rows are the fixed-depth Picard rows above
             continue
         for depth, value in sorted(found.bits_per_byte.items()):
             condition = {"depth": depth, "solver": "picard", "start": start}
-            records.append(
-                {**base, "metric": "heldout_bits_per_byte", "value": value, "unit": "bits/byte", "n": paths.positions}
-                | {"condition": condition}
-            )
+            records.append(record(base, "heldout_bits_per_byte", value, condition, n=paths.positions))
         condition = {"depth": paths.depths[-1], "solver": "picard", "start": start}
-        for metric, value, unit in (
-            ("aa_cosine", found.aa_cosine, "cosine"),
-            ("greedy_agreement", found.greedy_agreement, "fraction"),
-        ):
-            records.append(
-                {**base, "metric": metric, "value": value, "unit": unit, "n": paths.positions, "condition": condition}
-            )
+        for metric in START_METRICS:
+            records.append(record(base, metric, getattr(found, metric), condition, n=paths.positions))
     return records
 
 
@@ -265,13 +226,12 @@ def summary(evaluation, source: str, paths=None) -> dict:
 
 
 def measure(run: EvaluationRun, progress=None):
-    """Load the checkpoint in torch, run eqlm.convergence.evaluate on the run's text, then (when the options name
-    other starts) eqlm.path_independence on the same windows; (evaluation, path independence or None, source)."""
+    """Load the checkpoint in torch and run eqlm.evaluate.depth_profiles on the run's text: (evaluation, path
+    independence of the other starts or None, source)."""
     import torch
 
-    from eqlm import convergence as cv
     from eqlm.checkpoint import load_checkpoint
-    from eqlm.path_independence import path_independence
+    from eqlm.evaluate import depth_profiles, windows_of
 
     o = run.options
     device = pick_device()
@@ -282,33 +242,11 @@ def measure(run: EvaluationRun, progress=None):
     torch.set_num_threads(max(1, min(2, torch.get_num_threads())))
     corpus = ((data.get("provenance") or {}).get("train_settings") or {}).get("corpus", "kjv")
     text, source = evaluation_text(o["text"], corpus)
-    windows = cv.windows_of(text, model.config.max_positions, limit=o["windows"])
+    windows = windows_of(text, model.config.max_positions, limit=o["windows"])
     if not len(windows):
         raise ValueError("the held-out text is shorter than one window")
-    evaluation = cv.evaluate(
-        cv.TorchBackend(model, device),
-        windows,
-        solvers=o["solvers"],
-        max_depth=o["max_depth"],
-        tolerances=o["tolerances"],
-        cap=o["cap"],
-        batch=16 if device == "cuda" else 8,
-        progress=None if progress is None else lambda f, m: progress(0.8 * f, m),
-    )
-    paths = None
-    if o.get("starts"):
-        if progress:
-            progress(0.8, f"path independence: the {' and '.join(o['starts'])} starts against zero")
-        # on the CPU, as the depth-curve experiment measures (the noise comes from a CPU generator)
-        paths = path_independence(
-            model.cpu(),
-            windows,
-            start_depths(o["max_depth"]),
-            (DEFAULT_START, *o["starts"]),
-            seed=NOISE_SEED,
-            batch=8,
-            warm_depths=[],
-        )
+    depths = start_depths(o["max_depth"])
+    evaluation, paths = depth_profiles(model, windows, o, device, depths, seed=NOISE_SEED, progress=progress)
     return evaluation, paths, f"{source}, {len(windows)} windows of {model.config.max_positions} bytes"
 
 

@@ -5,13 +5,12 @@ from __future__ import annotations
 
 from django.conf import settings
 
-from eqlm.model_files import KJV_SLICE
+from eqlm.evaluate import committed_slice
 
 from .models import RegisteredModel
 
 CURVE_DEPTHS = (1, 2, 4, 8, 12, 24)
 CURVE_WINDOWS = 2
-HELD_OUT = KJV_SLICE
 
 
 def measure_depth_curve(row: RegisteredModel, windows: int = CURVE_WINDOWS, progress=None) -> list[dict]:
@@ -27,7 +26,7 @@ def measure_depth_curve(row: RegisteredModel, windows: int = CURVE_WINDOWS, prog
     model, _ = load_programme_model(row.file_path(), max_bytes=settings.MODEL_MAX_BYTES)
     torch.set_num_threads(max(1, min(2, torch.get_num_threads())))
     width = model.config.max_seq_len
-    ids = get_tokenizer("gpt2").encode(HELD_OUT.read_text(encoding="utf-8"))
+    ids = get_tokenizer("gpt2").encode(committed_slice().decode("utf-8"))
     chunks = [ids[i * width : (i + 1) * width] for i in range(windows) if len(ids) >= (i + 1) * width]
     if model.model_class == "ExplicitLM":
         points = [("layers", model.n_layers)]

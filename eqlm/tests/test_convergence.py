@@ -6,6 +6,7 @@ import pytest
 from eqlm import convergence as cv
 from eqlm.decoder import OnnxEqLM
 from eqlm.testing import tiny_model
+from eqlm.units import LN2, mean_bits
 
 TEXT = (
     b"In the beginning God created the heaven and the earth. And the earth was without form, and void; "
@@ -30,7 +31,7 @@ def test_converged_fraction_and_quantiles_of_known_residuals():
 def test_nll_from_logits_is_cross_entropy_in_nats():
     logits = np.log(np.array([[0.5, 0.25, 0.25]]))
     assert cv.nll_from_logits(logits, np.array([0]))[0] == pytest.approx(np.log(2))
-    assert cv.bits_per_byte(cv.nll_from_logits(logits, np.array([1]))) == pytest.approx(2.0)
+    assert mean_bits(cv.nll_from_logits(logits, np.array([1]))) == pytest.approx(2.0)
 
 
 def test_matched_fixed_depth_interpolates_between_measured_depths():
@@ -84,7 +85,7 @@ def test_adaptive_halting_matches_the_models_own_solver(windows):
     nll = torch.nn.functional.cross_entropy(
         solved.logits[24].flatten(0, 1).double(), torch.as_tensor(windows[:, 1:]).flatten()
     )
-    assert point.bits_per_byte == pytest.approx(float(nll) / cv.LN2, abs=1e-5)
+    assert point.bits_per_byte == pytest.approx(float(nll) / LN2, abs=1e-5)
 
 
 def test_adaptive_points_of_disjoint_parts_merge_to_one_pass(windows):

@@ -4,7 +4,17 @@ import numpy as np
 import pytest
 import torch
 
-from eqlm.fixed_point import FixedPoint, NumpyAnderson, NumpyOps, TorchAnderson, TorchOps, halting_rule, kl_below
+from eqlm.fixed_point import (
+    FixedPoint,
+    NumpyAnderson,
+    NumpyOps,
+    TorchAnderson,
+    TorchOps,
+    halting_rule,
+    iterate,
+    iterates,
+    kl_below,
+)
 from eqlm.limits import SOLVERS
 
 B, T, D = 2, 5, 16
@@ -198,3 +208,26 @@ def test_a_halting_rule_is_named_and_none_without_a_tol():
     assert halting_rule("residual", None, head, TorchOps()) is None
     with pytest.raises(ValueError, match="halt must be 'residual' or 'kl'"):
         halting_rule("entropy", 1e-3, head, TorchOps())
+
+
+def test_iterates_is_the_plain_loop_on_both_backends_with_gradients_through_every_step():
+    z0, numpy_step, _ = random_map(3)
+    w = torch.from_numpy(np.random.default_rng(4).normal(size=(D, D)) * 0.3).requires_grad_()
+
+    def f(z):
+        return torch.tanh(z @ w)
+
+    expected, states = torch.from_numpy(z0), {}
+    for i in range(1, 6):
+        expected = f(expected)
+        states[i] = expected
+    seen = dict(iterates(f, torch.from_numpy(z0), 5))
+    assert list(seen) == [1, 2, 3, 4, 5]
+    assert all(torch.equal(seen[i], states[i]) for i in states)
+    seen[5].sum().backward()
+    assert w.grad is not None and w.grad.abs().sum() > 0
+    plain = z0
+    for _ in range(4):
+        plain = numpy_step(plain, 0)[0]
+    assert np.array_equal(iterate(lambda z: numpy_step(z, 0)[0], z0, 4), plain)
+    assert iterate(f, z0, 0) is z0

@@ -114,8 +114,8 @@ def test_the_evaluation_is_path_independences_with_the_warm_start_and_the_aa_sco
     # the same numbers bench/depth_curve.py reports: eqlm.path_independence on the same windows and seed
     from eqlm.checkpoint import load_checkpoint
     from eqlm.convergence import windows_of
+    from eqlm.model_files import KJV_SLICE as SLICE
     from eqlm.path_independence import path_independence
-    from experiments_app.evaluation import SLICE
 
     run.refresh_from_db()
     model, _ = load_checkpoint(run.checkpoint)
@@ -166,8 +166,9 @@ def test_an_evaluation_longer_than_its_slice_runs_in_parts_and_writes_one_passs_
 ):
     from eqlm.checkpoint import load_checkpoint
     from eqlm.convergence import TorchBackend, adaptive_point, windows_of
+    from eqlm.model_files import KJV_SLICE as SLICE
     from eqlm.path_independence import path_independence
-    from experiments_app.evaluation import PARTS_FILE, SLICE
+    from experiments_app.evaluation import PARTS_FILE
 
     from .factories import tiny_spec
 
@@ -214,8 +215,8 @@ def test_a_resumed_evaluation_starts_where_its_saved_figures_end_even_with_anoth
 ):
     from eqlm.checkpoint import load_checkpoint
     from eqlm.convergence import windows_of
+    from eqlm.model_files import KJV_SLICE as SLICE
     from eqlm.path_independence import path_independence
-    from experiments_app.evaluation import SLICE
 
     from .factories import tiny_spec
 

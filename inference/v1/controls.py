@@ -2,7 +2,7 @@
 
 An explicit transformer (`explicit-demo`) takes one depth, its layer count, and no tol, solver but Picard, start,
 warm start or halting rule: each sent one is a 400 naming the field (or `model`, when the id's suffix set it) and why.
-An EqLM takes every control; its depth cap is views.check_depth's.
+An EqLM takes every control; its depth cap is base.check_depth's.
 """
 
 from __future__ import annotations

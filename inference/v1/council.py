@@ -17,7 +17,7 @@ from eqlm.limits import DEFAULT_HALT, DEFAULT_START, DEPTH_MAX
 from models_app.model_ids import COUNCIL_ID, is_council_id
 from portal.api import ApiError
 
-from .serializers import DEFAULT_MEMBERS, KineticSerializer
+from .kinetic import DEFAULT_MEMBERS, KineticSerializer
 
 
 def _member_runtimes(members: list[str]) -> list:

@@ -4,13 +4,8 @@ import json
 from pathlib import Path
 
 from django.conf import settings
-from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from eqlm.council import DEFAULT_BETA as COUNCIL_BETA
-from eqlm.council import MEMORIES as COUNCIL_MEMORIES
-from eqlm.council import MEMORY_DEFAULTS as COUNCIL_MEMORY_DEFAULTS
-from eqlm.council import POOLS as COUNCIL_POOLS
 from eqlm.limits import (
     DEFAULT_DEPTH,
     DEFAULT_HALT,
@@ -25,11 +20,19 @@ from eqlm.limits import (
     STARTS,
     model_depths,
 )
+from eqlm.logprobs import MAX_TOP_LOGPROBS
 from eqlm.model_files import ONNX
-from models_app.model_ids import COUNCIL_ID, base_id, suffix_pairs
+from models_app.model_ids import base_id, suffix_pairs
 from portal.api import ApiError
 
-from .plan import TokenIds
+from .fields import (
+    MessageContentField,
+    PositiveFractionField,
+    PromptField,
+    StopField,
+    StreamOptionsSerializer,
+)
+from .kinetic import kinetic_field
 
 
 def default_model_depths() -> tuple[int, int]:
@@ -40,218 +43,6 @@ def default_model_depths() -> tuple[int, int]:
         return model_depths(json.loads(path.read_text()))
     except (OSError, ValueError):
         return DEFAULT_DEPTH, DEPTH_MAX
-
-
-MAX_TOP_LOGPROBS = 20
-# The council's default members: the KJV equilibrium model and the second-domain (code) model; never the unrolled one.
-# They are the members the council bench measured and tuned the defaults on (fixtures/council_bench.json): the KJV one
-# is the six-stage model, eqlm-demo until the experiments' winner took that id. Another member is a new bench run first.
-DEFAULT_MEMBERS = ("eqlm-demo-anytime", "eqlm-code")
-MAX_MEMBERS = 8
-CONTROL_CAP = 1e6  # beta and tau beyond this only overflow; the game is already routing / pinned there
-
-
-@extend_schema_field(
-    {
-        "oneOf": [
-            {"type": "string"},
-            {"type": "array", "items": {"type": "string"}},
-            {"type": "array", "items": {"type": "integer", "minimum": 0}},
-            {"type": "array", "items": {"type": "array", "items": {"type": "integer", "minimum": 0}}},
-        ],
-        "description": "Text to continue: a string, a list of strings (one completion each), token ids, or a list of "
-        "such lists. Token ids are the model's (GET /tokenizer_info: UTF-8 bytes 0-255, or GPT-2 BPE 0-50256), never "
-        "re-encoded: for a byte model [195] is one token.",
-    }
-)
-class PromptField(serializers.Field):
-    """OpenAI's prompt union; strings stay text, token-id lists become plan.TokenIds (the exact tokens to score),
-    checked against the model's vocabulary once the model is known (plan.check_token_ids)."""
-
-    @staticmethod
-    def _is_ids(item) -> bool:
-        if not (isinstance(item, list) and item):
-            return False
-        return all(isinstance(t, int) and not isinstance(t, bool) for t in item)
-
-    @staticmethod
-    def _as_ids(ids: list[int]) -> TokenIds:
-        bad = next((t for t in ids if t < 0), None)
-        if bad is not None:
-            raise serializers.ValidationError(f"Token ids are integers from 0 (got {bad}).")
-        return TokenIds(ids)
-
-    def to_internal_value(self, data) -> list[str | TokenIds]:
-        if isinstance(data, str):
-            return [data]
-        if isinstance(data, list) and data and all(isinstance(item, str) for item in data):
-            return list(data)
-        if self._is_ids(data):
-            return [self._as_ids(data)]
-        if isinstance(data, list) and data and all(self._is_ids(item) for item in data):
-            return [self._as_ids(item) for item in data]
-        raise serializers.ValidationError(
-            "Expected a string, a non-empty list of strings, a list of token ids, or a list of token-id lists."
-        )
-
-    def to_representation(self, value):
-        return value
-
-
-@extend_schema_field(
-    {
-        "oneOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}, "maxItems": 4}],
-        "nullable": True,
-        "description": "Up to 4 strings; generation stops before the first one produced.",
-    }
-)
-class StopField(serializers.Field):
-    def to_internal_value(self, data) -> tuple[str, ...]:
-        if data is None:
-            return ()
-        items = [data] if isinstance(data, str) else data
-        if not isinstance(items, list) or not all(isinstance(item, str) for item in items):
-            raise serializers.ValidationError("Expected a string or a list of strings.")
-        if len(items) > 4:
-            raise serializers.ValidationError("At most 4 stop sequences.")
-        if any(item == "" for item in items):
-            raise serializers.ValidationError("Stop sequences must not be empty.")
-        return tuple(items)
-
-    def to_representation(self, value):
-        return list(value)
-
-
-@extend_schema_field({"type": "number", "minimum": 0, "exclusiveMinimum": True, "maximum": 1})
-class PositiveFractionField(serializers.FloatField):
-    """A float in (0, 1]."""
-
-    def to_internal_value(self, data):
-        value = super().to_internal_value(data)
-        if value <= 0:
-            raise serializers.ValidationError("Must be greater than 0.")
-        return value
-
-
-class StreamOptionsSerializer(serializers.Serializer):
-    include_usage = serializers.BooleanField(
-        required=False, default=False, help_text="Send a last chunk with `usage` (and empty `choices`)."
-    )
-
-
-@extend_schema_field({"type": "number", "minimum": 0, "exclusiveMinimum": True})
-class PositiveFloatField(serializers.FloatField):
-    def to_internal_value(self, data):
-        value = super().to_internal_value(data)
-        if not value > 0:
-            raise serializers.ValidationError("Must be greater than 0.")
-        return value
-
-
-def _at(index: int, message: str) -> list:
-    """A list-shaped error for item `index` (the shared error shape names it `kinetic.members[index]`)."""
-    return [[] for _ in range(index)] + [[message]]
-
-
-@extend_schema_field({"type": "array", "items": {"type": "string"}, "minItems": 2, "maxItems": MAX_MEMBERS})
-class MembersField(serializers.Field):
-    def to_internal_value(self, data) -> list[str]:
-        if not isinstance(data, list):
-            raise serializers.ValidationError("Expected a list of model ids.")
-        if not 2 <= len(data) <= MAX_MEMBERS:
-            raise serializers.ValidationError(f"A council has 2 to {MAX_MEMBERS} members (repeats allowed).")
-        for index, item in enumerate(data):
-            if not isinstance(item, str) or not item or len(item) > 100:
-                raise serializers.ValidationError(_at(index, "Expected a model id (a string of 1-100 characters)."))
-            if item == COUNCIL_ID:
-                raise serializers.ValidationError(_at(index, "The council cannot be its own member."))
-        return list(data)
-
-    def to_representation(self, value):
-        return value
-
-
-class KineticSerializer(serializers.Serializer):
-    """The council's controls (only with `model: "eqlm-council"`)."""
-
-    members = MembersField(
-        required=False,
-        help_text=f"Ids of servable models, 2–{MAX_MEMBERS}, repeats allowed (default: {', '.join(DEFAULT_MEMBERS)}).",
-    )
-    tau = serializers.FloatField(
-        required=False, default=0.0, min_value=0.0, max_value=CONTROL_CAP, help_text="Pull toward the reference (≥ 0)."
-    )
-    beta = serializers.FloatField(
-        required=False, default=None, min_value=0.0, max_value=CONTROL_CAP,
-        help_text=(
-            "Influence sharpness (≥ 0): 0 is logit averaging, large approaches routing (default: "
-            f"{COUNCIL_MEMORY_DEFAULTS['beta']} with memory, {COUNCIL_BETA} without)."
-        ),
-    )  # fmt: skip
-    eta = PositiveFloatField(
-        required=False, default=0.5, max_value=1.0, help_text="Step size of the update, in (0, 1]."
-    )
-    max_iter = serializers.IntegerField(
-        required=False, default=32, min_value=1, max_value=256, help_text="Most game iterations per token (1–256)."
-    )
-    tol = PositiveFloatField(required=False, default=1e-5, help_text="Stop once y moves less than this in L1 (> 0).")
-    reference = serializers.CharField(
-        required=False, default="mean", max_length=100,
-        help_text='"mean" (the mean of the members\' distributions) or a member id.',
-    )  # fmt: skip
-    memory = serializers.ChoiceField(
-        choices=list(COUNCIL_MEMORIES), required=False, default=COUNCIL_MEMORY_DEFAULTS["memory"],
-        help_text=(
-            '"fixed_share": each member\'s reputation, its fixed-share posterior from its log-probabilities of the '
-            'text so far, weighs its influence; "none": the game on the current position alone.'
-        ),
-    )  # fmt: skip
-    share = serializers.FloatField(
-        required=False, default=COUNCIL_MEMORY_DEFAULTS["share"], min_value=0.0,
-        help_text="The memory's switching rate, in [0, 1): the share of reputation passed on after each byte.",
-    )  # fmt: skip
-    learning_rate = PositiveFloatField(
-        required=False, default=COUNCIL_MEMORY_DEFAULTS["learning_rate"], max_value=CONTROL_CAP,
-        help_text="The weight of each byte's evidence in the memory's update (> 0; 1 is Bayes' rule).",
-    )  # fmt: skip
-    pool = serializers.ChoiceField(
-        choices=list(COUNCIL_POOLS), required=False, default=None,
-        help_text=(
-            '"geometric": y ∝ exp(Σ w_i l_i) p_ref^τ (log-linear); "arithmetic": y = Σ w_i p_i, the weighted mean of '
-            f'the distributions (default: "{COUNCIL_MEMORY_DEFAULTS["pool"]}" with memory, "geometric" without).'
-        ),
-    )  # fmt: skip
-
-    def to_internal_value(self, data):
-        if isinstance(data, dict):
-            unknown = sorted(set(data) - set(self.fields))
-            if unknown:
-                known = ", ".join(self.fields)
-                raise serializers.ValidationError({unknown[0]: [f"Not a control; the controls: {known}."]})
-        return super().to_internal_value(data)
-
-    def validate_share(self, value):
-        if not value < 1:
-            raise serializers.ValidationError("Must be in [0, 1).")
-        return value
-
-    def validate(self, attrs):
-        if attrs["beta"] is None:
-            attrs["beta"] = COUNCIL_MEMORY_DEFAULTS["beta"] if attrs["memory"] != "none" else COUNCIL_BETA
-        if attrs["pool"] is None:
-            attrs["pool"] = COUNCIL_MEMORY_DEFAULTS["pool"] if attrs["memory"] != "none" else "geometric"
-        members = attrs.get("members") or list(DEFAULT_MEMBERS)
-        if attrs["reference"] != "mean" and attrs["reference"] not in members:
-            raise serializers.ValidationError({"reference": ['Must be "mean" or one of the members.']})
-        attrs["members"] = members
-        return attrs
-
-
-def kinetic_field() -> KineticSerializer:
-    return KineticSerializer(
-        required=False, allow_null=True, default=None,
-        help_text=f'The council\'s controls; only with model "{COUNCIL_ID}".',
-    )  # fmt: skip
 
 
 class GenerationParamsSerializer(serializers.Serializer):
@@ -449,34 +240,6 @@ class CompletionRequestSerializer(GenerationParamsSerializer):
         if attrs.get("max_tokens") == 0 and not attrs["echo"]:
             raise serializers.ValidationError({"max_tokens": "max_tokens 0 needs echo: true (score the prompt alone)."})
         return attrs
-
-
-@extend_schema_field(
-    {
-        "oneOf": [
-            {"type": "string"},
-            {"type": "array", "items": {"type": "object", "properties": {"type": {"type": "string"}, "text": {}}}},
-        ],
-        "nullable": True,
-    }
-)
-class MessageContentField(serializers.Field):
-    def to_internal_value(self, data) -> str:
-        if data is None:
-            return ""
-        if isinstance(data, str):
-            return data
-        if isinstance(data, list):
-            parts = []
-            for part in data:
-                if not (isinstance(part, dict) and part.get("type") == "text" and isinstance(part.get("text"), str)):
-                    raise serializers.ValidationError("Only text content parts are supported.")
-                parts.append(part["text"])
-            return "".join(parts)
-        raise serializers.ValidationError("Expected a string or a list of text parts.")
-
-    def to_representation(self, value):
-        return value
 
 
 NOT_MESSAGES = "Expected a non-empty list of messages."

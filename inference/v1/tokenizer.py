@@ -21,10 +21,10 @@ from models_app.model_ids import base_id
 from portal.api import ApiError
 
 from . import ratelimit
+from .base import V1View, served_runtime
 from .docs import ERROR_RESPONSES
 from .plan import chat_prompt
 from .serializers import MessageSerializer
-from .views import V1View, served_runtime
 
 TOKENIZER_TAG = "tokenizer (vLLM-compatible)"
 TOKEN_NOTATION = {

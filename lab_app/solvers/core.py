@@ -1,4 +1,4 @@
-"""Shared pieces of the solvers: softmax, simplex projection, NashConv, and fractions for display."""
+"""Shared pieces of the solvers: simplex projection, NashConv, and fractions for display (softmax: eqlm.logprobs)."""
 
 from __future__ import annotations
 
@@ -12,11 +12,6 @@ METRIC_NOTE = (
     "NashConv = Σ over both players of (best-response payoff − current payoff); "
     "for zero-sum games exploitability = NashConv / 2 is reported too."
 )
-
-
-def softmax(z: np.ndarray) -> np.ndarray:
-    e = np.exp(z - z.max())
-    return e / e.sum()
 
 
 def project_simplex(v: np.ndarray) -> np.ndarray:

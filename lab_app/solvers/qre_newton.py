@@ -12,7 +12,7 @@ import math
 import numpy as np
 from scipy.linalg.lapack import dgesv
 
-from .core import softmax
+from eqlm.logprobs import softmax
 
 
 class _System:
@@ -33,9 +33,7 @@ class _System:
         zu, zv = self._zu, self._zv
         zu[1:] = w[:k]
         zv[1:] = w[k:]
-        eu = np.exp(zu - zu.max())
-        ev = np.exp(zv - zv.max())
-        return eu / eu.sum(), ev / ev.sum()
+        return softmax(zu), softmax(zv)
 
     def H(self, w: np.ndarray, lam: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         x, y = self.probs(w)

@@ -7,8 +7,9 @@ import nashpy
 import numpy as np
 import pytest
 
+from eqlm.logprobs import softmax
 from lab_app.solvers import Limits, SolverInputError, TimeLimitExceeded, random_game, solve
-from lab_app.solvers.core import nash_conv, softmax
+from lab_app.solvers.core import nash_conv
 from lab_app.solvers.nash import lemke_howson, vertex_enumeration
 from lab_app.solvers.qre import qre, trace_path
 

@@ -22,8 +22,10 @@ def walk(patterns):
 walk(get_resolver().url_patterns)
 NAMES = ["views", "api", "api_views", "urls", "api_urls", "services", "admin", "serializers", "models", "tasks"]
 V1_NAMES = ["views", "urls", "serializers", "plan", "wire", "docs", "keys", "ratelimit", "admin"]
-APPS = ["portal", "site_root", "results", "findings_app", "benchmarks_app", "lab_app", "models_app", "inference", "council_app",
-        "experiments_app"]
+APPS = [
+    "portal", "site_root", "results", "findings_app", "benchmarks_app", "lab_app", "models_app", "inference",
+    "council_app", "experiments_app",
+]
 PACKAGES = [(app, NAMES) for app in APPS]
 for app, names in PACKAGES + [("inference.v1", V1_NAMES)]:
     for name in names:
