@@ -222,10 +222,10 @@ TERMS: tuple[Term, ...] = (
 
 BY_SLUG = {term.slug: term for term in TERMS}
 
-# Text inside these elements is never linked: links, code, headings, the glossary's own terms, form controls and
-# what is not prose (scripts, styles, templates, drawings).
+# Text inside these elements is never linked: links, code, headings and table headers, the glossary's own terms,
+# form controls and what is not prose (scripts, styles, templates, drawings).
 SKIP_ELEMENTS = frozenset(
-    {"a", "code", "pre", "kbd", "samp", "h1", "h2", "h3", "h4", "h5", "h6", "script", "style", "template", "dfn",
+    {"a", "code", "pre", "kbd", "samp", "h1", "h2", "h3", "h4", "h5", "h6", "th", "script", "style", "template", "dfn",
      "summary", "button", "label", "select", "option", "textarea", "svg", "math", "noscript"}
 )  # fmt: skip
 # A comment, or a tag whose quoted attribute values may hold ">".
