@@ -230,6 +230,9 @@ SKIP_ELEMENTS = frozenset(
 )  # fmt: skip
 # A comment, or a tag whose quoted attribute values may hold ">".
 _TAG = re.compile(r"""<!--.*?-->|<(/?)([a-zA-Z][a-zA-Z0-9-]*)(?:"[^"]*"|'[^']*'|[^'">])*>""", re.S)
+# An element marked data-verbatim quotes the record exactly as recorded: its text is never linked either.
+_VERBATIM = re.compile(r"\sdata-verbatim(?:[\s=>/])")
+_VOID = {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source", "track", "wbr"}
 # Elements whose content is raw text, never markup: skipped whole, to their closing tag.
 _RAW_TEXT = {"script", "style", "textarea"}
 # Any term at all: most runs of text between tags (numbers, labels) name none, and this one search says so.
@@ -243,12 +246,13 @@ def link_terms(html: str, seen: set[str], url: str = "/glossary/") -> str:
     alone). `seen` collects the slugs linked, so calls that share it link each term once per page."""
     out: list[str] = []
     skip_depth = 0
+    verbatim: list[str] = []  # the open elements from one marked data-verbatim inward
     pos = 0
     for match in _TAG.finditer(html):
         if match.start() < pos:  # inside a raw-text element already copied whole
             continue
         text = html[pos : match.start()]
-        out.append(text if skip_depth else _link_text(text, seen, url))
+        out.append(text if skip_depth or verbatim else _link_text(text, seen, url))
         tag, name, end = match.group(0), (match.group(2) or "").lower(), match.end()
         closing = match.group(1) == "/"
         if name in _RAW_TEXT and not closing:
@@ -257,10 +261,23 @@ def link_terms(html: str, seen: set[str], url: str = "/glossary/") -> str:
             tag = html[match.start() : end]
         elif name in SKIP_ELEMENTS and not tag.endswith("/>"):
             skip_depth = max(0, skip_depth - 1) if closing else skip_depth + 1
+        if name and name not in _VOID and not tag.endswith("/>"):
+            _track_verbatim(verbatim, name, closing, tag)
         out.append(tag)
         pos = end
-    out.append(html[pos:] if skip_depth else _link_text(html[pos:], seen, url))
+    out.append(html[pos:] if skip_depth or verbatim else _link_text(html[pos:], seen, url))
     return "".join(out)
+
+
+def _track_verbatim(open_names: list[str], name: str, closing: bool, tag: str) -> None:
+    """Keep `open_names`, the elements open inside one marked `data-verbatim` (a quotation of the record, shown
+    exactly as recorded), up to date with one tag."""
+    if closing:
+        if name in open_names:
+            while open_names and open_names.pop() != name:
+                pass
+    elif open_names or _VERBATIM.search(tag):
+        open_names.append(name)
 
 
 def _link_text(text: str, seen: set[str], url: str) -> str:

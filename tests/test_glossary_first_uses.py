@@ -1,5 +1,5 @@
 """Every reader page links the first use of each glossary term in its main content to /glossary/, and only there:
-never inside a link, code, a heading, a form control or an attribute."""
+never inside a link, code, a heading, a form control, an attribute or a verbatim quotation of the record."""
 
 import re
 from html.parser import HTMLParser
@@ -20,7 +20,7 @@ class MainText(HTMLParser):
     def __init__(self):
         super().__init__(convert_charrefs=True)
         self.in_main = False
-        self.stack: list[tuple[str, str | None]] = []
+        self.stack: list[tuple[str, str | None, bool]] = []
         self.runs: list[tuple[str, str | None, bool]] = []
 
     def handle_starttag(self, tag, attrs):
@@ -31,7 +31,7 @@ class MainText(HTMLParser):
         if self.in_main and tag not in VOID:
             found = GLOSSARY_LINK.match(attrs.get("href") or "") if tag == "a" else None
             slug = found.group(1) if found and "glossary-term" in (attrs.get("class") or "") else None
-            self.stack.append((tag, slug))
+            self.stack.append((tag, slug, "data-verbatim" in attrs))
 
     def handle_endtag(self, tag):
         if tag == "main":
@@ -43,8 +43,9 @@ class MainText(HTMLParser):
     def handle_data(self, data):
         if not self.in_main or not data.strip():
             return
-        slug = next((s for _, s in reversed(self.stack) if s), None)
-        prose = slug is not None or not any(tag in SKIP_ELEMENTS for tag, _ in self.stack)
+        slug = next((s for _, s, _ in reversed(self.stack) if s), None)
+        quoted = any(tag in SKIP_ELEMENTS or verbatim for tag, _, verbatim in self.stack)
+        prose = slug is not None or not quoted
         self.runs.append((data, slug, prose))
 
 

@@ -49,6 +49,13 @@ def test_text_inside_links_code_headings_and_tags_is_left_alone():
     assert link_terms(html, set()) == html
 
 
+def test_a_verbatim_quotation_of_the_record_is_left_alone_and_the_next_use_is_linked():
+    quoted = '<span class="muted" data-verbatim>recorded as “exp13 (B1 seed-43 <b>checkpoint</b>)”</span>'
+    linked = link_terms(f"<p>{quoted} then B1 again.</p>", set())
+    assert quoted in linked
+    assert linked.count("glossary-term") == 1 and linked.index("glossary-term") > linked.index("then")
+
+
 def test_words_that_only_contain_a_term_are_not_linked():
     assert "glossary-term" not in link_terms("exp13_B1seed, H100, A100, SPECS and sandwiches", set())
 
