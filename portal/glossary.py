@@ -223,10 +223,11 @@ TERMS: tuple[Term, ...] = (
 BY_SLUG = {term.slug: term for term in TERMS}
 
 # Text inside these elements is never linked: links, code, headings and table headers, the glossary's own terms,
-# form controls and what is not prose (scripts, styles, templates, drawings).
+# forms (their controls and the notes the page rewrites as they change) and what is not prose (scripts, styles,
+# templates, drawings).
 SKIP_ELEMENTS = frozenset(
     {"a", "code", "pre", "kbd", "samp", "h1", "h2", "h3", "h4", "h5", "h6", "th", "script", "style", "template", "dfn",
-     "summary", "button", "label", "select", "option", "textarea", "svg", "math", "noscript"}
+     "summary", "form", "button", "label", "select", "option", "textarea", "svg", "math", "noscript"}
 )  # fmt: skip
 # A comment, or a tag whose quoted attribute values may hold ">".
 _TAG = re.compile(r"""<!--.*?-->|<(/?)([a-zA-Z][a-zA-Z0-9-]*)(?:"[^"]*"|'[^']*'|[^'">])*>""", re.S)
