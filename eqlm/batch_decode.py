@@ -1,0 +1,195 @@
+"""Continuous batching: concurrent generations on one model share each iteration's weight read (never torch).
+
+Each request keeps its own thread, cache, depth, halting, solver, sampling and stop strings: it runs
+generation.Generator's loop as it would alone. The one difference is where a decoded position's iteration runs: a
+row's step of one new position (T = 1) is handed to the model's `BatchScheduler`, whose thread runs every row's
+pending step in one call of the `step_batched` graph (export_batched.py): each row attends to its own past through
+the graph's per-row mask, so rows at different positions, iteration slots and depths run together. Requests join the
+batch when they start decoding and leave it when they end, halt or stop, at token and iteration boundaries; the
+prompt's positions (T > 1) run on the row's own thread through the step graph, as alone.
+
+The scheduler runs a batch once every row inside a decode solve has handed in its step, or `gather_s` after the
+first one came (a row that is busy with its head, halting rule or sampler does not hold the others up for longer).
+A row's result does not depend on the other rows: the graph computes each row as the step graph computes it alone.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager, nullcontext
+from pathlib import Path
+
+import numpy as np
+import onnxruntime as ort
+
+from .decoder import OnnxEqLM
+from .generation import GenerationRequest, Generator, TokenStream
+
+GATHER_S = 0.002  # how long a batch waits for rows still working between their steps
+MAX_ROWS = 16
+
+
+class _Call:
+    """One row's pending step and, once run, its outputs (or the error that the batch raised)."""
+
+    def __init__(self, z, inj, past_k, past_v):
+        self.inputs = (z, inj, past_k, past_v)
+        self.outputs: list[np.ndarray] | None = None
+        self.error: BaseException | None = None
+        self.done = threading.Event()
+
+
+class BatchScheduler:
+    """The batched iterations of one model: one thread that runs every waiting row's step in one graph call."""
+
+    def __init__(self, model: OnnxEqLM, threads: int = 1, max_rows: int = MAX_ROWS, gather_s: float = GATHER_S):
+        options = ort.SessionOptions()
+        options.intra_op_num_threads = threads
+        options.inter_op_num_threads = 1
+        path = Path(model.onnx_dir) / model.manifest["graphs"]["step_batched"]
+        self.session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+        self.max_rows, self.gather_s = max_rows, gather_s
+        self.n_heads, self.head_dim = model.n_heads, model.head_dim
+        self._cond = threading.Condition()
+        self._pending: list[_Call] = []
+        self._inside = 0  # rows inside a decode solve (each hands in a step, then waits for it)
+        self.rows = 0  # streams that have joined and not yet left
+        self.batches = 0  # graph calls run, and the rows they ran (for the bench and the tests)
+        self.rows_run = 0
+        self.largest = 0
+        self._thread: threading.Thread | None = None
+
+    @contextmanager
+    def solving(self):
+        """A row's decode solve: while inside, a batch waits (up to gather_s) for this row's next step."""
+        with self._cond:
+            self._inside += 1
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._inside -= 1
+                self._cond.notify_all()
+
+    @contextmanager
+    def member(self):
+        """A stream's membership of the batch, from its start to its end (a closed stream leaves too)."""
+        with self._cond:
+            self.rows += 1
+        try:
+            yield
+        finally:
+            with self._cond:
+                self.rows -= 1
+
+    def step(self, z, inj, past_k, past_v) -> list[np.ndarray]:
+        """One row's step of one new position ([1, 1, D]), run in the next batch; (z_next, k, v, residual)."""
+        call = _Call(z, inj, past_k, past_v)
+        with self._cond:
+            self._start()
+            self._pending.append(call)
+            self._cond.notify_all()
+        call.done.wait()
+        if call.error is not None:
+            raise call.error
+        return call.outputs
+
+    def _start(self) -> None:
+        if self._thread is None or not self._thread.is_alive():
+            self._thread = threading.Thread(target=self._loop, name="eqlm-batch", daemon=True)
+            self._thread.start()
+
+    def _take(self) -> list[_Call]:
+        with self._cond:
+            while not self._pending:
+                self._cond.wait()
+            deadline = time.monotonic() + self.gather_s
+            while len(self._pending) < min(self._inside, self.max_rows):
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    break
+                self._cond.wait(left)
+            batch, self._pending = self._pending[: self.max_rows], self._pending[self.max_rows :]
+            return batch
+
+    def _loop(self) -> None:
+        while True:
+            batch = self._take()
+            try:
+                outputs = self.run(batch)
+            except Exception as error:  # noqa: BLE001 - every row of the batch sees it; the thread goes on
+                for call in batch:
+                    call.error = error
+                    call.done.set()
+                continue
+            for call, out in zip(batch, outputs, strict=True):
+                call.outputs = out
+                call.done.set()
+
+    def run(self, batch: list[_Call]) -> list[list[np.ndarray]]:
+        """The rows' steps in one step_batched call: each row's past right-padded to the longest, masked."""
+        b = len(batch)
+        lengths = [call.inputs[2].shape[2] for call in batch]
+        p = max(1, *lengths)  # the graph wants a past of one position at least (an empty one is all padding)
+        past_k = np.zeros((b, self.n_heads, p, self.head_dim), dtype=np.float32)
+        past_v = np.zeros_like(past_k)
+        valid = np.zeros((b, p), dtype=np.float32)
+        for row, (call, n) in enumerate(zip(batch, lengths, strict=True)):
+            past_k[row, :, :n] = call.inputs[2][0]
+            past_v[row, :, :n] = call.inputs[3][0]
+            valid[row, :n] = 1.0
+        feed = {
+            "z": np.concatenate([call.inputs[0] for call in batch]).astype(np.float32, copy=False),
+            "inj": np.concatenate([call.inputs[1] for call in batch]).astype(np.float32, copy=False),
+            "past_k": past_k,
+            "past_v": past_v,
+            "past_valid": valid,
+        }
+        z, k, v, residual = self.session.run(None, feed)
+        self.batches += 1
+        self.rows_run += b
+        self.largest = max(self.largest, b)
+        return [[z[i : i + 1], k[i : i + 1], v[i : i + 1], residual[i : i + 1]] for i in range(b)]
+
+
+class BatchedModel:
+    """An OnnxEqLM whose steps of one new position go through the scheduler; everything else is the model's."""
+
+    def __init__(self, model: OnnxEqLM, scheduler: BatchScheduler):
+        self._model, self.scheduler = model, scheduler
+
+    def __getattr__(self, name: str):
+        return getattr(self._model, name)
+
+    def step(self, z, inj, past_k, past_v, slot: int | None = None):
+        if z.shape[:2] == (1, 1):
+            return self.scheduler.step(z, inj, past_k, past_v)
+        return self._model.step(z, inj, past_k, past_v, slot)
+
+    def solving(self, new_positions: int):
+        """A solve of `new_positions`: a decoded one (1) is a batch member while it runs; a prompt runs alone."""
+        return self.scheduler.solving() if new_positions == 1 else nullcontext()
+
+
+def batchable(manifest: dict) -> bool:
+    """Whether a model's export has the batched step graph (an explicit transformer's never has)."""
+    return "step_batched" in manifest.get("graphs", {})
+
+
+class BatchedGenerator(Generator):
+    """Generator whose concurrent streams share each iteration's graph call; its API is Generator's."""
+
+    def __init__(self, onnx_dir: Path, int8: bool = False, threads: int = 1, max_rows: int = MAX_ROWS):
+        super().__init__(onnx_dir, int8=int8, threads=threads)
+        self.scheduler = BatchScheduler(self.model, threads=threads, max_rows=max_rows)
+        self.model = BatchedModel(self.model, self.scheduler)
+
+    def _member(self, events: Iterator) -> Iterator:
+        with self.scheduler.member():
+            yield from events
+
+    def stream(self, request: GenerationRequest) -> TokenStream:
+        stream = super().stream(request)
+        return TokenStream(self._member(stream._events), stream.stats)
