@@ -16,6 +16,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from eqlm.batch_decode import BatchedGenerator, batchable
 from eqlm.generation import Generator
 from eqlm.limits import DEFAULT_DEPTH, DEFAULT_MODEL_ID, DEPTH_MAX, model_depths
 from eqlm.manifest import depth_range, graph_roles
@@ -244,6 +245,16 @@ def _slot(model_id: str) -> _Slot:
         return _slots.setdefault(model_id, _Slot())
 
 
+def _runtime(onnx_dir: Path) -> Generator:
+    """A model's runtime: batched (eqlm.batch_decode) when its export has the batched step and batching is on."""
+    from django.conf import settings
+
+    manifest = json.loads((Path(onnx_dir) / "manifest.json").read_text())
+    if settings.API_BATCH_GENERATIONS and batchable(manifest):
+        return BatchedGenerator(onnx_dir, max_rows=settings.API_BATCH_MAX_ROWS)
+    return Generator(onnx_dir)
+
+
 def _load(card: ModelCard) -> Generator:
     """The card's runtime, loaded on first use (once per export version); raises ModelUnavailable."""
     if card.error:
@@ -258,7 +269,7 @@ def _load(card: ModelCard) -> Generator:
         if slot.runtime is None and not slot.error:
             started = time.perf_counter()
             try:
-                runtime = Generator(card.onnx_dir)
+                runtime = _runtime(card.onnx_dir)
             except Exception as exc:  # noqa: BLE001 - onnxruntime raises several types for a bad graph
                 slot.error = f"{type(exc).__name__}: {exc}"[:500]
                 log.warning("model %s could not be loaded: %s", card.id, slot.error)
