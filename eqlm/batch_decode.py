@@ -6,11 +6,13 @@ row's step of one new position (T = 1) is handed to the model's `BatchScheduler`
 pending step in one call of the `step_batched` graph (export_batched.py): each row attends to its own past through
 the graph's per-row mask, so rows at different positions, iteration slots and depths run together. Requests join the
 batch when they start decoding and leave it when they end, halt or stop, at token and iteration boundaries; the
-prompt's positions (T > 1) run on the row's own thread through the step graph, as alone.
+prompt's positions (T > 1) run on the row's own thread through the step graph, as alone, and so does the step of
+a row that is the only one decoding (a lone client pays no hand-over).
 
 The scheduler runs a batch once every row inside a decode solve has handed in its step, or `gather_s` after the
 first one came (a row that is busy with its head, halting rule or sampler does not hold the others up for longer).
-A row's result does not depend on the other rows: the graph computes each row as the step graph computes it alone.
+A row's result does not depend on the other rows: the graph computes each row as the step graph computes it alone
+(to float rounding; exactly, on the bundled models).
 """
 
 from __future__ import annotations
@@ -84,10 +86,13 @@ class BatchScheduler:
             with self._cond:
                 self.rows -= 1
 
-    def step(self, z, inj, past_k, past_v) -> list[np.ndarray]:
-        """One row's step of one new position ([1, 1, D]), run in the next batch; (z_next, k, v, residual)."""
+    def step(self, z, inj, past_k, past_v) -> list[np.ndarray] | None:
+        """One row's step of one new position ([1, 1, D]), run in the next batch; (z_next, k, v, residual). None
+        when the row is the only one decoding: it runs its step itself, as it would alone (no hand-over)."""
         call = _Call(z, inj, past_k, past_v)
         with self._cond:
+            if self._inside <= 1 and not self._pending:
+                return None
             self._start()
             self._pending.append(call)
             self._cond.notify_all()
@@ -164,9 +169,8 @@ class BatchedModel:
         return getattr(self._model, name)
 
     def step(self, z, inj, past_k, past_v, slot: int | None = None):
-        if z.shape[:2] == (1, 1):
-            return self.scheduler.step(z, inj, past_k, past_v)
-        return self._model.step(z, inj, past_k, past_v, slot)
+        out = self.scheduler.step(z, inj, past_k, past_v) if z.shape[:2] == (1, 1) else None
+        return self._model.step(z, inj, past_k, past_v, slot) if out is None else out
 
     def solving(self, new_positions: int):
         """A solve of `new_positions`: a decoded one (1) is a batch member while it runs; a prompt runs alone."""
