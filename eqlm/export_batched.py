@@ -8,6 +8,7 @@ returned for each row to cache, as step's are.
 
 `add_batched_step` writes step_batched.onnx beside an export's graphs and lists it in the manifest (graphs,
 graph_sha256, io); today's graphs stay as they were. An explicit transformer gets none (its layers differ by slot).
+The portal's EqLM block and the programme's (eqlm.programme.model; export_programme.py) each have their own.
 """
 
 from __future__ import annotations
@@ -61,6 +62,33 @@ class BatchedStep(nn.Module):
         return out, k, v, relative_residual(out, z)
 
 
+class ProgrammeBatchedStep(nn.Module):
+    """The programme block's forward (eqlm.programme.model) for T = 1 with a per-row mask over the past."""
+
+    def __init__(self, model: nn.Module):
+        super().__init__()
+        self.block = model.block
+
+    def forward(self, z, inj, past_k, past_v, past_valid):
+        blk = self.block
+        b, t, d = z.shape
+        a = z if blk.postln else blk.ln1(z)
+        q, k, v = blk._heads(blk.q_proj(a)), blk._heads(blk.k_proj(a)), blk._heads(blk.v_proj(a))
+        keys, values = torch.cat([past_k, k], dim=2), torch.cat([past_v, v], dim=2)
+        scores = torch.matmul(q, keys.transpose(-2, -1)) / (blk.head_dim**0.5)
+        visible = (torch.cat([past_valid, torch.ones_like(past_valid[:, :1])], dim=1) > 0.5)[:, None, None, :]
+        weights = F.softmax(scores.masked_fill(~visible, float("-inf")), dim=-1)
+        attn = blk.out_proj(torch.matmul(weights, values).transpose(1, 2).contiguous().reshape(b, t, d))
+        injection = torch.sigmoid(blk.input_gate(inj)) * inj
+        if blk.postln:
+            h = blk.ln1(z + attn + injection)
+            out = blk.ln2(h + blk.fc2(F.relu(blk.fc1(h))))
+        else:
+            ff = blk.fc2(F.relu(blk.fc1(blk.ln2(z + attn))))
+            out = (1.0 - blk.damping) * z + blk.damping * (z + (attn + ff + injection))
+        return out, k, v, relative_residual(out, z)
+
+
 def add_batched_step(model: nn.Module, out_dir: Path) -> dict:
     """Write step_batched.onnx into an EqLM export's folder and list it in its manifest; returns the manifest."""
     out_dir = Path(out_dir)
@@ -76,7 +104,7 @@ def add_batched_step(model: nn.Module, out_dir: Path) -> dict:
     bp = {0: "batch", 2: "past"}
     with torch.no_grad():
         export_graph(
-            BatchedStep(model.eval()),
+            (ProgrammeBatchedStep if hasattr(model.block, "q_proj") else BatchedStep)(model.eval()),
             (z, z, past, past, valid),
             out_dir / "step_batched.onnx",
             ["z", "inj", "past_k", "past_v", "past_valid"],

@@ -3,6 +3,7 @@
 eqlm-demo is trained (random weights would put near-ties everywhere, and a tie is no test of token equality).
 """
 
+import os
 import threading
 from pathlib import Path
 
@@ -129,3 +130,29 @@ def test_a_cancelled_stream_leaves_the_batch_and_the_others_go_on(alone, batched
     got += list(kept)
     assert [(e.token_id, e.text, e.iterations) for e in got] == want
     assert batched.scheduler.rows == 0
+
+
+PROGRAMME = Path(
+    os.environ.get("PROGRAMME_MODELS_DIR", Path(__file__).resolve().parents[2].parent / "shared" / "programme-models")
+)
+PROGRAMME_IDS = (464, 2068, 7586, 21831, 18045, 625, 262, 16931, 3290, 13)  # "The quick brown fox jumps over ..."
+
+
+@pytest.mark.skipif(not (PROGRAMME / "eqlm-postln.pt").exists(), reason="the programme's reference checkpoints")
+def test_a_programme_eqlm_export_batches_too_and_each_request_equals_its_lone_generation(tmp_path):
+    from eqlm.export_programme import export_programme_onnx
+    from eqlm.programme.checkpoint import load_programme_model
+
+    model, _ = load_programme_model(PROGRAMME / "eqlm-postln.pt", 10**9)
+    manifest = export_programme_onnx(model, tmp_path, model_id="eqlm-postln")
+    assert manifest["graphs"]["step_batched"] == "step_batched.onnx"
+    requests = [
+        GenerationRequest(prompt="", prompt_ids=PROGRAMME_IDS[:k], max_tokens=10, depth=d, tol=tol)
+        for k, d, tol in ((3, 4, None), (6, 12, None), (10, 8, None), (5, 24, 1e-3))
+    ]
+    alone, batched = Generator(tmp_path), BatchedGenerator(tmp_path)
+    lone = [(_events(s := alone.stream(r)), s.finish_reason) for r in requests]
+    results = [None] * len(requests)
+    _run_together(batched, requests, results)
+    assert results == lone
+    assert batched.scheduler.largest >= 2
