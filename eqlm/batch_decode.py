@@ -31,6 +31,7 @@ from .generation import GenerationRequest, Generator, TokenStream
 
 GATHER_S = 0.002  # how long a batch waits for rows still working between their steps
 MAX_ROWS = 16
+IDLE_S = 30.0  # a scheduler thread with nothing to run for this long ends (a runtime that is dropped leaves none)
 
 
 class _Call:
@@ -101,15 +102,18 @@ class BatchScheduler:
             raise call.error
         return call.outputs
 
-    def _start(self) -> None:
-        if self._thread is None or not self._thread.is_alive():
+    def _start(self) -> None:  # under the lock
+        if self._thread is None:
             self._thread = threading.Thread(target=self._loop, name="eqlm-batch", daemon=True)
             self._thread.start()
 
-    def _take(self) -> list[_Call]:
+    def _take(self) -> list[_Call] | None:
+        """The next batch; None (the thread ends, the next step starts another) after IDLE_S with nothing to run."""
         with self._cond:
             while not self._pending:
-                self._cond.wait()
+                if not self._cond.wait(IDLE_S) and not self._pending:
+                    self._thread = None
+                    return None
             deadline = time.monotonic() + self.gather_s
             while len(self._pending) < min(self._inside, self.max_rows):
                 left = deadline - time.monotonic()
@@ -120,8 +124,7 @@ class BatchScheduler:
             return batch
 
     def _loop(self) -> None:
-        while True:
-            batch = self._take()
+        while (batch := self._take()) is not None:
             try:
                 outputs = self.run(batch)
             except Exception as error:  # noqa: BLE001 - every row of the batch sees it; the thread goes on
