@@ -73,10 +73,10 @@ def test_a_request_past_the_slots_waits_in_the_queue_and_is_answered(live_server
         waiter = threading.Thread(target=lambda: answer.update(response=_post(live_server.url)))
         waiter.start()
         for _ in range(600):  # until the request is in the queue
-            if ratelimit._queued == 1:
+            if len(ratelimit._line) == 1:
                 break
             time.sleep(0.05)
-        assert ratelimit._queued == 1 and "response" not in answer
+        assert len(ratelimit._line) == 1 and "response" not in answer
     finally:
         held.release()
     waiter.join(timeout=60)
@@ -103,3 +103,29 @@ def test_a_queue_that_would_take_longer_than_the_bound_refuses_at_once(live_serv
     finally:
         held.release()
     assert response.status_code == 503 and int(response.headers["Retry-After"]) >= 100
+
+
+def test_the_queue_is_first_come_first_served(settings):
+    settings.API_MAX_CONCURRENT_GENERATIONS, settings.API_GENERATION_QUEUE_SECONDS = 1, 60
+    order = []
+
+    def take(name):
+        slot = ratelimit.acquire_generation_slot()
+        order.append(name)
+        slot.release()
+
+    held = ratelimit.acquire_generation_slot()
+    try:
+        waiters = []
+        for n, name in enumerate("ABC", start=1):
+            waiters.append(threading.Thread(target=take, args=(name,)))
+            waiters[-1].start()
+            for _ in range(600):  # until it is in line behind the ones before it
+                if len(ratelimit._line) == n:
+                    break
+                time.sleep(0.01)
+    finally:
+        held.release()
+    for waiter in waiters:
+        waiter.join(timeout=60)
+    assert order == ["A", "B", "C"]

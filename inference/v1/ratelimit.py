@@ -14,6 +14,7 @@ two requests arriving together may both fit where only one should.
 import math
 import threading
 import time
+from collections import deque
 
 from django.conf import settings
 from django.core.cache import cache
@@ -105,7 +106,7 @@ def charge_tokens(caller, tokens: int) -> None:
 
 _slots = threading.Condition()
 _slots_in_use = 0
-_queued = 0
+_line: deque = deque()  # the requests waiting for a slot, first come first served
 _mean_hold = 0.0  # seconds a slot is held, a moving average over the generations that ended (0 before any)
 
 
@@ -128,7 +129,7 @@ class GenerationSlot:
                 _slots_in_use -= 1
                 held = time.monotonic() - self._since
                 _mean_hold = held if _mean_hold == 0.0 else 0.8 * _mean_hold + 0.2 * held
-                _slots.notify()
+                _slots.notify_all()
 
 
 def _saturated(wait: float) -> ApiError:
@@ -146,24 +147,30 @@ def acquire_generation_slot() -> GenerationSlot:
     are batched, so the slots are the batch's rows). A 503 (with Retry-After) answers when the wait would pass
     API_GENERATION_QUEUE_SECONDS: at once when the queue ahead, at the mean time a slot is held, would take longer,
     else once the bound has passed."""
-    global _slots_in_use, _queued
+    global _slots_in_use
     limit, bound = settings.API_MAX_CONCURRENT_GENERATIONS, settings.API_GENERATION_QUEUE_SECONDS
     with _slots:
         if limit <= 0:
             raise _saturated(2)
-        if _slots_in_use >= limit:
-            expected = (_queued + 1) / limit * _mean_hold
+        if _slots_in_use >= limit or _line:
+            expected = (len(_line) + 1) / limit * _mean_hold
             if expected > bound or bound <= 0:
                 raise _saturated(expected or 2)
-            deadline = time.monotonic() + bound
-            _queued += 1
-            try:
-                while _slots_in_use >= limit:
-                    left = deadline - time.monotonic()
-                    if left <= 0:
-                        raise _saturated(_mean_hold or 2)
-                    _slots.wait(left)
-            finally:
-                _queued -= 1
+            _wait_in_line(limit, time.monotonic() + bound)
         _slots_in_use += 1
     return GenerationSlot()
+
+
+def _wait_in_line(limit: int, deadline: float) -> None:
+    """Wait (holding _slots) until a slot is free and every request queued earlier has taken one; 503 at deadline."""
+    me = object()
+    _line.append(me)
+    try:
+        while _slots_in_use >= limit or _line[0] is not me:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise _saturated(_mean_hold or 2)
+            _slots.wait(left)
+    finally:
+        _line.remove(me)
+        _slots.notify_all()  # the next in line looks again
