@@ -246,11 +246,13 @@ def _slot(model_id: str) -> _Slot:
 
 
 def _runtime(onnx_dir: Path) -> Generator:
-    """A model's runtime: batched (eqlm.batch_decode) when its export has the batched step and batching is on."""
+    """A model's runtime: batched (eqlm.batch_decode) when batching is on, its export has the batched step and it has
+    API_BATCH_MIN_PARAMS parameters or more (below, a step costs less than handing it over)."""
     from django.conf import settings
 
     manifest = json.loads((Path(onnx_dir) / "manifest.json").read_text())
-    if settings.API_BATCH_GENERATIONS and batchable(manifest):
+    big = int(manifest.get("num_params") or 0) >= settings.API_BATCH_MIN_PARAMS
+    if settings.API_BATCH_GENERATIONS and batchable(manifest) and big:
         return BatchedGenerator(onnx_dir, max_rows=settings.API_BATCH_MAX_ROWS)
     return Generator(onnx_dir)
 

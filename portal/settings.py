@@ -231,6 +231,7 @@ API_MAX_CONCURRENT_GENERATIONS = env_int("API_MAX_CONCURRENT_GENERATIONS", 8)  #
 API_GENERATION_QUEUE_SECONDS = env_int("API_GENERATION_QUEUE_SECONDS", 10)  # longest queue wait; beyond: 503
 API_BATCH_GENERATIONS = env_bool("API_BATCH_GENERATIONS", True)  # a model's concurrent generations share iterations
 API_BATCH_MAX_ROWS = env_int("API_BATCH_MAX_ROWS", 16)  # rows in one batched iteration
+API_BATCH_MIN_PARAMS = env_int("API_BATCH_MIN_PARAMS", 1_000_000)  # smaller models decode each request alone
 API_ANON_REQUESTS_PER_MINUTE = env_int("API_ANON_REQUESTS_PER_MINUTE", 60)  # per client address without a key
 API_ANON_TOKENS_PER_MINUTE = env_int("API_ANON_TOKENS_PER_MINUTE", 20000)
 

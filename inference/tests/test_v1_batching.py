@@ -25,6 +25,7 @@ def served(serve_models, settings):
     serve_models(models_dir=ROOT / "models")
     settings.API_REQUIRE_KEY = False
     settings.API_MAX_CONCURRENT_GENERATIONS = 8
+    settings.API_BATCH_MIN_PARAMS = 0  # the trained demo is small: batch it all the same
 
 
 def streamed_text(url: str, body: dict) -> str:
