@@ -47,11 +47,18 @@ class _Call:
 class BatchScheduler:
     """The batched iterations of one model: one thread that runs every waiting row's step in one graph call."""
 
-    def __init__(self, model: OnnxEqLM, threads: int = 1, max_rows: int = MAX_ROWS, gather_s: float = GATHER_S):
+    def __init__(
+        self,
+        model: OnnxEqLM,
+        threads: int = 1,
+        max_rows: int = MAX_ROWS,
+        gather_s: float = GATHER_S,
+        graph: str = "step_batched",
+    ):
         options = ort.SessionOptions()
         options.intra_op_num_threads = threads
         options.inter_op_num_threads = 1
-        path = Path(model.onnx_dir) / model.manifest["graphs"]["step_batched"]
+        path = Path(model.onnx_dir) / model.manifest["graphs"][graph]
         self.session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
         self.max_rows, self.gather_s = max_rows, gather_s
         self.n_heads, self.head_dim = model.n_heads, model.head_dim
@@ -181,17 +188,29 @@ class BatchedModel:
 
 
 def batchable(manifest: dict) -> bool:
-    """Whether a model's export has the batched step graph (an explicit transformer's never has)."""
-    return "step_batched" in manifest.get("graphs", {})
+    """Whether a model's export has the (fp32) batched step graph (an explicit transformer's never has)."""
+    return batched_graph(manifest) is not None
+
+
+def batched_graph(manifest: dict, precision: str = "fp32") -> str | None:
+    """The batched step graph of a precision ("step_batched" for fp32, "step_batched_int8" ...), when exported."""
+    name = "step_batched" if precision == "fp32" else f"step_batched_{precision}"
+    return name if name in manifest.get("graphs", {}) else None
 
 
 class BatchedGenerator(Generator):
-    """Generator whose concurrent streams share each iteration's graph call; its API is Generator's."""
+    """Generator whose concurrent streams share each iteration's graph call; its API is Generator's. `options` are
+    Generator's; a precision without its own batched graph decodes each request alone (never in another precision)."""
 
-    def __init__(self, onnx_dir: Path, int8: bool = False, threads: int = 1, max_rows: int = MAX_ROWS):
-        super().__init__(onnx_dir, int8=int8, threads=threads)
-        self.scheduler = BatchScheduler(self.model, threads=threads, max_rows=max_rows)
-        self.model = BatchedModel(self.model, self.scheduler)
+    def __init__(self, onnx_dir: Path, max_rows: int = MAX_ROWS, **options):
+        super().__init__(onnx_dir, **options)
+        precision = options.get("precision") or ("int8" if options.get("int8") else "fp32")
+        graph = batched_graph(self.manifest, precision)
+        self.scheduler: BatchScheduler | None = None
+        if graph is not None and not self.model.explicit:
+            threads = int(options.get("threads", 1))
+            self.scheduler = BatchScheduler(self.model, threads=threads, max_rows=max_rows, graph=graph)
+            self.model = BatchedModel(self.model, self.scheduler)
 
     def _member(self, events: Iterator) -> Iterator:
         with self.scheduler.member():
@@ -199,4 +218,6 @@ class BatchedGenerator(Generator):
 
     def stream(self, request: GenerationRequest) -> TokenStream:
         stream = super().stream(request)
+        if self.scheduler is None:
+            return stream
         return TokenStream(self._member(stream._events), stream.stats)

@@ -156,3 +156,11 @@ def test_a_programme_eqlm_export_batches_too_and_each_request_equals_its_lone_ge
     _run_together(batched, requests, results)
     assert results == lone
     assert batched.scheduler.largest >= 2
+
+
+def test_a_precision_without_its_batched_graph_decodes_alone():
+    """int8 has no batched graph here: its requests never run in fp32's batch."""
+    batched = BatchedGenerator(DEMO, int8=True)
+    assert batched.scheduler is None
+    request = REQUESTS[1]
+    assert _events(batched.stream(request)) == _events(Generator(DEMO, int8=True).stream(request))
