@@ -130,3 +130,18 @@ def test_the_queue_is_first_come_first_served(settings):
     for waiter in waiters:
         waiter.join(timeout=60)
     assert order == ["A", "B", "C"]
+
+
+def test_a_client_that_disconnects_mid_stream_leaves_the_batch(live_server, served):
+    runtime = served_runtime("eqlm-demo")
+    body = {"model": "eqlm-demo", "prompt": PROMPT, "max_tokens": 250, "depth": 64, "temperature": 0, "stream": True}
+    with httpx.stream("POST", f"{live_server.url}/v1/completions", json=body, timeout=60) as response:
+        lines = response.iter_lines()
+        while not next(lines).startswith("data: "):  # the first event: the generation has joined
+            pass
+        assert runtime.scheduler.rows == 1
+    for _ in range(600):  # the server notices at its next write
+        if runtime.scheduler.rows == 0:
+            break
+        time.sleep(0.05)
+    assert runtime.scheduler.rows == 0
