@@ -35,10 +35,11 @@ IDLE_S = 30.0  # a scheduler thread with nothing to run for this long ends (a ru
 
 
 class _Call:
-    """One row's pending step and, once run, its outputs (or the error that the batch raised)."""
+    """One row's pending step or head call and, once run, its outputs (or the error that the batch raised)."""
 
-    def __init__(self, z, inj, past_k, past_v):
-        self.inputs = (z, inj, past_k, past_v)
+    def __init__(self, kind: str, *inputs):
+        self.kind = kind  # "step" (z, inj, past_k, past_v) or "head" (z)
+        self.inputs = inputs
         self.outputs: list[np.ndarray] | None = None
         self.error: BaseException | None = None
         self.done = threading.Event()
@@ -65,10 +66,14 @@ class BatchScheduler:
         self._cond = threading.Condition()
         self._pending: list[_Call] = []
         self._inside = 0  # rows inside a decode solve (each hands in a step, then waits for it)
+        self._leaving = 0  # rows that ended a decode solve since the last head batch (each asks for its head next)
+        self._head = model.head
         self.rows = 0  # streams that have joined and not yet left
         self.batches = 0  # graph calls run, and the rows they ran (for the bench and the tests)
         self.rows_run = 0
         self.largest = 0
+        self.head_batches = 0
+        self.largest_head = 0
         self._thread: threading.Thread | None = None
 
     @contextmanager
@@ -81,6 +86,7 @@ class BatchScheduler:
         finally:
             with self._cond:
                 self._inside -= 1
+                self._leaving += 1
                 self._cond.notify_all()
 
     @contextmanager
@@ -97,10 +103,20 @@ class BatchScheduler:
     def step(self, z, inj, past_k, past_v) -> list[np.ndarray] | None:
         """One row's step of one new position ([1, 1, D]), run in the next batch; (z_next, k, v, residual). None
         when the row is the only one decoding: it runs its step itself, as it would alone (no hand-over)."""
-        call = _Call(z, inj, past_k, past_v)
+        return self._hand_in("step", (z, inj, past_k, past_v), self._inside <= 1)
+
+    def head(self, z) -> np.ndarray | None:
+        """One row's logits [1, 1, V] of one position, run in the next batch with the other rows' (the head reads
+        the tied matrix once for them all); None when the row is the only member (it runs its head itself)."""
+        out = self._hand_in("head", (z,), self.rows <= 1)
+        return None if out is None else out[0]
+
+    def _hand_in(self, kind: str, inputs: tuple, alone: bool) -> list[np.ndarray] | None:
+        """`alone` is read without the lock: at worst a row that just stopped being alone runs one step itself."""
+        if alone and not self._pending:
+            return None
+        call = _Call(kind, *inputs)
         with self._cond:
-            if self._inside <= 1 and not self._pending:
-                return None
             self._start()
             self._pending.append(call)
             self._cond.notify_all()
@@ -122,26 +138,43 @@ class BatchScheduler:
                     self._thread = None
                     return None
             deadline = time.monotonic() + self.gather_s
-            while len(self._pending) < min(self._inside, self.max_rows):
+            while len(self._pending) < min(self._inside + self._leaving, self.max_rows):
                 left = deadline - time.monotonic()
                 if left <= 0:
+                    self._leaving = 0  # a row that ended without a head call is not waited for again
                     break
                 self._cond.wait(left)
             batch, self._pending = self._pending[: self.max_rows], self._pending[self.max_rows :]
+            heads = sum(call.kind == "head" for call in batch)
+            self._leaving = max(0, self._leaving - heads)
             return batch
 
     def _loop(self) -> None:
         while (batch := self._take()) is not None:
-            try:
-                outputs = self.run(batch)
-            except Exception as error:  # noqa: BLE001 - every row of the batch sees it; the thread goes on
-                for call in batch:
-                    call.error = error
-                    call.done.set()
-                continue
-            for call, out in zip(batch, outputs, strict=True):
-                call.outputs = out
+            for kind, run in (("step", self.run), ("head", self.run_heads)):
+                group = [call for call in batch if call.kind == kind]
+                if group:
+                    self._deliver(group, run)
+
+    @staticmethod
+    def _deliver(group: list[_Call], run) -> None:
+        try:
+            outputs = run(group)
+        except Exception as error:  # noqa: BLE001 - every row of the group sees it; the thread goes on
+            for call in group:
+                call.error = error
                 call.done.set()
+            return
+        for call, out in zip(group, outputs, strict=True):
+            call.outputs = out
+            call.done.set()
+
+    def run_heads(self, batch: list[_Call]) -> list[list[np.ndarray]]:
+        """The rows' head calls ([1, 1, D] each) in one head call."""
+        logits = self._head(np.concatenate([call.inputs[0] for call in batch]))
+        self.head_batches += 1
+        self.largest_head = max(self.largest_head, len(batch))
+        return [[logits[i : i + 1]] for i in range(len(batch))]
 
     def run(self, batch: list[_Call]) -> list[list[np.ndarray]]:
         """The rows' steps in one step_batched call: each row's past right-padded to the longest, masked."""
@@ -181,6 +214,10 @@ class BatchedModel:
     def step(self, z, inj, past_k, past_v, slot: int | None = None):
         out = self.scheduler.step(z, inj, past_k, past_v) if z.shape[:2] == (1, 1) else None
         return self._model.step(z, inj, past_k, past_v, slot) if out is None else out
+
+    def head(self, z: np.ndarray) -> np.ndarray:
+        out = self.scheduler.head(z) if z.shape[:2] == (1, 1) else None
+        return self._model.head(z) if out is None else out
 
     def solving(self, new_positions: int):
         """A solve of `new_positions`: a decoded one (1) is a batch member while it runs; a prompt runs alone."""

@@ -81,6 +81,7 @@ def test_concurrent_generations_equal_each_alone_for_mixed_depths_halting_and_sa
     for request, want, got in zip(REQUESTS, lone, results, strict=True):
         assert got == want, request
     assert batched.scheduler.largest >= 2  # the rows really ran together
+    assert batched.scheduler.largest_head >= 2  # and so did their head calls
     assert batched.scheduler.rows == 0
 
 
