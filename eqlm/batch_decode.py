@@ -9,8 +9,12 @@ batch when they start decoding and leave it when they end, halt or stop, at toke
 prompt's positions (T > 1) run on the row's own thread through the step graph, as alone, and so does the step of
 a row that is the only one decoding (a lone client pays no hand-over).
 
-The scheduler runs a batch once every row inside a decode solve has handed in its step, or `gather_s` after the
-first one came (a row that is busy with its head, halting rule or sampler does not hold the others up for longer).
+A row's head call of one position (its next token's logits, or KL halting's per-iteration distribution) goes the
+same way when other streams are members: the head's matrix is read once for every row that asked together.
+
+The scheduler runs a batch once every row inside a decode solve, and every row that has just left one, has handed
+in its call, or `gather_s` after the first one came (a row that is busy with its sampler or its client does not hold
+the others up for longer).
 A row's result does not depend on the other rows: the graph computes each row as the step graph computes it alone
 (to float rounding; exactly, on the bundled models).
 """
