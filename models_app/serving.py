@@ -27,6 +27,9 @@ from .model_ids import base_id
 log = logging.getLogger(__name__)
 
 
+OPTIONAL_ROLES = ("step_batched",)  # graphs checked and served when an export has them (eqlm/export_batched.py)
+
+
 class UnknownModel(LookupError):
     """No servable model has this id."""
 
@@ -120,6 +123,7 @@ def read_card(model_id: str, onnx_dir: Path, source: str, name: str = "") -> Mod
         roles, error = graph_roles(manifest), ""
     except ValueError as exc:
         roles, error = (), f"the manifest is refused: {exc}"
+    roles = (*roles, *(role for role in OPTIONAL_ROLES if role in (manifest.get("graphs") or {})))
     graphs = {role: str(name_) for role, name_ in (manifest.get("graphs") or {}).items() if role in roles}
     declared = manifest.get("graph_sha256") or {}
     digests = {}

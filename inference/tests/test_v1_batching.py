@@ -1,6 +1,7 @@
 """/v1 generations on one model run batched, each as it would alone; past the slots they queue, with a bounded wait."""
 
 import json
+import shutil
 import threading
 import time
 from pathlib import Path
@@ -145,3 +146,15 @@ def test_a_client_that_disconnects_mid_stream_leaves_the_batch(live_server, serv
             break
         time.sleep(0.05)
     assert runtime.scheduler.rows == 0
+
+
+def test_a_cards_batched_graph_is_checked_and_served_by_its_sha256(tmp_path):
+    from models_app import serving
+
+    folder = tmp_path / "onnx"
+    shutil.copytree(DEMO, folder)
+    card = serving.read_card("eqlm-demo", folder, "folder")
+    assert not card.error and card.file_for_sha(card.graph_sha256["step_batched"]) == folder / "step_batched.onnx"
+    with open(folder / "step_batched.onnx", "ab") as graph:
+        graph.write(b"\0")
+    assert "step_batched" in serving.read_card("eqlm-demo", folder, "folder").error
