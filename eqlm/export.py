@@ -27,6 +27,7 @@ from .demo_metrics import (
     load_demo_corpus,
     measure_heldout,
 )
+from .export_batched import add_batched_step
 from .export_explicit import export_explicit_onnx
 from .limits import DEFAULT_MODEL_ID, DEPTH_CAP_MAX, DEPTH_MAX, DEPTH_MIN, HALTS, SOLVERS, STARTS, model_depths
 from .manifest import fixed_depth
@@ -80,7 +81,8 @@ def export_onnx(
     int8: bool = False,
     max_depth: int = DEPTH_MAX,
 ) -> dict:
-    """Write embed.onnx, step.onnx, head.onnx (+ step.int8.onnx) and manifest.json; returns the manifest.
+    """Write embed.onnx, step.onnx, head.onnx (+ step.int8.onnx), step_batched.onnx and manifest.json; returns the
+    manifest.
 
     `max_depth` is the model's cap on iterations per token (a fixed depth or the cap on halting), which the runtimes
     enforce: at most limits.DEPTH_CAP_MAX, and not below the model's default depth. An explicit transformer is
@@ -137,7 +139,7 @@ def export_onnx(
     }
     manifest.update(extra or {})
     (out_dir / "manifest.json").write_text(json.dumps(manifest, indent=2, sort_keys=False) + "\n")
-    return manifest
+    return add_batched_step(model, out_dir)  # step_batched.onnx beside the graphs (export_batched.py)
 
 
 def trained_max_depth(provenance: dict) -> int:

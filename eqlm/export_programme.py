@@ -13,6 +13,7 @@ from pathlib import Path
 import torch
 from torch import nn
 
+from .export_batched import add_batched_step
 from .limits import DEPTH_CAP_MAX, DEPTH_MAX, HALTS, SOLVERS, STARTS
 from .model import RESIDUAL_EPS, relative_residual
 from .noise import NOISE_RNG
@@ -222,5 +223,6 @@ def export_programme_onnx(model, out_dir: Path, model_id: str, extra: dict | Non
         )
     manifest.update(extra or {})
     (out_dir / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
+    manifest = add_batched_step(model, out_dir)  # step_batched.onnx beside the graphs (export_batched.py)
     report(1.0, "exported")
     return manifest

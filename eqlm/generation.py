@@ -10,6 +10,7 @@ depth, its layer count (decoder.OnnxEqLM.check refuses every other control).
 from __future__ import annotations
 
 from collections.abc import Iterator
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -178,6 +179,12 @@ class TokenStream:
     def finish_reason(self) -> str:
         return self.stats.finish_reason
 
+    def close(self) -> None:
+        """Stop early (a client that went away): the generation ends and leaves any batch it was in."""
+        close = getattr(self._events, "close", None)
+        if close is not None:
+            close()
+
 
 def choose_token(logits: np.ndarray, temperature: float, top_p: float, rng: np.random.Generator) -> int:
     """Greedy argmax at temperature 0 (lowest id on ties), else temperature + nucleus sampling."""
@@ -203,6 +210,13 @@ def _held_back(text: str, stops: tuple[str, ...]) -> int:
                 longest = max(longest, n)
                 break
     return longest
+
+
+def _solve(model, cache: DecodeCache, ids: list[int], *args, **kwargs):
+    """decoder.process, inside the model's `solving` while it runs when it has one (batch_decode.BatchedModel)."""
+    solving = getattr(model, "solving", None)
+    with solving(len(ids)) if solving else nullcontext():
+        return process(model, cache, ids, *args, **kwargs)
 
 
 class Generator:
@@ -250,7 +264,7 @@ class Generator:
         def start(count: int) -> np.ndarray | None:  # the noise start of the next `count` positions
             return start_states(request.noise_seed, cache.length, count, d) if noise else None
 
-        z, iterations, residual = process(
+        z, iterations, residual = _solve(
             self.model, cache, ids, depth, request.tol, request.solver, start(len(ids)), settle=warm, halt=request.halt
         )
         last_z, last_iter, last_res = z[:, -1:], int(iterations[-1]), float(residual[-1])
@@ -275,7 +289,7 @@ class Generator:
                 stats.finish_reason = "length"
                 return
             z0 = last_z if warm else start(1)
-            z, iterations, residual = process(
+            z, iterations, residual = _solve(
                 self.model, cache, [token], depth, request.tol, request.solver, z0, settle=warm, halt=request.halt
             )
             last_z, last_iter, last_res = z, int(iterations[0]), float(residual[0])

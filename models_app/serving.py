@@ -16,6 +16,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from eqlm.batch_decode import BatchedGenerator, batchable
 from eqlm.generation import Generator
 from eqlm.limits import DEFAULT_DEPTH, DEFAULT_MODEL_ID, DEPTH_MAX, model_depths
 from eqlm.manifest import depth_range, graph_roles
@@ -24,6 +25,9 @@ from eqlm.model_files import ONNX, current_path
 from .model_ids import base_id
 
 log = logging.getLogger(__name__)
+
+
+OPTIONAL_ROLES = ("step_batched",)  # graphs checked and served when an export has them (eqlm/export_batched.py)
 
 
 class UnknownModel(LookupError):
@@ -119,6 +123,7 @@ def read_card(model_id: str, onnx_dir: Path, source: str, name: str = "") -> Mod
         roles, error = graph_roles(manifest), ""
     except ValueError as exc:
         roles, error = (), f"the manifest is refused: {exc}"
+    roles = (*roles, *(role for role in OPTIONAL_ROLES if role in (manifest.get("graphs") or {})))
     graphs = {role: str(name_) for role, name_ in (manifest.get("graphs") or {}).items() if role in roles}
     declared = manifest.get("graph_sha256") or {}
     digests = {}
@@ -244,6 +249,18 @@ def _slot(model_id: str) -> _Slot:
         return _slots.setdefault(model_id, _Slot())
 
 
+def _runtime(onnx_dir: Path) -> Generator:
+    """A model's runtime: batched (eqlm.batch_decode) when batching is on, its export has the batched step and it has
+    API_BATCH_MIN_PARAMS parameters or more (below, a step costs less than handing it over)."""
+    from django.conf import settings
+
+    manifest = json.loads((Path(onnx_dir) / "manifest.json").read_text())
+    big = int(manifest.get("num_params") or 0) >= settings.API_BATCH_MIN_PARAMS
+    if settings.API_BATCH_GENERATIONS and batchable(manifest) and big:
+        return BatchedGenerator(onnx_dir, max_rows=settings.API_BATCH_MAX_ROWS)
+    return Generator(onnx_dir)
+
+
 def _load(card: ModelCard) -> Generator:
     """The card's runtime, loaded on first use (once per export version); raises ModelUnavailable."""
     if card.error:
@@ -258,7 +275,7 @@ def _load(card: ModelCard) -> Generator:
         if slot.runtime is None and not slot.error:
             started = time.perf_counter()
             try:
-                runtime = Generator(card.onnx_dir)
+                runtime = _runtime(card.onnx_dir)
             except Exception as exc:  # noqa: BLE001 - onnxruntime raises several types for a bad graph
                 slot.error = f"{type(exc).__name__}: {exc}"[:500]
                 log.warning("model %s could not be loaded: %s", card.id, slot.error)

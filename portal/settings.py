@@ -227,7 +227,11 @@ API_MAX_TOKENS = env_int("API_MAX_TOKENS", 512)  # cap on max_tokens per choice
 API_MAX_PROMPT_TOKENS = env_int("API_MAX_PROMPT_TOKENS", 2048)  # prompt length cap (tokens = UTF-8 bytes)
 API_MAX_N = env_int("API_MAX_N", 4)  # choices per request (prompts x n)
 API_MAX_BODY_BYTES = env_int("API_MAX_BODY_BYTES", 1024 * 1024)  # any non-upload API body; views may set their own
-API_MAX_CONCURRENT_GENERATIONS = env_int("API_MAX_CONCURRENT_GENERATIONS", 2)  # per web process; beyond: 503
+API_MAX_CONCURRENT_GENERATIONS = env_int("API_MAX_CONCURRENT_GENERATIONS", 8)  # per web process; beyond: a queue
+API_GENERATION_QUEUE_SECONDS = env_int("API_GENERATION_QUEUE_SECONDS", 10)  # longest queue wait; beyond: 503
+API_BATCH_GENERATIONS = env_bool("API_BATCH_GENERATIONS", True)  # a model's concurrent generations share iterations
+API_BATCH_MAX_ROWS = env_int("API_BATCH_MAX_ROWS", 16)  # rows in one batched iteration
+API_BATCH_MIN_PARAMS = env_int("API_BATCH_MIN_PARAMS", 1_000_000)  # smaller models decode each request alone
 API_ANON_REQUESTS_PER_MINUTE = env_int("API_ANON_REQUESTS_PER_MINUTE", 60)  # per client address without a key
 API_ANON_TOKENS_PER_MINUTE = env_int("API_ANON_TOKENS_PER_MINUTE", 20000)
 

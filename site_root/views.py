@@ -58,6 +58,7 @@ def api_reference(request):
             "max_prompt_tokens": settings.API_MAX_PROMPT_TOKENS,
             "max_n": settings.API_MAX_N,
             "concurrent": settings.API_MAX_CONCURRENT_GENERATIONS,
+            "queue_seconds": settings.API_GENERATION_QUEUE_SECONDS,
             "anon_rpm": settings.API_ANON_REQUESTS_PER_MINUTE,
             "anon_tpm": settings.API_ANON_TOKENS_PER_MINUTE,
         },

@@ -1,4 +1,4 @@
-"""Per-caller rate limits for /v1/ (requests and tokens per minute) and the cap on concurrent generations.
+"""Per-caller rate limits for /v1/ (requests and tokens per minute) and the queue for concurrent generations.
 
 Each limit is a budget of N a minute that holds at most N and refills continuously, one unit every 60/N seconds (a
 leaky bucket, the generic cell rate algorithm's equivalent). Django's cache keeps, per caller and limit, the units in
@@ -14,6 +14,7 @@ two requests arriving together may both fit where only one should.
 import math
 import threading
 import time
+from collections import deque
 
 from django.conf import settings
 from django.core.cache import cache
@@ -103,8 +104,10 @@ def charge_tokens(caller, tokens: int) -> None:
         _spend("tok", caller.identity, caller.tokens_per_minute, tokens, force=True)
 
 
-_slots_lock = threading.Lock()
+_slots = threading.Condition()
 _slots_in_use = 0
+_line: deque = deque()  # the requests waiting for a slot, first come first served
+_mean_hold = 0.0  # seconds a slot is held, a moving average over the generations that ended (0 before any)
 
 
 class GenerationSlot:
@@ -116,26 +119,58 @@ class GenerationSlot:
 
     def __init__(self):
         self._held = True
+        self._since = time.monotonic()
 
     def release(self) -> None:
-        global _slots_in_use
-        with _slots_lock:
+        global _slots_in_use, _mean_hold
+        with _slots:
             if self._held:
                 self._held = False
                 _slots_in_use -= 1
+                held = time.monotonic() - self._since
+                _mean_hold = held if _mean_hold == 0.0 else 0.8 * _mean_hold + 0.2 * held
+                _slots.notify_all()
+
+
+def _saturated(wait: float) -> ApiError:
+    error = ApiError(
+        "The server is generating at capacity right now; retry shortly.",
+        status_code=503,
+        code="server_saturated",
+    )
+    error.wait = max(1, math.ceil(wait))
+    return error
 
 
 def acquire_generation_slot() -> GenerationSlot:
-    """A generation slot, or a 503 (with Retry-After) when all are busy."""
+    """A generation slot, after a wait in this process's queue when all are busy (concurrent generations of a model
+    are batched, so the slots are the batch's rows). A 503 (with Retry-After) answers when the wait would pass
+    API_GENERATION_QUEUE_SECONDS: at once when the queue ahead, at the mean time a slot is held, would take longer,
+    else once the bound has passed."""
     global _slots_in_use
-    with _slots_lock:
-        if _slots_in_use >= settings.API_MAX_CONCURRENT_GENERATIONS:
-            error = ApiError(
-                "The server is generating at capacity right now; retry shortly.",
-                status_code=503,
-                code="server_saturated",
-            )
-            error.wait = 2
-            raise error
+    limit, bound = settings.API_MAX_CONCURRENT_GENERATIONS, settings.API_GENERATION_QUEUE_SECONDS
+    with _slots:
+        if limit <= 0:
+            raise _saturated(2)
+        if _slots_in_use >= limit or _line:
+            expected = (len(_line) + 1) / limit * _mean_hold
+            if expected > bound or bound <= 0:
+                raise _saturated(expected or 2)
+            _wait_in_line(limit, time.monotonic() + bound)
         _slots_in_use += 1
     return GenerationSlot()
+
+
+def _wait_in_line(limit: int, deadline: float) -> None:
+    """Wait (holding _slots) until a slot is free and every request queued earlier has taken one; 503 at deadline."""
+    me = object()
+    _line.append(me)
+    try:
+        while _slots_in_use >= limit or _line[0] is not me:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise _saturated(_mean_hold or 2)
+            _slots.wait(left)
+    finally:
+        _line.remove(me)
+        _slots.notify_all()  # the next in line looks again

@@ -165,6 +165,7 @@ class GenerationView(V1View):
         prompt_tokens = completion_tokens = 0
         all_iterations: list[int] = []
         all_entries: list[dict] = []
+        stream = None
         try:
             for index, prompt, req in plan.requests():
                 stream = generator.stream(req)
@@ -205,6 +206,8 @@ class GenerationView(V1View):
             yield wire.sse(error_body(f"Generation failed: {exc}", 500, code="generation_failed"))
             yield wire.sse("[DONE]")
         finally:
+            if stream is not None:  # a client that went away: its generation leaves the batch now
+                stream.close()
             slot.release()
             ratelimit.charge_tokens(self.caller, prompt_tokens + completion_tokens)
 

@@ -1,0 +1,264 @@
+"""Continuous batching: concurrent generations on one model share each iteration's weight read (never torch).
+
+Each request keeps its own thread, cache, depth, halting, solver, sampling and stop strings: it runs
+generation.Generator's loop as it would alone. The one difference is where a decoded position's iteration runs: a
+row's step of one new position (T = 1) is handed to the model's `BatchScheduler`, whose thread runs every row's
+pending step in one call of the `step_batched` graph (export_batched.py): each row attends to its own past through
+the graph's per-row mask, so rows at different positions, iteration slots and depths run together. Requests join the
+batch when they start decoding and leave it when they end, halt or stop, at token and iteration boundaries; the
+prompt's positions (T > 1) run on the row's own thread through the step graph, as alone, and so does the step of
+a row that is the only one decoding (a lone client pays no hand-over).
+
+A row's head call of one position (its next token's logits, or KL halting's per-iteration distribution) goes the
+same way when other streams are members: the head's matrix is read once for every row that asked together.
+
+The scheduler runs a batch once every row inside a decode solve, and every row that has just left one, has handed
+in its call, or `gather_s` after the first one came (a row that is busy with its sampler or its client does not hold
+the others up for longer).
+A row's result does not depend on the other rows: the graph computes each row as the step graph computes it alone
+(to float rounding; exactly, on the bundled models).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager, nullcontext
+from pathlib import Path
+
+import numpy as np
+import onnxruntime as ort
+
+from .decoder import OnnxEqLM
+from .generation import GenerationRequest, Generator, TokenStream
+
+GATHER_S = 0.002  # how long a batch waits for rows still working between their steps
+MAX_ROWS = 16
+IDLE_S = 30.0  # a scheduler thread with nothing to run for this long ends (a runtime that is dropped leaves none)
+
+
+class _Call:
+    """One row's pending step or head call and, once run, its outputs (or the error that the batch raised)."""
+
+    def __init__(self, kind: str, *inputs):
+        self.kind = kind  # "step" (z, inj, past_k, past_v) or "head" (z)
+        self.inputs = inputs
+        self.outputs: list[np.ndarray] | None = None
+        self.error: BaseException | None = None
+        self.done = threading.Event()
+
+
+class BatchScheduler:
+    """The batched iterations of one model: one thread that runs every waiting row's step in one graph call."""
+
+    def __init__(
+        self,
+        model: OnnxEqLM,
+        threads: int = 1,
+        max_rows: int = MAX_ROWS,
+        gather_s: float = GATHER_S,
+        graph: str = "step_batched",
+    ):
+        options = ort.SessionOptions()
+        options.intra_op_num_threads = threads
+        options.inter_op_num_threads = 1
+        path = Path(model.onnx_dir) / model.manifest["graphs"][graph]
+        self.session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+        self.max_rows, self.gather_s = max_rows, gather_s
+        self.n_heads, self.head_dim = model.n_heads, model.head_dim
+        self._cond = threading.Condition()
+        self._pending: list[_Call] = []
+        self._inside = 0  # rows inside a decode solve (each hands in a step, then waits for it)
+        self._leaving = 0  # rows that ended a decode solve since the last head batch (each asks for its head next)
+        self._head = model.head
+        self.rows = 0  # streams that have joined and not yet left
+        self.batches = 0  # graph calls run, and the rows they ran (for the bench and the tests)
+        self.rows_run = 0
+        self.largest = 0
+        self.head_batches = 0
+        self.largest_head = 0
+        self._thread: threading.Thread | None = None
+
+    @contextmanager
+    def solving(self):
+        """A row's decode solve: while inside, a batch waits (up to gather_s) for this row's next step."""
+        with self._cond:
+            self._inside += 1
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._inside -= 1
+                self._leaving += 1
+                self._cond.notify_all()
+
+    @contextmanager
+    def member(self):
+        """A stream's membership of the batch, from its start to its end (a closed stream leaves too)."""
+        with self._cond:
+            self.rows += 1
+        try:
+            yield
+        finally:
+            with self._cond:
+                self.rows -= 1
+
+    def step(self, z, inj, past_k, past_v) -> list[np.ndarray] | None:
+        """One row's step of one new position ([1, 1, D]), run in the next batch; (z_next, k, v, residual). None
+        when the row is the only one decoding: it runs its step itself, as it would alone (no hand-over)."""
+        return self._hand_in("step", (z, inj, past_k, past_v), self._inside <= 1)
+
+    def head(self, z) -> np.ndarray | None:
+        """One row's logits [1, 1, V] of one position, run in the next batch with the other rows' (the head reads
+        the tied matrix once for them all); None when the row is the only member (it runs its head itself)."""
+        out = self._hand_in("head", (z,), self.rows <= 1)
+        return None if out is None else out[0]
+
+    def _hand_in(self, kind: str, inputs: tuple, alone: bool) -> list[np.ndarray] | None:
+        """`alone` is read without the lock: at worst a row that just stopped being alone runs one step itself."""
+        if alone and not self._pending:
+            return None
+        call = _Call(kind, *inputs)
+        with self._cond:
+            self._start()
+            self._pending.append(call)
+            self._cond.notify_all()
+        call.done.wait()
+        if call.error is not None:
+            raise call.error
+        return call.outputs
+
+    def _start(self) -> None:  # under the lock
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._loop, name="eqlm-batch", daemon=True)
+            self._thread.start()
+
+    def _take(self) -> list[_Call] | None:
+        """The next batch; None (the thread ends, the next step starts another) after IDLE_S with nothing to run."""
+        with self._cond:
+            while not self._pending:
+                if not self._cond.wait(IDLE_S) and not self._pending:
+                    self._thread = None
+                    return None
+            deadline = time.monotonic() + self.gather_s
+            while len(self._pending) < min(self._inside + self._leaving, self.max_rows):
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    self._leaving = 0  # a row that ended without a head call is not waited for again
+                    break
+                self._cond.wait(left)
+            batch, self._pending = self._pending[: self.max_rows], self._pending[self.max_rows :]
+            heads = sum(call.kind == "head" for call in batch)
+            self._leaving = max(0, self._leaving - heads)
+            return batch
+
+    def _loop(self) -> None:
+        while (batch := self._take()) is not None:
+            for kind, run in (("step", self.run), ("head", self.run_heads)):
+                group = [call for call in batch if call.kind == kind]
+                if group:
+                    self._deliver(group, run)
+
+    @staticmethod
+    def _deliver(group: list[_Call], run) -> None:
+        try:
+            outputs = run(group)
+        except Exception as error:  # noqa: BLE001 - every row of the group sees it; the thread goes on
+            for call in group:
+                call.error = error
+                call.done.set()
+            return
+        for call, out in zip(group, outputs, strict=True):
+            call.outputs = out
+            call.done.set()
+
+    def run_heads(self, batch: list[_Call]) -> list[list[np.ndarray]]:
+        """The rows' head calls ([1, 1, D] each) in one head call."""
+        logits = self._head(np.concatenate([call.inputs[0] for call in batch]))
+        self.head_batches += 1
+        self.largest_head = max(self.largest_head, len(batch))
+        return [[logits[i : i + 1]] for i in range(len(batch))]
+
+    def run(self, batch: list[_Call]) -> list[list[np.ndarray]]:
+        """The rows' steps in one step_batched call: each row's past right-padded to the longest, masked."""
+        b = len(batch)
+        lengths = [call.inputs[2].shape[2] for call in batch]
+        p = max(1, *lengths)  # the graph wants a past of one position at least (an empty one is all padding)
+        past_k = np.zeros((b, self.n_heads, p, self.head_dim), dtype=np.float32)
+        past_v = np.zeros_like(past_k)
+        valid = np.zeros((b, p), dtype=np.float32)
+        for row, (call, n) in enumerate(zip(batch, lengths, strict=True)):
+            past_k[row, :, :n] = call.inputs[2][0]
+            past_v[row, :, :n] = call.inputs[3][0]
+            valid[row, :n] = 1.0
+        feed = {
+            "z": np.concatenate([call.inputs[0] for call in batch]).astype(np.float32, copy=False),
+            "inj": np.concatenate([call.inputs[1] for call in batch]).astype(np.float32, copy=False),
+            "past_k": past_k,
+            "past_v": past_v,
+            "past_valid": valid,
+        }
+        z, k, v, residual = self.session.run(None, feed)
+        self.batches += 1
+        self.rows_run += b
+        self.largest = max(self.largest, b)
+        return [[z[i : i + 1], k[i : i + 1], v[i : i + 1], residual[i : i + 1]] for i in range(b)]
+
+
+class BatchedModel:
+    """An OnnxEqLM whose steps of one new position go through the scheduler; everything else is the model's."""
+
+    def __init__(self, model: OnnxEqLM, scheduler: BatchScheduler):
+        self._model, self.scheduler = model, scheduler
+
+    def __getattr__(self, name: str):
+        return getattr(self._model, name)
+
+    def step(self, z, inj, past_k, past_v, slot: int | None = None):
+        out = self.scheduler.step(z, inj, past_k, past_v) if z.shape[:2] == (1, 1) else None
+        return self._model.step(z, inj, past_k, past_v, slot) if out is None else out
+
+    def head(self, z: np.ndarray) -> np.ndarray:
+        out = self.scheduler.head(z) if z.shape[:2] == (1, 1) else None
+        return self._model.head(z) if out is None else out
+
+    def solving(self, new_positions: int):
+        """A solve of `new_positions`: a decoded one (1) is a batch member while it runs; a prompt runs alone."""
+        return self.scheduler.solving() if new_positions == 1 else nullcontext()
+
+
+def batchable(manifest: dict) -> bool:
+    """Whether a model's export has the (fp32) batched step graph (an explicit transformer's never has)."""
+    return batched_graph(manifest) is not None
+
+
+def batched_graph(manifest: dict, precision: str = "fp32") -> str | None:
+    """The batched step graph of a precision ("step_batched" for fp32, "step_batched_int8" ...), when exported."""
+    name = "step_batched" if precision == "fp32" else f"step_batched_{precision}"
+    return name if name in manifest.get("graphs", {}) else None
+
+
+class BatchedGenerator(Generator):
+    """Generator whose concurrent streams share each iteration's graph call; its API is Generator's. `options` are
+    Generator's; a precision without its own batched graph decodes each request alone (never in another precision)."""
+
+    def __init__(self, onnx_dir: Path, max_rows: int = MAX_ROWS, **options):
+        super().__init__(onnx_dir, **options)
+        precision = options.get("precision") or ("int8" if options.get("int8") else "fp32")
+        graph = batched_graph(self.manifest, precision)
+        self.scheduler: BatchScheduler | None = None
+        if graph is not None and not self.model.explicit:
+            threads = int(options.get("threads", 1))
+            self.scheduler = BatchScheduler(self.model, threads=threads, max_rows=max_rows, graph=graph)
+            self.model = BatchedModel(self.model, self.scheduler)
+
+    def _member(self, events: Iterator) -> Iterator:
+        with self.scheduler.member():
+            yield from events
+
+    def stream(self, request: GenerationRequest) -> TokenStream:
+        stream = super().stream(request)
+        if self.scheduler is None:
+            return stream
+        return TokenStream(self._member(stream._events), stream.stats)

@@ -1,0 +1,120 @@
+"""The batched step graph: one iteration for one new position in each of B rows, each row with its own past.
+
+Today's step graph (export.py) takes one past [B, H, P, Dh] that every row shares in length, so rows with different
+contexts cannot run together. `step_batched` adds `past_valid` [B, P] (1.0 where a row's cached position is real, 0.0
+where it is padding): a row's new position attends to its own valid past and to itself. Positions are not an input:
+they enter through the embedding (inj), which each row computes at its own position. The new position's K/V are
+returned for each row to cache, as step's are.
+
+`add_batched_step` writes step_batched.onnx beside an export's graphs and lists it in the manifest (graphs,
+graph_sha256, io); today's graphs stay as they were. An explicit transformer gets none (its layers differ by slot).
+The portal's EqLM block and the programme's (eqlm.programme.model; export_programme.py) each have their own.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from .model import relative_residual
+from .onnx_io import export_graph
+from .onnx_io import sha256 as _sha256
+
+BATCHED_STEP_IO = {
+    "inputs": {"z": "[B,1,D]", "inj": "[B,1,D]", "past_k": "[B,H,P,Dh]", "past_v": "[B,H,P,Dh]", "past_valid": "[B,P]"},
+    "outputs": {"z_next": "[B,1,D]", "k": "[B,H,1,Dh]", "v": "[B,H,1,Dh]", "residual": "[B,1]"},
+}
+BATCHED_SEMANTICS = (
+    "step_batched: one iteration of one new position in each row, as step with T = 1, where row b attends only to "
+    "its cached positions with past_valid[b] = 1 (padding is 0) and to itself; rows at different positions, "
+    "iteration slots and depths run together."
+)
+
+
+class BatchedStep(nn.Module):
+    """Block.forward's cached branch for T = 1 with a per-row mask over the past."""
+
+    def __init__(self, model: nn.Module):
+        super().__init__()
+        self.block = model.block
+
+    def forward(self, z, inj, past_k, past_v, past_valid):
+        blk = self.block
+        b, t, d = z.shape
+        h = blk._input(z, inj)
+        attn_in = blk.ln_attn_in(h) if blk.sandwich else h
+        q, k, v = blk._qkv(attn_in)
+        own = torch.ones_like(past_valid[:, :1])
+        visible = (torch.cat([past_valid, own], dim=1) > 0.5)[:, None, None, :]  # [B, 1, 1, P + 1]
+        att = blk._attend(q, torch.cat([past_k, k], dim=2), torch.cat([past_v, v], dim=2), visible)
+        att = blk.proj(att.transpose(1, 2).reshape(b, t, d))
+        if blk.sandwich:
+            mlp = blk.ln_mlp_out(blk.fc2(F.gelu(blk.fc1(blk.ln_mlp_in(h)))))
+            att = blk.ln_attn_out(att)
+        else:
+            mlp = blk.fc2(F.gelu(blk.fc1(h)))
+        skip = h if blk.state_skip == 1.0 else blk.state_skip * h
+        out = blk.ln(skip + att + mlp) if blk.concat else blk.ln(skip + att + mlp + inj)
+        return out, k, v, relative_residual(out, z)
+
+
+class ProgrammeBatchedStep(nn.Module):
+    """The programme block's forward (eqlm.programme.model) for T = 1 with a per-row mask over the past."""
+
+    def __init__(self, model: nn.Module):
+        super().__init__()
+        self.block = model.block
+
+    def forward(self, z, inj, past_k, past_v, past_valid):
+        blk = self.block
+        b, t, d = z.shape
+        a = z if blk.postln else blk.ln1(z)
+        q, k, v = blk._heads(blk.q_proj(a)), blk._heads(blk.k_proj(a)), blk._heads(blk.v_proj(a))
+        keys, values = torch.cat([past_k, k], dim=2), torch.cat([past_v, v], dim=2)
+        scores = torch.matmul(q, keys.transpose(-2, -1)) / (blk.head_dim**0.5)
+        visible = (torch.cat([past_valid, torch.ones_like(past_valid[:, :1])], dim=1) > 0.5)[:, None, None, :]
+        weights = F.softmax(scores.masked_fill(~visible, float("-inf")), dim=-1)
+        attn = blk.out_proj(torch.matmul(weights, values).transpose(1, 2).contiguous().reshape(b, t, d))
+        injection = torch.sigmoid(blk.input_gate(inj)) * inj
+        if blk.postln:
+            h = blk.ln1(z + attn + injection)
+            out = blk.ln2(h + blk.fc2(F.relu(blk.fc1(h))))
+        else:
+            ff = blk.fc2(F.relu(blk.fc1(blk.ln2(z + attn))))
+            out = (1.0 - blk.damping) * z + blk.damping * (z + (attn + ff + injection))
+        return out, k, v, relative_residual(out, z)
+
+
+def add_batched_step(model: nn.Module, out_dir: Path) -> dict:
+    """Write step_batched.onnx into an EqLM export's folder and list it in its manifest; returns the manifest."""
+    out_dir = Path(out_dir)
+    path = out_dir / "manifest.json"
+    manifest = json.loads(path.read_text())
+    if getattr(model, "model_class", "EqLM") == "ExplicitLM":
+        return manifest
+    cfg = model.config
+    z = torch.randn(2, 1, cfg.d_model)
+    past = torch.randn(2, cfg.n_heads, 3, cfg.head_dim)
+    valid = torch.tensor([[1.0, 1.0, 1.0], [0.0, 1.0, 1.0]])
+    axes = {0: "batch"}
+    bp = {0: "batch", 2: "past"}
+    with torch.no_grad():
+        export_graph(
+            (ProgrammeBatchedStep if hasattr(model.block, "q_proj") else BatchedStep)(model.eval()),
+            (z, z, past, past, valid),
+            out_dir / "step_batched.onnx",
+            ["z", "inj", "past_k", "past_v", "past_valid"],
+            ["z_next", "k", "v", "residual"],
+            {"z": axes, "inj": axes, "past_k": bp, "past_v": bp, "past_valid": {0: "batch", 1: "past"}}
+            | {"z_next": axes, "k": axes, "v": axes, "residual": axes},
+        )
+    manifest["graphs"]["step_batched"] = "step_batched.onnx"
+    manifest.setdefault("graph_sha256", {})["step_batched"] = _sha256(out_dir / "step_batched.onnx")
+    manifest.setdefault("io", {})["step_batched"] = BATCHED_STEP_IO
+    manifest.setdefault("semantics", {})["batched"] = BATCHED_SEMANTICS
+    path.write_text(json.dumps(manifest, indent=2, sort_keys=False) + "\n")
+    return manifest

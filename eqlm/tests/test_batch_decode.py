@@ -1,0 +1,167 @@
+"""Continuous batching on a trained model: every request gets what it would get alone, joining and leaving freely.
+
+eqlm-demo is trained (random weights would put near-ties everywhere, and a tie is no test of token equality).
+"""
+
+import os
+import threading
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from eqlm.batch_decode import BatchedGenerator, BatchScheduler
+from eqlm.decoder import OnnxEqLM
+from eqlm.generation import GenerationRequest, Generator
+
+ROOT = Path(__file__).resolve().parents[2]
+DEMO = ROOT / "models" / "eqlm-demo" / "onnx"
+
+REQUESTS = [
+    GenerationRequest(prompt="In the beginning", max_tokens=24, depth=4),
+    GenerationRequest(prompt="And God said", max_tokens=30, depth=12),
+    GenerationRequest(prompt="The LORD is my shepherd", max_tokens=20, depth=24, tol=1e-3),
+    GenerationRequest(prompt="Blessed are", max_tokens=20, depth=16, tol=0.05, halt="kl"),
+    GenerationRequest(prompt="And it came to pass", max_tokens=20, depth=8, start="warm"),
+    GenerationRequest(prompt="Thou shalt", max_tokens=16, depth=10, solver="anderson", tol=1e-3),
+    GenerationRequest(prompt="Let there be", max_tokens=40, depth=6, stop=("\n", ".")),
+    GenerationRequest(prompt="He said unto them", max_tokens=20, depth=6, temperature=0.8, top_p=0.9, seed=7),
+]
+
+
+@pytest.fixture(scope="module")
+def alone():
+    return Generator(DEMO)
+
+
+@pytest.fixture
+def batched():
+    return BatchedGenerator(DEMO, max_rows=16)
+
+
+def _events(stream):
+    return [(e.token_id, e.text, e.iterations) for e in stream]
+
+
+def _run_together(generator, requests, results, gate=None):
+    def run(i, request):
+        stream = generator.stream(request)
+        first = next(stream)  # the prompt's solve and first token run before the others start decoding
+        gate.wait()
+        results[i] = ([(first.token_id, first.text, first.iterations)] + _events(stream), stream.finish_reason)
+
+    gate = gate or threading.Barrier(len(requests))
+    threads = [threading.Thread(target=run, args=(i, r)) for i, r in enumerate(requests)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=120)
+
+
+def test_the_batched_step_graph_runs_each_row_as_the_step_graph_runs_it_alone():
+    model = OnnxEqLM(DEMO)
+    scheduler = BatchScheduler(model)
+    rng = np.random.default_rng(0)
+    d, h, dh = model.d_model, model.n_heads, model.head_dim
+    rows = [(rng.standard_normal((1, 1, d)), rng.standard_normal((1, 1, d)), p) for p in (0, 3, 7)]
+    calls = []
+    for z, inj, p in rows:
+        past = rng.standard_normal((2, 1, h, p, dh)).astype(np.float32)
+        calls.append((z.astype(np.float32), inj.astype(np.float32), past[0], past[1]))
+    batch = scheduler.run([type("C", (), {"inputs": c})() for c in calls])
+    for call, got in zip(calls, batch, strict=True):
+        for a, b in zip(model.step(*call), got, strict=True):
+            np.testing.assert_allclose(b, a, rtol=1e-5, atol=1e-6)
+
+
+def test_concurrent_generations_equal_each_alone_for_mixed_depths_halting_and_sampling(alone, batched):
+    lone = [(_events(s := alone.stream(r)), s.finish_reason) for r in REQUESTS]
+    results = [None] * len(REQUESTS)
+    _run_together(batched, REQUESTS, results)
+    for request, want, got in zip(REQUESTS, lone, results, strict=True):
+        assert got == want, request
+    assert batched.scheduler.largest >= 2  # the rows really ran together
+    assert batched.scheduler.largest_head >= 2  # and so did their head calls
+    assert batched.scheduler.rows == 0
+
+
+def test_a_request_that_joins_mid_batch_streams_what_it_would_alone(alone, batched):
+    first, joiner = REQUESTS[1], REQUESTS[0]
+    want_first, want_joiner = _events(alone.stream(first)), _events(alone.stream(joiner))
+    joined, got = threading.Event(), {}
+
+    def run_first():
+        stream = batched.stream(first)
+        events = []
+        for event in stream:
+            events.append((event.token_id, event.text, event.iterations))
+            if len(events) == 5:
+                joined.set()
+        got["first"] = events
+
+    def run_joiner():
+        joined.wait(timeout=60)
+        pieces = []
+        for event in batched.stream(joiner):
+            pieces.append((event.token_id, event.text, event.iterations))
+        got["joiner"] = pieces
+
+    threads = [threading.Thread(target=run_first), threading.Thread(target=run_joiner)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=120)
+    assert got["first"] == want_first
+    assert got["joiner"] == want_joiner
+    assert "".join(text for _, text, _ in got["joiner"]) == "".join(text for _, text, _ in want_joiner)
+
+
+def test_a_cancelled_stream_leaves_the_batch_and_the_others_go_on(alone, batched):
+    keeper = REQUESTS[1]
+    want = _events(alone.stream(keeper))
+    cancelled = batched.stream(REQUESTS[0])
+    for _ in range(3):
+        next(cancelled)
+    assert batched.scheduler.rows == 1
+    kept = batched.stream(keeper)
+    got = [next(kept)]
+    assert batched.scheduler.rows == 2
+    cancelled.close()  # the client went away
+    assert batched.scheduler.rows == 1
+    got += list(kept)
+    assert [(e.token_id, e.text, e.iterations) for e in got] == want
+    assert batched.scheduler.rows == 0
+
+
+PROGRAMME = Path(
+    os.environ.get("PROGRAMME_MODELS_DIR", Path(__file__).resolve().parents[2].parent / "shared" / "programme-models")
+)
+PROGRAMME_IDS = (464, 2068, 7586, 21831, 18045, 625, 262, 16931, 3290, 13)  # "The quick brown fox jumps over ..."
+
+
+@pytest.mark.skipif(not (PROGRAMME / "eqlm-postln.pt").exists(), reason="the programme's reference checkpoints")
+def test_a_programme_eqlm_export_batches_too_and_each_request_equals_its_lone_generation(tmp_path):
+    from eqlm.export_programme import export_programme_onnx
+    from eqlm.programme.checkpoint import load_programme_model
+
+    model, _ = load_programme_model(PROGRAMME / "eqlm-postln.pt", 10**9)
+    manifest = export_programme_onnx(model, tmp_path, model_id="eqlm-postln")
+    assert manifest["graphs"]["step_batched"] == "step_batched.onnx"
+    requests = [
+        GenerationRequest(prompt="", prompt_ids=PROGRAMME_IDS[:k], max_tokens=10, depth=d, tol=tol)
+        for k, d, tol in ((3, 4, None), (6, 12, None), (10, 8, None), (5, 24, 1e-3))
+    ]
+    alone, batched = Generator(tmp_path), BatchedGenerator(tmp_path)
+    lone = [(_events(s := alone.stream(r)), s.finish_reason) for r in requests]
+    results = [None] * len(requests)
+    _run_together(batched, requests, results)
+    assert results == lone
+    assert batched.scheduler.largest >= 2
+
+
+def test_a_precision_without_its_batched_graph_decodes_alone():
+    """int8 has no batched graph here: its requests never run in fp32's batch."""
+    batched = BatchedGenerator(DEMO, int8=True)
+    assert batched.scheduler is None
+    request = REQUESTS[1]
+    assert _events(batched.stream(request)) == _events(Generator(DEMO, int8=True).stream(request))
