@@ -68,7 +68,7 @@ def test_the_manifest_names_each_graph_by_a_url_carrying_its_sha256(client):
     assert response.status_code == 200 and response["Cache-Control"] == "no-cache" and response["ETag"]
     manifest = response.json()
     assert manifest["model_id"] == "eqlm-demo-unrolled" and manifest["max_depth"] == 64
-    assert set(manifest["graph_urls"]) == {"embed", "step", "head"}
+    assert set(manifest["graph_urls"]) == {"embed", "step", "head", "step_batched"}  # step_batched: the batched step
     for role, url in manifest["graph_urls"].items():
         assert url == f"/demo/models/eqlm-demo-unrolled/graphs/{manifest['graph_sha256'][role]}.onnx"
         graph = client.get(url)
