@@ -413,7 +413,8 @@ async function startUp() {
     state.loading = { ...state.runtime.loading, readyMs: performance.now() - started };
     els.generate.disabled = false;
     const cached = state.loading.fromCache.length === state.loading.files.length ? ", from this browser's cache" : "";
-    setStatus(`Model loaded (${state.runtime.describe()}${cached}). Ready.`);
+    const refused = state.loading.notCached.length ? " This browser's storage could not keep all of it: the next visit downloads it again." : "";
+    setStatus(`Model loaded (${state.runtime.describe()}${cached}). Ready.${refused}`);
     markReady(true);
   } catch (error) {
     els.download.hidden = true;

@@ -100,12 +100,14 @@ async function readStreaming(response, onBytes) {
   return used === out.length ? out : out.slice(0, used);
 }
 
-/* {bytes: {key: Uint8Array}, fromCache: [key]} of `files` ([{key, name, url, sha256}]); onProgress({loaded, total,
-   cached, file}) after each chunk or cached file. */
+/* {bytes: {key: Uint8Array}, fromCache: [key], notCached: [key]} of `files` ([{key, name, url, sha256}]): notCached
+   lists the files downloaded that the cache refused (over the origin's quota). onProgress({loaded, total, cached,
+   file}) after each chunk or cached file. */
 async function fetchFiles(files, { total = null, onProgress = () => {}, credentials = "same-origin" } = {}) {
   const cache = await openCache();
   const progress = { loaded: 0, total, cached: 0, file: null };
   const fromCache = [];
+  const notCached = [];
   const read = async (file) => {
     const key = cache && file.sha256 ? cacheKey(file.sha256) : null;
     const hit = key ? await cache.match(key) : null;
@@ -126,13 +128,15 @@ async function fetchFiles(files, { total = null, onProgress = () => {}, credenti
     if (key) {
       try {
         await cache.put(key, new Response(bytes, { headers: { "Content-Type": "application/octet-stream" } }));
-      } catch { /* over the origin's quota: the next visit downloads again */ }
+      } catch {
+        notCached.push(file.key); // over the origin's quota: the next visit downloads it again
+      }
     }
     return bytes;
   };
   const bytes = {};
   for (const file of files) bytes[file.key] = await read(file); // one at a time: the progress reads in order
-  return { bytes, fromCache };
+  return { bytes, fromCache, notCached };
 }
 
 export { CannotHold, CACHE_NAME, cacheKey, choosePrecision, deviceLimit, fetchFiles, filesOf, graphKey, sizeOf };

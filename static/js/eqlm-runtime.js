@@ -313,7 +313,8 @@ class EqlmRuntime {
     runtime.tokenizer = tokenizer;
     runtime.precision = precision;
     runtime.loading = {
-      precision, files: files.map((file) => file.key), fromCache: fetched.fromCache, downloadBytes: size.download,
+      precision, files: files.map((file) => file.key), fromCache: fetched.fromCache, notCached: fetched.notCached,
+      downloadBytes: size.download,
       memoryBytes: size.memory, limitBytes: limit.bytes, fetchMs: downloaded - started,
       sessionsMs: globalThis.performance.now() - downloaded,
     };
