@@ -5,6 +5,7 @@ random-weight anytime model (120.7M parameters) loads and generates in the page.
 
 import json
 import os
+import shutil
 import time
 from pathlib import Path
 
@@ -90,7 +91,7 @@ def test_a_model_the_device_cannot_hold_is_offered_on_the_server_streamed(page, 
     assert loading["neededBytes"] > loading["limitBytes"] == 1_000_000
     assert graph_requests(page) == []  # nothing downloaded that could not be held
     fallback = page.locator("#server-fallback")
-    assert fallback.is_visible() and "cannot hold eqlm-demo" in fallback.inner_text()
+    assert fallback.is_visible() and "eqlm-demo cannot run in this browser" in fallback.inner_text()
     assert "1 MB" in page.locator("#server-fallback-why").inner_text()
 
     run = generate_in_page(page, depth=4, max_tokens=16)  # the same button, now on the server
@@ -117,6 +118,21 @@ def test_greedy_in_the_browser_is_the_servers_at_the_precision_the_page_runs(pag
         api = httpx.post(f"{live_server.url}/v1/completions", json=body, timeout=60).json()
         assert api["choices"][0]["text"] == run["text"], f"depth {depth} ({precision}): browser and server differ"
     page.watch.assert_clean()
+
+
+def test_a_graph_the_browser_cannot_open_offers_the_server(page, live_server, serve_models, dial_model_dir, tmp_path):
+    broken = tmp_path / "onnx"
+    shutil.copytree(dial_model_dir, broken)
+    manifest = json.loads((broken / "manifest.json").read_text())
+    manifest.pop("graph_sha256", None)  # served as it is: the browser, not the server, finds it unreadable
+    (broken / "manifest.json").write_text(json.dumps(manifest))
+    step = broken / manifest["graphs"]["step"]
+    step.write_bytes(step.read_bytes()[: step.stat().st_size // 2])
+    serve_models(default=broken)
+    loading = open_dial(page, ready=False)
+    assert "could not create its sessions" in loading["cannotHold"]
+    assert page.locator("#server-fallback").is_visible()
+    assert page.locator("#generate").inner_text() == "Generate on the server" and page.locator("#generate").is_enabled()
 
 
 # --- the programme's model at full size --------------------------------------------------------------------------
