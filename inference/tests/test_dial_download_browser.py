@@ -54,6 +54,19 @@ def test_a_second_visit_reads_the_graphs_from_the_browsers_cache(page, live_serv
     page.watch.assert_clean()
 
 
+def test_a_new_export_of_a_model_replaces_its_files_in_the_cache(page, live_server, serve_models, tiny_onnx_export):
+    cached = "async () => { const c = await caches.open('eqlm-model-files-v1');"
+    cached += " return (await c.keys()).map((r) => r.url.split('/').pop()); }"
+    serve_models(default=tiny_onnx_export(0))
+    old = set(open_dial(page) and page.evaluate(cached))
+    serve_models(default=tiny_onnx_export(1))  # the same model id, exported again from other weights
+    loading = open_dial(page)
+    assert loading["fromCache"] == []  # nothing of the old export is reused
+    new = set(page.evaluate(cached))
+    assert set(served_manifest(live_server)["graph_sha256"].values()) <= new
+    assert old & new == {"eqlm-demo"}  # the old export's files are gone; only the model's list of its files stays
+
+
 def test_the_download_shows_its_progress_in_bytes_as_they_arrive(page, live_server, dial_model):
     total = sum(served_manifest(live_server)["graph_bytes"].values())
     cdp = page.context.new_cdp_session(page)  # a slow line (Chromium's own throttling), so the bytes arrive in steps

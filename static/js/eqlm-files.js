@@ -10,7 +10,9 @@
    - files: each is read from Cache Storage under its sha256 when it is there (no network at all), else streamed
      with fetch + ReadableStream (progress as bytes arrive) and put into the cache. The cache keys are URLs of this
      origin that are never fetched (`/eqlm-cache/sha256/<hex>`), so one file is stored once whatever page or
-     model names it. Without Cache Storage (node, an insecure origin) files are fetched each time. */
+     model names it. Each model's list of the sha256 it last used is kept too (`/eqlm-cache/model/<id>`): files of
+   its earlier export that the new one does not use are deleted, so a re-exported model does not pile up. Without
+   Cache Storage (node, an insecure origin) files are fetched each time. */
 
 const CACHE_NAME = "eqlm-model-files-v1";
 const WASM_LIMIT = 4 * 1024 ** 3; // wasm32: 4 GiB of linear memory at most
@@ -139,4 +141,17 @@ async function fetchFiles(files, { total = null, onProgress = () => {}, credenti
   return { bytes, fromCache, notCached };
 }
 
-export { CannotHold, CACHE_NAME, cacheKey, choosePrecision, deviceLimit, fetchFiles, filesOf, graphKey, sizeOf };
+/* Keep `modelId`'s list of files (sha256) and delete the files of its previous list that this one does not name. */
+async function forgetReplaced(modelId, digests) {
+  const cache = await openCache();
+  if (!cache || !modelId) return;
+  const key = new URL(`/eqlm-cache/model/${encodeURIComponent(modelId)}`, globalThis.location.href).href;
+  try {
+    const previous = await cache.match(key);
+    const old = previous ? await previous.json() : [];
+    await Promise.all(old.filter((sha) => !digests.includes(sha)).map((sha) => cache.delete(cacheKey(sha))));
+    await cache.put(key, new Response(JSON.stringify(digests), { headers: { "Content-Type": "application/json" } }));
+  } catch { /* storage refused: the old files stay until the browser evicts them */ }
+}
+
+export { CannotHold, forgetReplaced, CACHE_NAME, cacheKey, choosePrecision, deviceLimit, fetchFiles, filesOf, graphKey, sizeOf };

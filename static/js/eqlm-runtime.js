@@ -294,6 +294,7 @@ class EqlmRuntime {
       EqlmTokenizer.getTokenizer(EqlmTokenizer.tokenizerName(manifest)),
       Files.fetchFiles(files, { total: size.download, onProgress }),
     ]);
+    await Files.forgetReplaced(manifest.model_id, files.map((file) => file.sha256).filter(Boolean));
     const downloaded = globalThis.performance.now();
     const options = { executionProviders: ["wasm"], graphOptimizationLevel: "all" };
     const sessions = {};
