@@ -13,6 +13,7 @@ import json
 import logging
 from pathlib import Path
 
+from django.conf import settings
 from django.http import FileResponse, Http404, HttpResponse, HttpResponsePermanentRedirect, JsonResponse
 from django.shortcuts import render
 from django.templatetags.static import static
@@ -77,6 +78,8 @@ def served_manifest(card) -> dict:
     manifest["graph_urls"] = {
         role: reverse("inference:model-graph", args=[card.id, sha]) for role, sha in card.graph_sha256.items()
     }
+    # each file's size: the dial's download progress and its estimate of the memory the model needs
+    manifest["graph_bytes"] = {role: (card.onnx_dir / name).stat().st_size for role, name in card.graphs.items()}
     return manifest
 
 
@@ -279,6 +282,8 @@ def demo(request):
             "model": {"id": model["id"], "defaultDepth": model["default_depth"], "maxDepth": model["max_depth"]},
             "ortWasm": static("vendor/ort/ort-wasm-simd-threaded.wasm"),
             "ortMjs": reverse("inference:demo-ort", args=["ort-wasm-simd-threaded.mjs"]),
+            "memoryLimit": settings.DIAL_BROWSER_MEMORY_MB * 1_000_000,
+            "requireKey": settings.API_REQUIRE_KEY,
             "quality": quality,
         },
     }

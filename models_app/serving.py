@@ -123,7 +123,15 @@ def read_card(model_id: str, onnx_dir: Path, source: str, name: str = "") -> Mod
         roles, error = graph_roles(manifest), ""
     except ValueError as exc:
         roles, error = (), f"the manifest is refused: {exc}"
-    roles = (*roles, *(role for role in OPTIONAL_ROLES if role in (manifest.get("graphs") or {})))
+    graphs = manifest.get("graphs") or {}
+    base = roles
+    roles = (*base, *(role for role in OPTIONAL_ROLES if role in graphs))
+    if "int8" in (manifest.get("precisions") or ()):  # the int8 graphs beside the fp32 ones, served alike
+        roles = (
+            *roles,
+            *(f"{role}_int8" for role in base),
+            *(f"{r}_int8" for r in OPTIONAL_ROLES if f"{r}_int8" in graphs),
+        )
     graphs = {role: str(name_) for role, name_ in (manifest.get("graphs") or {}).items() if role in roles}
     declared = manifest.get("graph_sha256") or {}
     digests = {}

@@ -212,6 +212,9 @@ SHARED_DIR = Path(env("SHARED_DIR", str(BASE_DIR.parent / "shared")))
 MODELS_DIR = Path(env("MODELS_DIR", str(BASE_DIR / "models")))  # one folder per bundled model id (models/<id>/)
 DEFAULT_MODEL = env("DEFAULT_MODEL", "eqlm-demo")  # the default model: its files are MODELS_DIR/<id>/
 WARM_UP_MODEL = env_bool("WARM_UP_MODEL", True)  # each WSGI worker loads every servable model before its first request
+# The memory the depth dial lets a model take in a reader's browser (MB); 0: half the device's (navigator.deviceMemory).
+# A model estimated above it is not downloaded: the page offers generation on the server instead.
+DIAL_BROWSER_MEMORY_MB = env_int("DIAL_BROWSER_MEMORY_MB", 0)
 UPLOAD_MAX_BYTES = env_int("UPLOAD_MAX_BYTES", 25 * 1024 * 1024)  # one uploaded result file
 # An uploaded or imported checkpoint (the 121M programme model is 483 MB in fp32); refused on its Content-Length.
 CHECKPOINT_MAX_BYTES = env_int("CHECKPOINT_MAX_BYTES", 1024 * 1024 * 1024)

@@ -1,9 +1,12 @@
 /* The depth-dial page: controls, streaming output shaded by iterations, live figures and the quality chart.
    Generation runs in this tab (static/js/eqlm-runtime.js on onnxruntime-web, the noise start's normals from
    static/js/eqlm-noise.js), in the model's own tokens (its manifest's tokenizer: bytes, or GPT-2 BPE, which the runtime
-   loads with the model); nothing is sent to the server. The depth range and the controls a model takes are its
+   loads with the model); nothing is sent to the server. The model's files download once, with progress, and are then
+   read from the browser's Cache Storage; a model this device cannot hold is generated on the server instead (/v1,
+   streamed: demo-server.js), and the page says so. The depth range and the controls a model takes are its
    manifest's: an explicit transformer's depth is fixed at its layer count, with no tol, halting rule or start. */
 import { EqlmRuntime } from "./eqlm-runtime.js";
+import { serverTokens } from "./demo-server.js";
 import * as noise from "./eqlm-noise.js";
 import * as EqlmPlotFocus from "./plot-focus.js";
 
@@ -17,7 +20,9 @@ const els = {
   seed: $("seed"), maxTokens: $("max-tokens"), prompt: $("prompt"), generate: $("generate"), stop: $("stop"),
   status: $("runtime-status"), output: $("output"), tps: $("fig-tps"), iters: $("fig-iters"),
   residual: $("fig-residual"), threads: $("fig-threads"), swatches: $("legend-swatches"),
-  controlsNote: $("controls-note"),
+  controlsNote: $("controls-note"), download: $("download"), downloadBar: $("download-progress"),
+  downloadText: $("download-text"), fallback: $("server-fallback"), fallbackWhy: $("server-fallback-why"),
+  serverKey: $("server-key"),
 };
 const model = config.model || {};
 // The server renders the card's range on the slider; once loaded, the runtime's manifest is the word on it.
@@ -25,7 +30,10 @@ let maxDepth = Number(model.maxDepth) || Number(els.depth.max);
 let defaultDepth = Number(model.defaultDepth) || Number(els.depth.value);
 // comparison: the convergence view's runs of the same request from the other starts ({abort, done}), which share
 // the runtime: a new run stops them first (static/js/demo-convergence.js)
-const state = { runtime: null, running: false, abort: null, lastRun: null, modelId: model.id || null, comparison: null };
+// server: true when this device cannot hold the model and Generate streams from /v1 instead; loading: what the
+// start-up took ({precision, fromCache, fetchMs, sessionsMs, readyMs, ...}), download: the progress last shown
+const state = { runtime: null, running: false, abort: null, lastRun: null, modelId: model.id || null, comparison: null,
+                server: false, loading: null, download: null };
 window.eqlmDemo = state; // read by the browser tests and the browser benchmark
 
 function tolerance() { return Math.pow(10, Number(els.tol.value)); }
@@ -252,6 +260,14 @@ function appendToken(event, cap) {
   els.output.dispatchEvent(new CustomEvent("eqlm:token", { detail: { span, event } }));
 }
 
+/* The server's tokens as the runtime's events: each shaded at the requested depth (the stream reports no iterations). */
+async function* serverEvents(request, signal) {
+  const key = els.serverKey ? els.serverKey.value.trim() : "";
+  for await (const event of serverTokens({ model: state.modelId, ...request }, { key, signal })) {
+    yield { ...event, iterations: request.depth, residual: NaN, residuals: null };
+  }
+}
+
 async function stopComparison() {
   const running = state.comparison;
   if (!running) return;
@@ -261,12 +277,12 @@ async function stopComparison() {
 
 async function generate(evt) {
   evt.preventDefault();
-  if (!state.runtime || state.running) return;
+  if ((!state.runtime && !state.server) || state.running) return;
   state.running = true;
   els.generate.disabled = true;
   await stopComparison();
-  const runtime = state.runtime;
-  const depth = Math.max(runtime.minDepth, Math.min(maxDepth, Math.round(Number(els.depth.value)) || defaultDepth));
+  const minDepth = state.runtime ? state.runtime.minDepth : Math.max(1, Number(els.depth.min) || 1);
+  const depth = Math.max(minDepth, Math.min(maxDepth, Math.round(Number(els.depth.value)) || defaultDepth));
   const adaptive = mode() === "adaptive" && takes().tol;
   const request = {
     prompt: els.prompt.value,
@@ -282,14 +298,16 @@ async function generate(evt) {
   state.abort = new AbortController();
   els.stop.disabled = false;
   resetOutput(request.prompt);
-  setStatus("Generating in this tab…");
+  setStatus(state.server ? "Generating on the server…" : "Generating in this tab…");
   const started = performance.now();
   let count = 0, iterSum = 0, residual = null, text = "", firstTokenMs = null, lastPaint = performance.now();
   try {
-    for await (const event of state.runtime.generate({ ...request, signal: state.abort.signal })) {
+    const events = state.server ? serverEvents(request, state.abort.signal)
+      : state.runtime.generate({ ...request, signal: state.abort.signal });
+    for await (const event of events) {
       if (firstTokenMs === null) firstTokenMs = performance.now() - started;
-      count += 1;
-      iterSum += event.iterations;
+      count += event.tokens || 1;
+      iterSum += event.iterations * (event.tokens || 1);
       residual = event.residual;
       text += event.text;
       appendToken(event, depth);
@@ -305,7 +323,8 @@ async function generate(evt) {
     }
     const seconds = (performance.now() - started) / 1000;
     state.lastRun = { request, text, tokens: count, seconds, tokensPerSecond: count / seconds,
-                      meanIterations: count ? iterSum / count : 0, finalResidual: residual, firstTokenMs };
+                      meanIterations: count ? iterSum / count : 0, finalResidual: residual, firstTokenMs,
+                      where: state.server ? "server" : "browser" };
     els.output.dataset.state = "done";
     els.output.dispatchEvent(new CustomEvent("eqlm:done"));
     setStatus(`Done: ${count} tokens in ${seconds.toFixed(2)} s.`);
@@ -381,18 +400,56 @@ async function startUp() {
   const asked = Number(new URLSearchParams(window.location.search).get("threads"));
   const threads = window.crossOriginIsolated ? (asked === 1 ? 1 : 2) : 1;
   els.threads.textContent = `${threads} (${window.crossOriginIsolated ? "isolated" : "not isolated"})`;
+  const started = performance.now();
   try {
-    state.runtime = await EqlmRuntime.load(config.manifestUrl, { ortPaths: { mjs: config.ortMjs, wasm: config.ortWasm }, threads, noise });
+    state.runtime = await EqlmRuntime.load(config.manifestUrl, {
+      ortPaths: { mjs: config.ortMjs, wasm: config.ortWasm }, threads, noise, onProgress: showDownload,
+      memoryLimit: Number(config.memoryLimit) || 0,
+    });
+    els.download.hidden = true;
     applyControls(state.runtime);
     // One tiny silent run so that the reader's first generation does not pay for compiling the kernels.
     for await (const _ of state.runtime.generate({ prompt: "a", maxTokens: 2, depth: state.runtime.minDepth })) { /* warm-up */ }
+    state.loading = { ...state.runtime.loading, readyMs: performance.now() - started };
     els.generate.disabled = false;
-    setStatus(`Model loaded (${state.runtime.describe()}). Ready.`);
+    const cached = state.loading.fromCache.length === state.loading.files.length ? ", from this browser's cache" : "";
+    const refused = state.loading.notCached.length ? " This browser's storage could not keep all of it: the next visit downloads it again." : "";
+    setStatus(`Model loaded (${state.runtime.describe()}${cached}). Ready.${refused}`);
     markReady(true);
   } catch (error) {
-    setStatus(`The model could not be loaded: ${error.message || error}`);
+    els.download.hidden = true;
+    if (error.name === "CannotHold") offerServer(error);
+    else setStatus(`The model could not be loaded: ${error.message || error}`);
     markReady(false);
   }
+}
+
+function megabytes(bytes) { return `${(bytes / 1e6).toFixed(1)} MB`; }
+
+/* The download's progress: bytes so far of the total (the manifest's sizes), and how much came from the cache. */
+function showDownload(progress) {
+  state.download = { ...progress, steps: ((state.download && state.download.steps) || 0) + 1 };
+  els.download.hidden = false;
+  if (progress.total) {
+    els.downloadBar.max = progress.total;
+    els.downloadBar.value = Math.min(progress.loaded, progress.total);
+  } else {
+    els.downloadBar.removeAttribute("value"); // size unknown: an indeterminate bar
+  }
+  const of = progress.total ? ` of ${megabytes(progress.total)}` : "";
+  const cached = progress.cached ? ` (${megabytes(progress.cached)} from this browser's cache)` : "";
+  els.downloadText.textContent = `${megabytes(progress.loaded)}${of}${cached}`;
+}
+
+/* This device cannot hold the model: say so, and let Generate stream from the server's API instead. */
+function offerServer(error) {
+  state.server = true;
+  state.loading = { cannotHold: error.message, neededBytes: error.needed, limitBytes: error.limit };
+  els.fallbackWhy.textContent = error.message;
+  els.fallback.hidden = false;
+  els.generate.disabled = false;
+  els.generate.textContent = "Generate on the server";
+  setStatus("This device cannot hold the model: Generate runs on the server.");
 }
 
 if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", startUp);

@@ -24,6 +24,7 @@
    bytes, or GPT-2's BPE for an imported programme model), as generation.Generator does.
    Sampling (temperature > 0) uses its own seeded generator, so sampled text differs from the server's. */
 import * as EqlmTokenizer from "./tokenizer.js";
+import * as Files from "./eqlm-files.js";
 
 const STARTS = ["zero", "warm", "noise"];
 const HALTS = ["residual", "kl"];
@@ -38,6 +39,8 @@ const EXPLICIT_WHY = {
   warm_start: "an explicit transformer starts from the embedding of its input: there is no warm start",
   halt: "an explicit transformer does not iterate: there is no halting rule",
 };
+
+function mb(bytes) { return `${Math.round(bytes / 1e6).toLocaleString("en")} MB`; }
 
 function isExplicit(manifest) { return manifest.model_class === EXPLICIT_CLASS; }
 
@@ -250,7 +253,13 @@ function chooseToken(logits, temperature, topP, rng) {
 }
 
 class EqlmRuntime {
-  static async load(manifestUrl, { ortPaths, threads = 1, ortLib, noise = null } = {}) {
+  /* Load a model: its manifest, then its graphs and external data (eqlm-files.js: int8 when the export has it, with
+     download progress, from Cache Storage when they are there), one session per graph. Throws CannotHold when the
+     device's limit is below the model's estimate, or when a session cannot be created (out of memory, most often).
+     onProgress({loaded, total, cached, file}); memoryLimit: the page's device limit in bytes (0: the device's own);
+     precision: "fp32" or "int8" to force one. The runtime's `loading` says what it took. */
+  static async load(manifestUrl, { ortPaths, threads = 1, ortLib, noise = null, onProgress, memoryLimit = 0,
+                                   precision: wanted = null } = {}) {
     const ort = ortLib || globalThis.ort;
     if (!ort) throw new Error("onnxruntime-web is not loaded");
     if (ortPaths) {
@@ -260,38 +269,56 @@ class EqlmRuntime {
     ort.env.wasm.numThreads = threads;
     ort.env.wasm.proxy = false;
     ort.env.logLevel = "error"; // onnxruntime's start-up notices (e.g. an unknown CPU vendor) are not errors
+    const started = globalThis.performance.now();
     const response = await fetch(manifestUrl, { credentials: "same-origin" });
     if (!response.ok) throw new Error(`manifest: HTTP ${response.status}`);
     const manifest = await response.json();
     const manifestHref = new URL(manifestUrl, globalThis.location ? globalThis.location.href : undefined).href;
-    const options = { executionProviders: ["wasm"], graphOptimizationLevel: "all" };
-    /* The portal serves each graph under a URL carrying its sha256 (manifest.graph_urls), so the graphs always
-       belong to the manifest just read; a plain folder of files (tests, bench) is read beside the manifest. */
-    const fetchBytes = async (key, name) => {
-      const url = new URL((manifest.graph_urls && manifest.graph_urls[key]) || name, manifestHref);
-      const bytes = await fetch(url.href, { credentials: "same-origin" });
-      if (!bytes.ok) throw new Error(`${name}: HTTP ${bytes.status}`);
-      return new Uint8Array(await bytes.arrayBuffer());
-    };
-    /* A graph may read external data (a tied embedding and head stored once): each file is fetched once and handed
-       to every session that reads it. */
-    const external = {};
-    const externalData = (role) =>
-      Object.entries(manifest.external_data || {})
-        .filter(([, roles]) => roles.includes(role))
-        .map(async ([name]) => ({ path: name, data: await (external[name] ||= fetchBytes(name, name)) }));
-    const open = async (role) => {
-      const [graph, extra] = await Promise.all([fetchBytes(role, manifest.graphs[role]), Promise.all(externalData(role))]);
-      return ort.InferenceSession.create(graph, extra.length ? { ...options, externalData: extra } : options);
-    };
     const roles = graphRoles(manifest);
-    const [tokenizer, ...opened] = await Promise.all([
+    const precision = Files.choosePrecision(manifest, roles, wanted);
+    const files = Files.filesOf(manifest, roles, precision);
+    const size = Files.sizeOf(manifest, files);
+    const limit = Files.deviceLimit(memoryLimit);
+    if (size.memory !== null && size.memory > limit.bytes) {
+      throw new Files.CannotHold(`it needs about ${mb(size.memory)} of memory, and this device allows ${mb(limit.bytes)} (${limit.from})`,
+                                 { needed: size.memory, limit: limit.bytes });
+    }
+    /* The portal serves each file under a URL carrying its sha256 (manifest.graph_urls), so the files always belong
+       to the manifest just read; a plain folder of files (tests, bench) is read beside the manifest. */
+    const digests = manifest.graph_sha256 || {};
+    for (const file of files) {
+      file.url = new URL((manifest.graph_urls && manifest.graph_urls[file.key]) || file.name, manifestHref).href;
+      file.sha256 = digests[file.key] || null;
+    }
+    const [tokenizer, fetched] = await Promise.all([
       EqlmTokenizer.getTokenizer(EqlmTokenizer.tokenizerName(manifest)),
-      ...roles.map(open),
+      Files.fetchFiles(files, { total: size.download, onProgress }),
     ]);
-    const sessions = Object.fromEntries(roles.map((role, i) => [role, opened[i]]));
+    await Files.forgetReplaced(manifest.model_id, files.map((file) => file.sha256).filter(Boolean));
+    const downloaded = globalThis.performance.now();
+    const options = { executionProviders: ["wasm"], graphOptimizationLevel: "all" };
+    const sessions = {};
+    try {
+      for (const role of roles) { // one at a time: each copy into WebAssembly memory is freed before the next
+        const key = Files.graphKey(role, precision);
+        /* A graph may read external data (a tied embedding and head stored once): fetched once, handed to each. */
+        const extra = files.filter((file) => file.key !== key && file.roles.includes(key))
+          .map((file) => ({ path: file.name, data: fetched.bytes[file.key] }));
+        sessions[role] = await ort.InferenceSession.create(fetched.bytes[key], extra.length ? { ...options, externalData: extra } : options);
+      }
+    } catch (error) {
+      await Promise.all(Object.values(sessions).map((session) => session.release()));
+      throw new Files.CannotHold(`this browser could not create its sessions (${error.message || error})`, { cause: error });
+    }
     const runtime = new EqlmRuntime(ort, manifest, sessions, threads, noise);
     runtime.tokenizer = tokenizer;
+    runtime.precision = precision;
+    runtime.loading = {
+      precision, files: files.map((file) => file.key), fromCache: fetched.fromCache, notCached: fetched.notCached,
+      downloadBytes: size.download,
+      memoryBytes: size.memory, limitBytes: limit.bytes, fetchMs: downloaded - started,
+      sessionsMs: globalThis.performance.now() - downloaded,
+    };
     return runtime;
   }
 
@@ -319,6 +346,7 @@ class EqlmRuntime {
     this.stepSessions = this.explicit ? manifest.layers.map((role) => sessions[role]) : null;
     this.noise = noise;
     this.emptyPrompt = manifest.empty_prompt ?? "\n";
+    this.precision = "fp32"; // the graphs it runs (`load` sets it from the manifest)
     this.tokenizer = null; // the model's (tokenizer.js), loaded by `load` or on the first generation
   }
 
@@ -330,7 +358,8 @@ class EqlmRuntime {
 
   describe() {
     const params = this.manifest.num_params ? `${Number(this.manifest.num_params).toLocaleString("en")} parameters, ` : "";
-    return `${this.modelId}: ${params}d=${this.dModel}, ${this.threads} thread${this.threads === 1 ? "" : "s"}`;
+    const precision = this.precision ? `${this.precision}, ` : "";
+    return `${this.modelId}: ${params}d=${this.dModel}, ${precision}${this.threads} thread${this.threads === 1 ? "" : "s"}`;
   }
 
   emptyKv() {
@@ -488,4 +517,4 @@ class EqlmRuntime {
   }
 }
 
-export { EqlmRuntime, DecodeCache, chooseToken, graphRoles, refusedControls, STARTS, HALTS };
+export { EqlmRuntime, DecodeCache, Files, chooseToken, graphRoles, refusedControls, STARTS, HALTS };
