@@ -8,7 +8,7 @@ from drf_spectacular.utils import OpenApiResponse
 from eqlm.limits import DEPTH_CAP_MAX, DEPTH_MAX, HALTS, STARTS
 
 V1_TAG = "v1 (OpenAI-compatible)"
-EQLM_FIELDS = ("depth", "tol", "start", "halt", "warm_start", "solver")
+EQLM_FIELDS = ("depth", "tol", "start", "halt", "warm_start", "solver", "precision")
 
 # --- what the /v1/ views declare in the schema -----------------------------------------------------------------------
 
