@@ -5,9 +5,9 @@
 - The tied matrix (the token embedding, which is also the head) is quantised once, by the same tool on the head's
   MatMul: int8 [D, V] with a scale per vocabulary entry. Where the fp32 export stores its tied matrix once (a
   programme model's `tied.bin`), the int8 one is stored once too, as `tied.int8.bin`, which both int8 graphs read as
-  external data; a portal model's graphs stay self-contained (its byte vocabulary makes the matrix small). The head multiplies by it (DynamicQuantizeLinear + MatMulInteger, fused by onnxruntime into one
-  kernel); the embedding gathers its columns (Gather on axis 1, then Transpose) and multiplies each by its entry's
-  scale.
+  external data; a portal model's graphs stay self-contained (its byte vocabulary makes the matrix small). The head
+  multiplies by it (DynamicQuantizeLinear + MatMulInteger, fused by onnxruntime into one kernel); the embedding
+  gathers its columns (Gather on axis 1, then Transpose) and multiplies each by its entry's scale.
 
 `add_int8(out_dir)` writes the int8 graphs of an export and adds them to its manifest.json (`graphs`, `graph_sha256`,
 `external_data`, `precisions`). Needs onnx and onnxruntime; never torch.
