@@ -1,7 +1,8 @@
 """int8 weights for a whole ONNX export (the fp32 graphs stay; the int8 ones are listed beside them as `<role>_int8`).
 
 - Every iteration graph (`step`, or an explicit transformer's `layer_NN`): onnxruntime's dynamic quantisation
-  (`quantize_dynamic`), int8 weights with a scale per output channel, the activations quantised per call.
+  (`quantize_dynamic`), int8 weights with a scale per output channel, the activations quantised per call (a product
+  fed by a Concat, or a one-column gate, stays fp32: `kept_in_fp32`).
 - The tied matrix (the token embedding, which is also the head) is quantised once, by the same tool on the head's
   MatMul: int8 [D, V] with a scale per vocabulary entry. Where the fp32 export stores its tied matrix once (a
   programme model's `tied.bin`), the int8 one is stored once too, as `tied.int8.bin`, which both int8 graphs read as
@@ -37,10 +38,34 @@ def int8_name(name: str) -> str:
     return name[: -len(".onnx")] + ".int8.onnx" if name.endswith(".onnx") else name + ".int8"
 
 
+def kept_in_fp32(model) -> list[str]:
+    """The weight products an iteration graph keeps in fp32: one fed by a Concat (its activations join tensors of
+    different scales, which one per-call activation scale quantises badly: eqlm-demo's adapter over [z, inj] alone
+    moved a next-token log-probability by 8 nats) and a gate with one output column (its bytes are nothing)."""
+    inits = {t.name: list(t.dims) for t in model.graph.initializer}
+    producer = {out: node.op_type for node in model.graph.node for out in node.output}
+    return [
+        node.name
+        for node in model.graph.node
+        if node.op_type == "MatMul"
+        and node.input[1] in inits
+        and (producer.get(node.input[0]) == "Concat" or inits[node.input[1]][-1] == 1)
+    ]
+
+
 def _quantize_iteration(src: Path, dst: Path) -> None:
+    import onnx
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
-    quantize_dynamic(str(src), str(dst), per_channel=True, weight_type=QuantType.QInt8, op_types_to_quantize=["MatMul"])
+    kept = kept_in_fp32(onnx.load(str(src)))
+    quantize_dynamic(
+        str(src),
+        str(dst),
+        per_channel=True,
+        weight_type=QuantType.QInt8,
+        op_types_to_quantize=["MatMul"],
+        nodes_to_exclude=kept,
+    )
 
 
 def _tied_node(model, vocab_size: int, d_model: int):
