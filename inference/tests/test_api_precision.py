@@ -34,13 +34,14 @@ def test_int8_answers_from_the_int8_graphs_in_the_body_or_the_suffix(client, ser
     from models_app import serving
 
     status, body = post(client, precision="int8")
-    assert status == 200, body
+    assert status == 200 and body["eqlm"]["precision"] == "int8", body
     assert body["choices"][0]["text"] and body["usage"]["completion_tokens"] == 4
     assert serving.resolve("eqlm-demo").runtime("int8").model.precision == "int8"
     status, body = post(client, model="eqlm-demo@precision=int8")
     assert status == 200 and body["model"] == "eqlm-demo@precision=int8", body
     status, body = post(client, precision="fp32")
-    assert status == 200, body
+    assert status == 200 and body["eqlm"]["precision"] == "fp32", body
+    assert post(client)[1]["eqlm"]["precision"] == "fp32"
 
 
 def test_the_models_controls_list_the_precisions_its_export_has(client, served):
