@@ -5,7 +5,8 @@ parameters; eqlm.programme.config.published_config), through the portal's own ge
 
 Builds the checkpoint and its export (fp32 and int8 graphs) in DIR (a temporary folder by default; an export already
 there is reused), then for each precision greedy-generates `--tokens` tokens from a short prompt, after one warm-up
-run, and reports the best of two runs. It prints the load average before and after, since the figures depend on it.
+run, and reports the best and the median of `--runs` runs. It prints the load average before and after, since the
+figures depend on it.
 """
 
 from __future__ import annotations
@@ -42,20 +43,25 @@ def export(folder: Path) -> Path:
     return out
 
 
-def tokens_per_second(onnx_dir: Path, precision: str, tokens: int, depth: int, threads: int) -> dict:
+def tokens_per_second(onnx_dir: Path, precision: str, tokens: int, depth: int, threads: int, runs: int) -> dict:
     from eqlm.generation import GenerationRequest, Generator
 
     generator = Generator(onnx_dir, threads=threads, precision=precision)
     request = GenerationRequest(prompt=PROMPT, max_tokens=tokens, depth=depth, temperature=0.0)
-    best, text = 0.0, ""
-    for i in range(3):
+    generator.generate(request)  # warm-up
+    rates, text = [], ""
+    for _ in range(runs):
         started = time.perf_counter()
         result = generator.generate(request)
-        seconds = time.perf_counter() - started
-        if i:  # the first run warms up
-            best = max(best, result.completion_tokens / seconds)
+        rates.append(result.completion_tokens / (time.perf_counter() - started))
         text = result.text
-    return {"precision": precision, "tokens_per_s": round(best, 2), "text": text}
+    rates.sort()
+    return {
+        "precision": precision,
+        "tokens_per_s": round(rates[-1], 2),
+        "median_tokens_per_s": round(rates[len(rates) // 2], 2),
+        "text": text,
+    }
 
 
 def main() -> None:
@@ -64,6 +70,7 @@ def main() -> None:
     parser.add_argument("--tokens", type=int, default=16)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--depth", type=int, default=12)
+    parser.add_argument("--runs", type=int, default=3, help="timed runs after one warm-up (best and median shown)")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     folder = Path(args.folder) if args.folder else Path(tempfile.mkdtemp(prefix="int8-speed-"))
@@ -71,7 +78,7 @@ def main() -> None:
     onnx_dir = export(folder)
     export_s = time.perf_counter() - started
     load_before = os.getloadavg()
-    rows = [tokens_per_second(onnx_dir, p, args.tokens, args.depth, args.threads) for p in ("fp32", "int8")]
+    rows = [tokens_per_second(onnx_dir, p, args.tokens, args.depth, args.threads, args.runs) for p in ("fp32", "int8")]
     report = {
         "depth": args.depth,
         "tokens": args.tokens,
@@ -86,7 +93,10 @@ def main() -> None:
         print(json.dumps(report))
         return
     for row in rows:
-        print(f"{row['precision']:>5}: {row['tokens_per_s']:7.2f} tokens/s at depth {args.depth}")
+        print(
+            f"{row['precision']:>5}: {row['tokens_per_s']:7.2f} tokens/s at depth {args.depth} (best of {args.runs}; "
+            f"median {row['median_tokens_per_s']:.2f})"
+        )
     print(f"int8 / fp32: {report['int8_over_fp32']}x; load average before {report['load_before']}, after "
           f"{report['load_after']}")  # fmt: skip
 
