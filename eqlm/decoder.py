@@ -18,7 +18,7 @@ import onnxruntime as ort
 
 from .fixed_point import FixedPoint, NumpyOps, halting_rule
 from .limits import ANDERSON_PICARD_FIRST, DEFAULT_HALT, DEFAULT_SOLVER, DEFAULT_START
-from .manifest import check_controls, is_explicit, layer_roles, requested_controls
+from .manifest import check_controls, check_precision, is_explicit, layer_roles, precision_graphs, requested_controls
 
 
 class ContextLengthExceeded(ValueError):
@@ -33,13 +33,15 @@ class OnnxEqLM:
     """The ONNX graphs and the manifest, with the per-iteration cached solve: an EqLM's embed, step and head, or an
     explicit transformer's embed, one graph per layer and head (`explicit`; slot i runs `layer_sessions[i]`)."""
 
-    def __init__(self, onnx_dir: Path, int8: bool = False, threads: int = 1):
+    def __init__(self, onnx_dir: Path, int8: bool = False, threads: int = 1, precision: str | None = None):
         self.onnx_dir = Path(onnx_dir)
         self.manifest = json.loads((self.onnx_dir / "manifest.json").read_text())
+        self.precision = precision or ("int8" if int8 else "fp32")
+        check_precision(self.manifest, self.precision)
         options = ort.SessionOptions()
         options.intra_op_num_threads = threads
         options.inter_op_num_threads = 1
-        graphs = self.manifest["graphs"]
+        graphs = precision_graphs(self.manifest, self.precision)
 
         def session(name: str) -> ort.InferenceSession:
             return ort.InferenceSession(str(self.onnx_dir / name), options, providers=["CPUExecutionProvider"])
@@ -50,7 +52,7 @@ class OnnxEqLM:
             self.step_sess = None
             self.layer_sessions = [session(graphs[role]) for role in layer_roles(self.manifest)]
         else:
-            self.step_sess = session(graphs["step_int8"] if int8 and graphs.get("step_int8") else graphs["step"])
+            self.step_sess = session(graphs["step"])
             self.layer_sessions = []
         self.head_sess = session(graphs["head"])
         # a layer graph takes no `inj`: each session is fed only the inputs it declares

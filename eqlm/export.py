@@ -35,6 +35,7 @@ from .model import RESIDUAL_EPS, EqLM, relative_residual
 from .noise import NOISE_RNG
 from .onnx_io import BHP, BHT, BT, EMBED_IO, EMPTY_PROMPT, HEAD_IO, export_embed_and_head, export_graph, manifest_head
 from .onnx_io import sha256 as _sha256
+from .quantize import add_int8
 
 STEP_IO = {
     "inputs": {"z": "[B,T,D]", "inj": "[B,T,D]", "past_k": "[B,H,P,Dh]", "past_v": "[B,H,P,Dh]"},
@@ -81,15 +82,16 @@ def export_onnx(
     int8: bool = False,
     max_depth: int = DEPTH_MAX,
 ) -> dict:
-    """Write embed.onnx, step.onnx, head.onnx (+ step.int8.onnx), step_batched.onnx and manifest.json; returns the
-    manifest.
+    """Write embed.onnx, step.onnx, head.onnx, step_batched.onnx and manifest.json (`int8`: and their int8 twins,
+    eqlm/quantize.py); returns the manifest.
 
     `max_depth` is the model's cap on iterations per token (a fixed depth or the cap on halting), which the runtimes
     enforce: at most limits.DEPTH_CAP_MAX, and not below the model's default depth. An explicit transformer is
-    export_explicit.py's (one graph per layer; its depth is its layer count, so max_depth and int8 do not apply).
+    export_explicit.py's (one graph per layer; its depth is its layer count, so max_depth does not apply).
     """
     if model.model_class == "ExplicitLM":
-        return export_explicit_onnx(model, out_dir, model_id=model_id, extra=extra)
+        manifest = export_explicit_onnx(model, out_dir, model_id=model_id, extra=extra)
+        return add_int8(out_dir) if int8 else manifest
     model_depths({"default_depth": model.config.default_depth, "max_depth": max_depth})
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -109,11 +111,6 @@ def export_onnx(
             {"z": BT, "inj": BT, "past_k": BHP, "past_v": BHP, "z_next": BT, "k": BHT, "v": BHT, "residual": BT},
         )
     graphs = {"embed": "embed.onnx", "step": "step.onnx", "head": "head.onnx"}
-    if int8:
-        from onnxruntime.quantization import QuantType, quantize_dynamic
-
-        quantize_dynamic(str(out_dir / "step.onnx"), str(out_dir / "step.int8.onnx"), weight_type=QuantType.QInt8)
-        graphs["step_int8"] = "step.int8.onnx"
     manifest = {
         **manifest_head(model, model_id),
         "max_positions": cfg.max_positions,
@@ -136,10 +133,12 @@ def export_onnx(
         "graph_sha256": {role: _sha256(out_dir / name) for role, name in graphs.items()},
         "io": {"embed": EMBED_IO, "step": copy.deepcopy(STEP_IO), "head": HEAD_IO},
         "semantics": dict(SEMANTICS),
+        "precisions": ["fp32"],
     }
     manifest.update(extra or {})
     (out_dir / "manifest.json").write_text(json.dumps(manifest, indent=2, sort_keys=False) + "\n")
-    return add_batched_step(model, out_dir)  # step_batched.onnx beside the graphs (export_batched.py)
+    manifest = add_batched_step(model, out_dir)  # step_batched.onnx beside the graphs (export_batched.py)
+    return add_int8(out_dir) if int8 else manifest
 
 
 def trained_max_depth(provenance: dict) -> int:
@@ -192,6 +191,12 @@ def export_demo(
         measure_heldout(metrics, onnx_model, heldout, depths, log)
         metrics["greedy_samples"] = greedy_samples(out_dir, corpus, domain["prompts"], sample_depths)
     metrics["ci_slice"] = ci_slice(onnx_model, slice_path, depths)
+    if int8:  # the int8 graphs against the fp32 ones on the held-out slice, into the manifest's `int8` block
+        from .quantize_measure import measure_and_record, windows_of
+
+        text = Path(slice_path).read_bytes()
+        windows = windows_of(list(text), onnx_model.manifest)
+        measure_and_record(out_dir, windows, f"the held-out slice ({len(text):,} bytes)")
     annotate_manifest(out_dir, metrics, provenance, limitation)
     Path(metrics_path).write_text(json.dumps(metrics, indent=2) + "\n")
     return metrics

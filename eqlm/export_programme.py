@@ -159,8 +159,11 @@ def explicit_fields(n: int, roles: list[str]) -> dict:
     }
 
 
-def export_programme_onnx(model, out_dir: Path, model_id: str, extra: dict | None = None, progress=None) -> dict:
-    """Write the graphs and manifest.json of a programme model (EqLM or ExplicitLM) into out_dir."""
+def export_programme_onnx(
+    model, out_dir: Path, model_id: str, extra: dict | None = None, progress=None, int8: bool = False
+) -> dict:
+    """Write the graphs and manifest.json of a programme model (EqLM or ExplicitLM) into out_dir (`int8`: and their
+    int8 twins, the tied matrix quantised and stored once as tied.int8.bin; eqlm/quantize.py)."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     model = model.eval()
@@ -204,6 +207,7 @@ def export_programme_onnx(model, out_dir: Path, model_id: str, extra: dict | Non
         "graph_sha256": {role: sha256(out_dir / name) for role, name in [*graphs.items(), (TIED_FILE, TIED_FILE)]},
         "programme_config": cfg.to_dict(),
         "semantics": programme_semantics(cfg),
+        "precisions": ["fp32"],
     }
     if explicit:
         manifest.update(explicit_fields(len(roles), roles))
@@ -224,5 +228,10 @@ def export_programme_onnx(model, out_dir: Path, model_id: str, extra: dict | Non
     manifest.update(extra or {})
     (out_dir / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
     manifest = add_batched_step(model, out_dir)  # step_batched.onnx beside the graphs (export_batched.py)
+    if int8:
+        from .quantize import add_int8
+
+        report(0.95, "quantising the weights to int8")
+        manifest = add_int8(out_dir)
     report(1.0, "exported")
     return manifest

@@ -222,8 +222,8 @@ def _solve(model, cache: DecodeCache, ids: list[int], *args, **kwargs):
 class Generator:
     """Text generation over the exported demo model. Thread-safe: each call keeps its own cache."""
 
-    def __init__(self, onnx_dir: Path, int8: bool = False, threads: int = 1):
-        self.model = OnnxEqLM(Path(onnx_dir), int8=int8, threads=threads)
+    def __init__(self, onnx_dir: Path, int8: bool = False, threads: int = 1, precision: str | None = None):
+        self.model = OnnxEqLM(Path(onnx_dir), int8=int8, threads=threads, precision=precision)
         self.manifest = self.model.manifest
         self.model_id: str = self.manifest.get("model_id", DEFAULT_MODEL_ID)
         self.max_positions = self.model.max_positions

@@ -13,7 +13,9 @@ from __future__ import annotations
 from .limits import DEFAULT_HALT, DEFAULT_SOLVER, DEFAULT_START, DEPTH_MIN, HALTS, SOLVERS, STARTS, model_depths
 
 EXPLICIT_CLASS = "ExplicitLM"
-CONTROLS = ("depth", "tol", "solver", "start", "halt", "warm_start")  # what a request may set, in this order
+CONTROLS = ("depth", "tol", "solver", "start", "halt", "warm_start", "precision")  # what a request may set, in order
+PRECISIONS = ("fp32", "int8")  # the weights a model may be run with: fp32, or int8 where its export has int8 graphs
+DEFAULT_PRECISION = "fp32"
 
 EXPLICIT_WHY = {
     "tol": "an explicit transformer applies each of its layers once: nothing iterates to a fixed point, so no "
@@ -69,6 +71,36 @@ def fixed_depth(manifest: dict) -> int | None:
     return low if low == high else None
 
 
+def precisions_of(manifest: dict) -> list[str]:
+    """The precisions a model's export has graphs for (`precisions`; an older export: fp32)."""
+    return [p for p in manifest.get("precisions") or [DEFAULT_PRECISION] if p in PRECISIONS]
+
+
+def precision_why(manifest: dict, value) -> str:
+    if value not in PRECISIONS:
+        return f"precision is one of {' or '.join(map(repr, PRECISIONS))}"
+    listed = precisions_of(manifest)
+    if len(listed) == 1:
+        return f"this model's export has {listed[0]} graphs only, so it takes precision {listed[0]!r}"
+    return f"this model takes precision {' or '.join(map(repr, listed))}"
+
+
+def check_precision(manifest: dict, precision: str) -> None:
+    """Raise ControlRefused when the model has no graphs of `precision`."""
+    if precision not in precisions_of(manifest):
+        raise ControlRefused("precision", precision, precision_why(manifest, precision))
+
+
+def precision_graphs(manifest: dict, precision: str = DEFAULT_PRECISION) -> dict:
+    """{role: file} of the graphs a runtime loads at `precision` (int8: each role's `<role>_int8` graph; an older
+    export that quantised only its step falls back on the fp32 graph of the other roles)."""
+    graphs = manifest["graphs"]
+    fp32 = {role: name for role, name in graphs.items() if not role.endswith("_int8")}
+    if precision == DEFAULT_PRECISION:
+        return fp32
+    return {role: graphs.get(f"{role}_{precision}", name) for role, name in fp32.items()}
+
+
 def controls_of(manifest: dict) -> dict:
     """What a model takes, as /v1/models and the dial show it: its depths, solvers, starts and halting rules, whether
     it takes a tol, and (explicit) a note saying why the rest is fixed."""
@@ -83,6 +115,7 @@ def controls_of(manifest: dict) -> dict:
         "starts": list(manifest.get("starts", STARTS)),
         "halts": halts,
         "tol": bool(halts),
+        "precisions": precisions_of(manifest),
     }
     if manifest.get("controls_note"):
         out["note"] = manifest["controls_note"]
@@ -90,6 +123,8 @@ def controls_of(manifest: dict) -> dict:
 
 
 def _why(manifest: dict, control: str, value) -> str:
+    if control == "precision":
+        return precision_why(manifest, value)
     if is_explicit(manifest):
         if control == "depth":
             n = fixed_depth(manifest)
@@ -123,6 +158,8 @@ def refused_controls(manifest: dict, given: dict) -> list[tuple[str, str]]:
             bad = not taken["tol"]
         elif control == "warm_start":
             bad = not taken["starts"] or (bool(value) and "warm" not in taken["starts"])
+        elif control == "precision":
+            bad = value not in taken["precisions"]
         else:
             bad = value not in taken[{"solver": "solvers", "start": "starts", "halt": "halts"}[control]]
         if bad:
@@ -143,6 +180,7 @@ def requested_controls(
     start: str = DEFAULT_START,
     halt: str = DEFAULT_HALT,
     warm_start: bool | None = None,
+    precision: str = DEFAULT_PRECISION,
 ) -> dict:
     """The controls a library call set: those away from their defaults (a default start, solver or halting rule is
     the model's own; the /v1 API, which knows what a request sent, checks every control sent)."""
@@ -151,4 +189,5 @@ def requested_controls(
     given["start"] = start if start != DEFAULT_START else None
     given["halt"] = halt if halt != DEFAULT_HALT else None
     given["warm_start"] = True if warm_start else None
+    given["precision"] = precision if precision != DEFAULT_PRECISION else None
     return {k: v for k, v in given.items() if v is not None}

@@ -6,6 +6,7 @@ dial and the council, like the bundled models.
 
 from __future__ import annotations
 
+import json
 import logging
 import secrets
 import shutil
@@ -13,6 +14,8 @@ from pathlib import Path
 
 from django.conf import settings
 from django.db import transaction
+
+from eqlm.manifest import precisions_of
 
 from .models import RegisteredModel, model_folder_name
 from .serving import forget_registry_rows
@@ -30,38 +33,59 @@ def is_programme_model(row: RegisteredModel) -> bool:
     return (row.provenance or {}).get("format") == "programme"
 
 
-def export_checkpoint(row: RegisteredModel, out_dir: Path, progress=None) -> dict:
+def export_checkpoint(row: RegisteredModel, out_dir: Path, progress=None, int8: bool | None = None) -> dict:
     """Write the row's ONNX export into out_dir (torch is imported here, on a worker): the portal's format through
-    eqlm.export, the programme's through eqlm.programme.export (spectral norm folded into plain weights)."""
+    eqlm.export, the programme's through eqlm.programme.export (spectral norm folded into plain weights).
+
+    `int8` (default: for a model over eqlm.quantize.INT8_ABOVE_PARAMS parameters) adds the int8 graphs beside the
+    fp32 ones, and their measured difference from fp32 on held-out prose (the manifest's `int8` block)."""
+    from eqlm.quantize import INT8_ABOVE_PARAMS
+
     extra = {"name": row.name}
     if is_programme_model(row):
         from eqlm.export_programme import export_programme_onnx
         from eqlm.programme.checkpoint import load_programme_model
 
         model, _ = load_programme_model(row.file_path(), max_bytes=settings.MODEL_MAX_BYTES)
-        return export_programme_onnx(model, out_dir, model_id=row.slug, extra=extra, progress=progress)
-    from eqlm.checkpoint import load_checkpoint
-    from eqlm.export import export_onnx
+        int8 = model.num_params() > INT8_ABOVE_PARAMS if int8 is None else int8
+        manifest = export_programme_onnx(model, out_dir, model_id=row.slug, extra=extra, progress=progress, int8=int8)
+    else:
+        from eqlm.checkpoint import load_checkpoint
+        from eqlm.export import export_onnx
 
-    model, _ = load_checkpoint(row.file_path())
-    return export_onnx(model, out_dir, model_id=row.slug, extra=extra)
+        model, _ = load_checkpoint(row.file_path())
+        int8 = model.num_params() > INT8_ABOVE_PARAMS if int8 is None else int8
+        manifest = export_onnx(model, out_dir, model_id=row.slug, extra=extra, int8=int8)
+    if not int8:
+        return manifest
+    from eqlm.quantize_measure import measure_and_record
+
+    return measure_and_record(out_dir)
 
 
-def export_registered_model(model_pk: int, progress=None) -> RegisteredModel:
-    """Export the row's checkpoint to ONNX and set its onnx_dir (idempotent: a finished export is kept).
+def has_export(folder: Path | str | None, int8: bool | None = None) -> bool:
+    """Whether folder holds a finished export (with int8 graphs, when `int8` asks for them)."""
+    if not folder or not (Path(folder) / "manifest.json").exists():
+        return False
+    return not int8 or "int8" in precisions_of(json.loads((Path(folder) / "manifest.json").read_text()))
+
+
+def export_registered_model(model_pk: int, progress=None, int8: bool | None = None) -> RegisteredModel:
+    """Export the row's checkpoint to ONNX and set its onnx_dir (idempotent: a finished export is kept, unless `int8`
+    asks for int8 graphs it lacks; int8 None: export_checkpoint's default, by size).
 
     The graphs are written to a private folder first and moved into place whole, so a reader never sees a
     half-written export. EqLM and ExplicitLM, in the portal's format or the programme's, all export.
     """
     row = RegisteredModel.objects.get(pk=model_pk)
-    if row.onnx_dir and (Path(row.onnx_dir) / "manifest.json").exists():
+    if has_export(row.onnx_dir, int8):
         return row
     folder = export_folder(row)
-    if not (folder / "manifest.json").exists():
+    if not has_export(folder, int8):
         folder.parent.mkdir(parents=True, exist_ok=True)
         partial = folder.with_name(f"{folder.name}.partial-{secrets.token_hex(4)}")
         try:
-            export_checkpoint(row, partial, progress)
+            export_checkpoint(row, partial, progress, int8=int8)
             shutil.rmtree(folder, ignore_errors=True)
             partial.rename(folder)
         finally:

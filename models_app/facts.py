@@ -7,6 +7,8 @@ from pathlib import Path
 
 from django.conf import settings
 
+from eqlm.manifest import precisions_of
+
 from .models import RegisteredModel, model_folder_name
 
 SOLVER_FIELDS = ("solver", "deq_max_iter", "deq_tol", "map_form", "spectral_norm", "residual_damping")
@@ -39,6 +41,21 @@ def model_facts(row: RegisteredModel) -> dict:
     if provenance.get("declared"):
         facts["declared"] = provenance["declared"]
     return facts
+
+
+def precision_facts(onnx_dir: str | Path | None) -> dict:
+    """The precisions an export serves and its measured int8 difference (the manifest's `precisions` and `int8`);
+    {} without a readable manifest."""
+    if not onnx_dir:
+        return {}
+    try:
+        manifest = json.loads((Path(onnx_dir) / "manifest.json").read_text())
+    except (OSError, ValueError):
+        return {}
+    return {
+        "precisions": precisions_of(manifest),
+        "int8": manifest.get("int8") if "int8" in precisions_of(manifest) else None,
+    }
 
 
 def write_json(path: Path, data: dict) -> None:

@@ -7,7 +7,7 @@ import markdown
 import nh3
 from django.shortcuts import get_object_or_404, render
 
-from .facts import folder_of, model_facts
+from .facts import folder_of, model_facts, precision_facts
 from .models import EvaluationRun, RegisteredModel
 
 CARD_TAGS = {
@@ -107,6 +107,7 @@ def model_detail(request, slug: str):
         "not_shown": not_shown,
         "latest_import": row.imports.order_by("-created_at").first(),
         "hf": registered_sections(row, meta),
+        "precision": precision_facts(row.onnx_dir),
         "section": "models",
     }
     return render(request, "models_app/model_detail.html", context)

@@ -2,7 +2,7 @@
 
 Harnesses can set only `model`, so `eqlm-demo@depth=12;solver=anderson` names a configuration: `@`, then
 `key=value` pairs joined by `;` (never a comma: harnesses split their arguments on commas). The keys are the
-EqLM fields (depth, tol, solver, warm_start, start, halt); this module checks the syntax, and
+EqLM fields (depth, tol, solver, warm_start, start, halt, precision); this module checks the syntax, and
 inference/v1/serializers.py validates the values exactly as it validates the body fields. The serving layer only
 needs the base id.
 """
@@ -13,7 +13,7 @@ from portal.api import ApiError
 
 SUFFIX_SEPARATOR = "@"
 PAIR_SEPARATOR = ";"
-SUFFIX_KEYS = ("depth", "tol", "solver", "warm_start", "start", "halt")
+SUFFIX_KEYS = ("depth", "tol", "solver", "warm_start", "start", "halt", "precision")
 COUNCIL_ID = "eqlm-council"
 
 

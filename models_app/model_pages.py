@@ -160,12 +160,17 @@ def published_page(request, card: dict):
 
 
 def bundled_page(request, model):
+    from .facts import precision_facts
     from .model_cards import bundled_sections
 
     entry = bundled_entry(model)
-    return render(
-        request, "models_app/model_bundled.html", {"section": "models", "m": entry, "hf": bundled_sections(entry)}
-    )
+    context = {
+        "section": "models",
+        "m": entry,
+        "hf": bundled_sections(entry),
+        "precision": precision_facts(model.onnx_dir),
+    }
+    return render(request, "models_app/model_bundled.html", context)
 
 
 STAGE_COLUMNS = [

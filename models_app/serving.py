@@ -16,10 +16,10 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from eqlm.batch_decode import BatchedGenerator, batchable
+from eqlm.batch_decode import BatchedGenerator, batched_graph
 from eqlm.generation import Generator
 from eqlm.limits import DEFAULT_DEPTH, DEFAULT_MODEL_ID, DEPTH_MAX, model_depths
-from eqlm.manifest import depth_range, graph_roles
+from eqlm.manifest import DEFAULT_PRECISION, depth_range, graph_roles, precisions_of
 from eqlm.model_files import ONNX, current_path
 
 from .model_ids import base_id
@@ -69,9 +69,10 @@ class ModelCard:
         joined = ",".join(f"{r}={self.graph_sha256.get(r, '')}" for r in sorted(self.graphs))
         return hashlib.sha256(f"{self.onnx_dir}|{joined}".encode()).hexdigest()[:16]
 
-    def runtime(self) -> Generator:
-        """This model's runtime, loaded on first use and shared by every request; raises ModelUnavailable."""
-        return _load(self)
+    def runtime(self, precision: str = DEFAULT_PRECISION) -> Generator:
+        """This model's runtime at `precision` (fp32, or int8 where the export has int8 graphs), loaded on first use
+        and shared by every request; raises ModelUnavailable."""
+        return _load(self, precision)
 
     def file_for_sha(self, sha256: str) -> Path | None:
         """The graph file whose content has this sha256 (None when this export has no such graph)."""
@@ -121,6 +122,8 @@ def read_card(model_id: str, onnx_dir: Path, source: str, name: str = "") -> Mod
         return None
     try:  # the graphs a runtime loads: embed, step (an EqLM) or each layer (an explicit transformer), head
         roles, error = graph_roles(manifest), ""
+        if "int8" in precisions_of(manifest):  # the int8 twins are served beside the fp32 graphs
+            roles = (*roles, *(f"{role}_int8" for role in roles))
     except ValueError as exc:
         roles, error = (), f"the manifest is refused: {exc}"
     graphs = manifest.get("graphs") or {}
@@ -257,23 +260,24 @@ def _slot(model_id: str) -> _Slot:
         return _slots.setdefault(model_id, _Slot())
 
 
-def _runtime(onnx_dir: Path) -> Generator:
-    """A model's runtime: batched (eqlm.batch_decode) when batching is on, its export has the batched step and it has
-    API_BATCH_MIN_PARAMS parameters or more (below, a step costs less than handing it over)."""
+def _runtime(onnx_dir: Path, precision: str = DEFAULT_PRECISION) -> Generator:
+    """A model's runtime at a precision: batched (eqlm.batch_decode) when batching is on, its export has that
+    precision's batched step and it has API_BATCH_MIN_PARAMS parameters or more (below, a step costs less than
+    handing it over)."""
     from django.conf import settings
 
     manifest = json.loads((Path(onnx_dir) / "manifest.json").read_text())
     big = int(manifest.get("num_params") or 0) >= settings.API_BATCH_MIN_PARAMS
-    if settings.API_BATCH_GENERATIONS and batchable(manifest) and big:
-        return BatchedGenerator(onnx_dir, max_rows=settings.API_BATCH_MAX_ROWS)
-    return Generator(onnx_dir)
+    if settings.API_BATCH_GENERATIONS and batched_graph(manifest, precision) and big:
+        return BatchedGenerator(onnx_dir, max_rows=settings.API_BATCH_MAX_ROWS, precision=precision)
+    return Generator(onnx_dir, precision=precision)
 
 
-def _load(card: ModelCard) -> Generator:
-    """The card's runtime, loaded on first use (once per export version); raises ModelUnavailable."""
+def _load(card: ModelCard, precision: str = DEFAULT_PRECISION) -> Generator:
+    """The card's runtime, loaded on first use (once per export version and precision); raises ModelUnavailable."""
     if card.error:
         raise ModelUnavailable(card.error)
-    slot = _slot(card.id)
+    slot = _slot(card.id if precision == DEFAULT_PRECISION else f"{card.id}|{precision}")
     version = card.version
     if slot.version == version and slot.runtime is not None:
         return slot.runtime
@@ -283,7 +287,7 @@ def _load(card: ModelCard) -> Generator:
         if slot.runtime is None and not slot.error:
             started = time.perf_counter()
             try:
-                runtime = _runtime(card.onnx_dir)
+                runtime = _runtime(card.onnx_dir, precision)
             except Exception as exc:  # noqa: BLE001 - onnxruntime raises several types for a bad graph
                 slot.error = f"{type(exc).__name__}: {exc}"[:500]
                 log.warning("model %s could not be loaded: %s", card.id, slot.error)

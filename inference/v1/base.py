@@ -9,7 +9,7 @@ from rest_framework.renderers import JSONRenderer
 from rest_framework.views import APIView
 
 from eqlm.limits import DEPTH_MIN
-from eqlm.manifest import controls_of
+from eqlm.manifest import DEFAULT_PRECISION, controls_of
 from models_app.model_ids import COUNCIL_ID, base_id, suffix_pairs
 from portal.api import ApiError
 
@@ -51,13 +51,19 @@ class V1View(APIView):
         return self.request.auth
 
 
-def served_runtime(model_id: str):
-    """The runtime serving a model id (models_app.serving.resolve), or the API's 404 model_not_found (listing every
-    model a request may name, the council included) or 503 model_unavailable."""
+def served_runtime(model_id: str, precision: str = DEFAULT_PRECISION):
+    """The runtime serving a model id (models_app.serving.resolve) at `precision`, or the API's 404 model_not_found
+    (listing every model a request may name, the council included), 400 for a precision its export has no graphs of,
+    or 503 model_unavailable."""
     from models_app.serving import ModelUnavailable, UnknownModel, resolve
 
+    from .controls import check_model_controls
+
     try:
-        return resolve(model_id).runtime()
+        card = resolve(model_id)
+        if precision != DEFAULT_PRECISION and not card.error:  # a 400 before anything is loaded
+            check_model_controls(model_id, {"precision": precision}, card.manifest)
+        return card.runtime(precision)
     except UnknownModel as exc:
         listed = exc.with_available([COUNCIL_ID])
         raise ApiError(str(listed), status_code=404, param="model", code="model_not_found") from None

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 
-from eqlm.manifest import controls_of, refused_controls
+from eqlm.manifest import DEFAULT_PRECISION, controls_of, refused_controls
 from models_app.model_ids import SUFFIX_KEYS, base_id, suffix_pairs
 from portal.api import ApiError
 
@@ -20,6 +20,11 @@ def sent_controls(data: dict, body) -> dict:
     suffix = suffix_pairs(data["model"])
     body = body if isinstance(body, dict) else {}
     return {key: data.get(key) for key in SUFFIX_KEYS if body.get(key) is not None or key in suffix}
+
+
+def precision_of(data: dict) -> str:
+    """The precision a validated request asks for (fp32 unless it sent one)."""
+    return data.get("precision") or DEFAULT_PRECISION
 
 
 def check_model_controls(model_id: str, sent: dict, manifest: dict) -> None:

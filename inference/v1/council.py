@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 from eqlm.council import council_refuses, member_refuses
 from eqlm.limits import DEFAULT_HALT, DEFAULT_START, DEPTH_MAX
+from eqlm.manifest import DEFAULT_PRECISION
 from models_app.model_ids import COUNCIL_ID, is_council_id
 from portal.api import ApiError
 
@@ -57,6 +58,12 @@ def check_controls(data: dict) -> None:
     ):
         if why:
             raise ApiError(f"{why[0].upper()}{why[1:]}.", param=param, code="unsupported_by_council")
+    if (data.get("precision") or DEFAULT_PRECISION) != DEFAULT_PRECISION:
+        raise ApiError(
+            f"The council runs its members at {DEFAULT_PRECISION}; precision={data['precision']!r} is for one model.",
+            param="precision",
+            code="unsupported_by_council",
+        )
 
 
 def default_max_depth() -> int:

@@ -8,7 +8,7 @@ from drf_spectacular.utils import OpenApiResponse
 from eqlm.limits import DEPTH_CAP_MAX, DEPTH_MAX, HALTS, STARTS
 
 V1_TAG = "v1 (OpenAI-compatible)"
-EQLM_FIELDS = ("depth", "tol", "start", "halt", "warm_start", "solver")
+EQLM_FIELDS = ("depth", "tol", "start", "halt", "warm_start", "solver", "precision")
 
 # --- what the /v1/ views declare in the schema -----------------------------------------------------------------------
 
@@ -56,6 +56,11 @@ MODEL_SCHEMA = {
                         "starts": {"type": "array", "items": {"type": "string"}},
                         "halts": {"type": "array", "items": {"type": "string"}},
                         "tol": {"type": "boolean", "description": "whether it takes a tol (adaptive halting)"},
+                        "precisions": {
+                            "type": "array",
+                            "items": {"type": "string", "enum": ["fp32", "int8"]},
+                            "description": "the weights its export has graphs for: `precision` may name one",
+                        },
                         "note": {"type": "string", "description": "why its controls are fixed (explicit only)"},
                     },
                 },
@@ -135,6 +140,7 @@ EQLM_SCHEMA = {
             "description": "the halting rule used with tol; null at a fixed depth",
         },
         "solver": {"type": "string"},
+        "precision": {"type": "string", "enum": ["fp32", "int8"], "description": "the weights that answered"},
         "mean_iterations": {
             "type": "number",
             "nullable": True,

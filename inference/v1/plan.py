@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from django.conf import settings
 
 from eqlm.limits import DEFAULT_DEPTH
+from eqlm.manifest import DEFAULT_PRECISION
 from eqlm.tokenizers import Tokenizer, get_tokenizer
 from portal.api import ApiError
 
@@ -166,5 +167,6 @@ def build_plan(
             "warm_start": data["warm_start"],
             "halt": data["halt"] if data["tol"] is not None else None,
             "solver": data["solver"],
+            "precision": data.get("precision") or DEFAULT_PRECISION,
         },
     )

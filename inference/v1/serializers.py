@@ -21,6 +21,7 @@ from eqlm.limits import (
     model_depths,
 )
 from eqlm.logprobs import MAX_TOP_LOGPROBS
+from eqlm.manifest import PRECISIONS
 from eqlm.model_files import ONNX
 from models_app.model_ids import base_id, suffix_pairs
 from portal.api import ApiError
@@ -102,6 +103,12 @@ class GenerationParamsSerializer(serializers.Serializer):
     solver = serializers.ChoiceField(
         choices=list(SOLVERS), required=False, allow_null=True, default=DEFAULT_SOLVER,
         help_text="EqLM: fixed-point solver.",
+    )  # fmt: skip
+    precision = serializers.ChoiceField(
+        choices=list(PRECISIONS), required=False, allow_null=True, default=None,
+        help_text='EqLM: the weights that answer: "fp32" (the default) or "int8", where the model\'s export has int8 '
+        "graphs (its controls list `precisions`; any other model answers int8 with a 400). int8 reads a quarter of "
+        "the bytes per token; the model card states how far its log-probabilities are from fp32's.",
     )  # fmt: skip
 
     def validate_top_p(self, value):

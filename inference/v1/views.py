@@ -30,7 +30,7 @@ from .base import (
     model_objects,
     served_runtime,
 )
-from .controls import check_model_controls, sent_controls, settle_fixed_controls
+from .controls import check_model_controls, precision_of, sent_controls, settle_fixed_controls
 from .docs import ERROR_RESPONSES, MODEL_SCHEMA, V1_TAG, completion_response_schema
 from .plan import (
     CHAT_DEFAULT_MAX_TOKENS,
@@ -93,7 +93,7 @@ class GenerationView(V1View):
         data = merge_suffix(serializer.validated_data, request.data)
         check_served_model(data["model"], self.served_model)
         sent = sent_controls(data, request.data)
-        generator, telemetry = council.serve(data, served_runtime)
+        generator, telemetry = council.serve(data, lambda model_id: served_runtime(model_id, precision_of(data)))
         check_model_controls(data["model"], sent, generator.manifest)  # an explicit transformer's 400s
         data = settle_fixed_controls(resolve_start_and_halt(data), generator.manifest)
         check_depth(data["model"], data.get("depth"), generator.max_depth)

@@ -21,7 +21,11 @@ class Command(BaseCommand):
         parser.add_argument("--out", default=None, help="default: the bundled model's ONNX folder")
         parser.add_argument("--metrics", default=None, help="default: the bundled model's metrics file")
         parser.add_argument("--slice", default=None, help="default: the bundled model's committed held-out slice")
-        parser.add_argument("--int8", action="store_true", help="also write a dynamically quantised step graph")
+        parser.add_argument(
+            "--int8",
+            action="store_true",
+            help="also write int8 graphs (every graph, the tied matrix quantised once) and measure them",
+        )
 
     def handle(self, *args, **opts):
         from eqlm.checkpoint import CheckpointError

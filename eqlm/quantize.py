@@ -1,0 +1,231 @@
+"""int8 weights for a whole ONNX export (the fp32 graphs stay; the int8 ones are listed beside them as `<role>_int8`).
+
+- Every iteration graph (`step`, or an explicit transformer's `layer_NN`): onnxruntime's dynamic quantisation
+  (`quantize_dynamic`), int8 weights with a scale per output channel, the activations quantised per call (a product
+  fed by a Concat, or a one-column gate, stays fp32: `kept_in_fp32`).
+- The tied matrix (the token embedding, which is also the head) is quantised once, by the same tool on the head's
+  MatMul: int8 [D, V] with a scale per vocabulary entry. Where the fp32 export stores its tied matrix once (a
+  programme model's `tied.bin`), the int8 one is stored once too, as `tied.int8.bin`, which both int8 graphs read as
+  external data; a portal model's graphs stay self-contained (its byte vocabulary makes the matrix small). The head
+  multiplies by it (DynamicQuantizeLinear + MatMulInteger, fused by onnxruntime into one kernel); the embedding
+  gathers its columns (Gather on axis 1, then Transpose) and multiplies each by its entry's scale.
+
+`add_int8(out_dir)` writes the int8 graphs of an export and adds them to its manifest.json (`graphs`, `graph_sha256`,
+`external_data`, `precisions`). Needs onnx and onnxruntime; never torch.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+TIED_INT8_FILE = "tied.int8.bin"
+INT8_ABOVE_PARAMS = 10_000_000  # an imported model this large gets its int8 graphs beside the fp32 ones unasked
+ITERATION_ROLES_EXCLUDED = ("embed", "head")
+
+
+def sha256(path: Path) -> str:
+    """The content hash a manifest addresses a graph by (eqlm/onnx_io.py's, without its torch import)."""
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+def int8_name(name: str) -> str:
+    """step.onnx -> step.int8.onnx"""
+    return name[: -len(".onnx")] + ".int8.onnx" if name.endswith(".onnx") else name + ".int8"
+
+
+def kept_in_fp32(model) -> list[str]:
+    """The weight products an iteration graph keeps in fp32: one fed by a Concat (its activations join tensors of
+    different scales, which one per-call activation scale quantises badly: eqlm-demo's adapter over [z, inj] alone
+    moved a next-token log-probability by 8 nats) and a gate with one output column (its bytes are nothing)."""
+    inits = {t.name: list(t.dims) for t in model.graph.initializer}
+    producer = {out: node.op_type for node in model.graph.node for out in node.output}
+    return [
+        node.name
+        for node in model.graph.node
+        if node.op_type == "MatMul"
+        and node.input[1] in inits
+        and (producer.get(node.input[0]) == "Concat" or inits[node.input[1]][-1] == 1)
+    ]
+
+
+def _quantize_iteration(src: Path, dst: Path) -> None:
+    import onnx
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    kept = kept_in_fp32(onnx.load(str(src)))
+    quantize_dynamic(
+        str(src),
+        str(dst),
+        per_channel=True,
+        weight_type=QuantType.QInt8,
+        op_types_to_quantize=["MatMul"],
+        nodes_to_exclude=kept,
+    )
+
+
+def _tied_node(model, vocab_size: int, d_model: int):
+    """(node, initializer) of the head's product by the tied matrix: MatMul by [D, V] or Gemm(transB=1) by [V, D]."""
+    inits = {t.name: t for t in model.graph.initializer}
+    for node in model.graph.node:
+        if node.op_type not in ("MatMul", "Gemm") or len(node.input) < 2 or node.input[1] not in inits:
+            continue
+        dims = list(inits[node.input[1]].dims)
+        trans_b = any(a.name == "transB" and a.i == 1 for a in node.attribute)
+        if (node.op_type == "MatMul" and dims == [d_model, vocab_size]) or (
+            node.op_type == "Gemm" and trans_b and dims == [vocab_size, d_model]
+        ):
+            return node, inits[node.input[1]]
+    raise ValueError(f"the head graph has no product by a [{d_model}, {vocab_size}] tied matrix")
+
+
+def _head_as_matmul(head_path: Path, vocab_size: int, d_model: int):
+    """The fp32 head with its tied product as a MatMul by W [D, V] (the layout MatMulInteger takes), no bias."""
+    import onnx
+    from onnx import helper, numpy_helper
+
+    model = onnx.load(str(head_path))  # loads external data (a programme model's tied.bin) too
+    node, weight = _tied_node(model, vocab_size, d_model)
+    if node.op_type == "Gemm":
+        if len(node.input) > 2 and node.input[2]:
+            raise ValueError("the head's Gemm has a bias; the tied head has none")
+        flipped = np.ascontiguousarray(numpy_helper.to_array(weight).T)
+        weight.CopyFrom(numpy_helper.from_array(flipped, weight.name))
+        matmul = helper.make_node("MatMul", list(node.input[:2]), list(node.output), name=node.name or "tied_matmul")
+        nodes = list(model.graph.node)
+        index = nodes.index(node)
+        model.graph.ClearField("node")
+        model.graph.node.extend([*nodes[:index], matmul, *nodes[index + 1 :]])
+    return model
+
+
+def _quantize_head(out_dir: Path, head_name: str, vocab_size: int, d_model: int):
+    """Quantise the head's tied product per vocabulary entry; returns (model, int8 [D, V] tensor, scale [V] tensor)."""
+    import onnx
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    model = _head_as_matmul(out_dir / head_name, vocab_size, d_model)
+    with tempfile.TemporaryDirectory() as tmp:
+        src, dst = Path(tmp) / "head.onnx", Path(tmp) / "head.int8.onnx"
+        onnx.save(model, str(src))
+        quantize_dynamic(
+            str(src), str(dst), per_channel=True, weight_type=QuantType.QInt8, op_types_to_quantize=["MatMul"]
+        )
+        quantized = onnx.load(str(dst))
+    inits = {t.name: t for t in quantized.graph.initializer}
+    weight = next(t for t in inits.values() if list(t.dims) == [d_model, vocab_size])
+    if weight.data_type != onnx.TensorProto.INT8:
+        raise ValueError("the head's tied matrix was not quantised to int8")
+    base = weight.name[: -len("_quantized")] if weight.name.endswith("_quantized") else weight.name
+    scale, zero = inits[f"{base}_scale"], inits.get(f"{base}_zero_point")
+    if zero is not None and np.any(onnx.numpy_helper.to_array(zero)):
+        raise ValueError("the tied matrix's int8 quantisation is not symmetric")
+    return quantized, weight, scale
+
+
+def _embed_int8(embed_path: Path, weight, scale, vocab_size: int, d_model: int):
+    """The embedding graph with its Gather of the fp32 [V, D] matrix replaced by a Gather of int8 [D, V] columns,
+    transposed to [.., D] and scaled by each entry's scale."""
+    import onnx
+    from onnx import helper
+
+    model = onnx.load(str(embed_path))
+    inits = {t.name: t for t in model.graph.initializer}
+    ids_input = model.graph.input[0].name  # input_ids (a position table may have the same shape)
+    gathers = [
+        n
+        for n in model.graph.node
+        if n.op_type == "Gather"
+        and n.input[1] == ids_input
+        and n.input[0] in inits
+        and list(inits[n.input[0]].dims) == [vocab_size, d_model]
+    ]
+    if len(gathers) != 1:
+        raise ValueError(f"the embedding graph has {len(gathers)} gathers of a [{vocab_size}, {d_model}] matrix")
+    gather, out = gathers[0], gathers[0].output[0]
+    old = inits[gather.input[0]]
+    ids = gather.input[1]
+    p = "tied_int8"
+    new_nodes = [
+        helper.make_node("Gather", [weight.name, ids], [f"{p}_cols"], axis=1),  # [D, ...ids]
+        helper.make_node("Cast", [f"{p}_cols"], [f"{p}_colsf"], to=onnx.TensorProto.FLOAT),
+        helper.make_node("Gather", [scale.name, ids], [f"{p}_scale"], axis=0),  # [...ids]
+        helper.make_node("Unsqueeze", [f"{p}_scale", f"{p}_axes"], [f"{p}_scale1"]),  # [...ids, 1]
+    ]
+    # [D, B, T] -> [B, T, D] (the embedding's ids are [B, T])
+    new_nodes += [
+        helper.make_node("Transpose", [f"{p}_colsf"], [f"{p}_rows"], perm=[1, 2, 0]),
+        helper.make_node("Mul", [f"{p}_rows", f"{p}_scale1"], [out]),
+    ]
+    nodes = list(model.graph.node)
+    index = nodes.index(gather)
+    model.graph.ClearField("node")
+    model.graph.node.extend([*nodes[:index], *new_nodes, *nodes[index + 1 :]])
+    kept = [t for t in model.graph.initializer if t.name != old.name]
+    model.graph.ClearField("initializer")
+    axes = onnx.numpy_helper.from_array(np.array([-1], dtype=np.int64), f"{p}_axes")
+    model.graph.initializer.extend([*kept, weight, scale, axes])
+    return model
+
+
+def _externalise(models: list, weight_name: str, out_dir: Path) -> None:
+    """Point each model's int8 tied matrix at TIED_INT8_FILE (written once)."""
+    import onnx
+    from onnx.external_data_helper import set_external_data
+
+    data = None
+    for model in models:
+        tensor = next(t for t in model.graph.initializer if t.name == weight_name)
+        if tensor.HasField("raw_data") and tensor.raw_data:
+            raw = tensor.raw_data
+        else:
+            raw = onnx.numpy_helper.to_array(tensor).tobytes()
+        if data is None:
+            data = raw
+            (out_dir / TIED_INT8_FILE).write_bytes(data)
+        elif raw != data:
+            raise ValueError("the int8 tied matrices of the embedding and the head differ")
+        set_external_data(tensor, location=TIED_INT8_FILE, offset=0, length=len(data))
+        tensor.ClearField("raw_data")
+        tensor.ClearField("int32_data")
+        tensor.data_location = onnx.TensorProto.EXTERNAL
+
+
+def add_int8(out_dir: Path) -> dict:
+    """Write the int8 graphs of the export in out_dir beside its fp32 ones and list them in its manifest.json;
+    returns the manifest."""
+    import onnx
+
+    out_dir = Path(out_dir)
+    manifest = json.loads((out_dir / "manifest.json").read_text())
+    graphs = dict(manifest["graphs"])
+    fp32 = {role: name for role, name in graphs.items() if not role.endswith("_int8")}
+    vocab, d = int(manifest["vocab_size"]), int(manifest["d_model"])
+    for role, name in fp32.items():
+        if role not in ITERATION_ROLES_EXCLUDED:
+            _quantize_iteration(out_dir / name, out_dir / int8_name(name))
+            graphs[f"{role}_int8"] = int8_name(name)
+    head, weight, scale = _quantize_head(out_dir, fp32["head"], vocab, d)
+    embed = _embed_int8(out_dir / fp32["embed"], weight, scale, vocab, d)
+    once = bool(manifest.get("external_data"))  # the fp32 export stores its tied matrix once (a programme model's)
+    if once:
+        _externalise([embed, head], weight.name, out_dir)
+    for role, model in (("embed", embed), ("head", head)):
+        onnx.save(model, str(out_dir / int8_name(fp32[role])))
+        graphs[f"{role}_int8"] = int8_name(fp32[role])
+    # the fp32 graphs first, then their int8 twins in the same order
+    manifest["graphs"] = {**fp32, **{f"{role}_int8": graphs[f"{role}_int8"] for role in fp32}}
+    hashes = dict(manifest.get("graph_sha256") or {})
+    for role in fp32:
+        hashes[f"{role}_int8"] = sha256(out_dir / graphs[f"{role}_int8"])
+    if once:
+        manifest["external_data"] = {**manifest["external_data"], TIED_INT8_FILE: ["embed_int8", "head_int8"]}
+        hashes[TIED_INT8_FILE] = sha256(out_dir / TIED_INT8_FILE)
+    manifest["graph_sha256"] = hashes
+    manifest["precisions"] = ["fp32", "int8"]
+    (out_dir / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
+    return manifest
