@@ -126,15 +126,8 @@ def read_card(model_id: str, onnx_dir: Path, source: str, name: str = "") -> Mod
             roles = (*roles, *(f"{role}_int8" for role in roles))
     except ValueError as exc:
         roles, error = (), f"the manifest is refused: {exc}"
-    graphs = manifest.get("graphs") or {}
-    base = roles
-    roles = (*base, *(role for role in OPTIONAL_ROLES if role in graphs))
-    if "int8" in (manifest.get("precisions") or ()):  # the int8 graphs beside the fp32 ones, served alike
-        roles = (
-            *roles,
-            *(f"{role}_int8" for role in base),
-            *(f"{r}_int8" for r in OPTIONAL_ROLES if f"{r}_int8" in graphs),
-        )
+    listed = manifest.get("graphs") or {}
+    roles = (*roles, *(role for role in OPTIONAL_ROLES for role in (role, f"{role}_int8") if role in listed))
     graphs = {role: str(name_) for role, name_ in (manifest.get("graphs") or {}).items() if role in roles}
     declared = manifest.get("graph_sha256") or {}
     digests = {}
