@@ -3,9 +3,10 @@
     .venv/bin/python bench/serving.py [--models anytime explicit] [--tokens 32] [--threads 2] [--folder DIR]
 
 First the limits, on the serving threads (onnxruntime's CPU provider, `--threads` intra-op threads, graphs built
-with onnx.helper; bench/serving_limits.py):
-- read bandwidth: an fp32 GEMV (MatMul [1, d] x [d, N]) over a buffer of each part's own size: the block (one
-  EqLM iteration, or one explicit layer), the tied head, and for reference a buffer 4x the L3;
+with onnx.helper; bench/serving_limits.py; each the fastest of its runs in a second):
+- read bandwidth: an fp32 GEMV (one row times MatMul initializers) over a buffer of each part's own size: the
+  block (one EqLM iteration's weights, in the block's own matrix shapes; an explicit transformer's layers, all of
+  them), the tied head (one [d, V] matrix), and for reference one matrix 4x the L3;
 - compute: the block's MatMuls (its own weight shapes) at batch 1, 2, 4 and 8 (int8: the same MatMuls quantised by
   onnxruntime.quantization.quantize_dynamic).
 
@@ -96,10 +97,13 @@ def measure_limits(costs: dict[str, limits.Costs], width: int, threads: int) -> 
     out = {"l3": l3, "bandwidth": {}, "gemm": {}}
     sizes = {}
     for p, cost in costs.items():
-        sizes[f"block {p}"], sizes[f"head {p}"] = cost.block_working_set, cost.head.nbytes
-    sizes["4x L3"] = 4 * l3
-    for key, nbytes in sizes.items():
-        out["bandwidth"][key] = limits.gemv_bandwidth(nbytes, width, threads)
+        layers = cost.block.shapes * (cost.depth if cost.layers else 1)
+        sizes[f"block {p}"] = limits.buffer_shapes(cost.block_working_set, width, layers)
+        sizes[f"head {p}"] = limits.buffer_shapes(cost.head.nbytes, width)
+    sizes["4x L3"] = limits.buffer_shapes(4 * l3, width)
+    for key, shapes in sizes.items():
+        nbytes = 4 * sum(k * n for k, n in shapes)
+        out["bandwidth"][key] = limits.gemv_bandwidth(shapes, threads)
         print(f"  GEMV {key:<14} {nbytes / 1e6:>8.1f} MB  {out['bandwidth'][key] / 1e9:6.1f} GB/s", flush=True)
     for p, cost in costs.items():
         for batch in BATCHES:

@@ -7,7 +7,7 @@ graphs built here with onnx.helper: a MatMul [1, K] x [K, N] whose [K, N] initia
 
 from __future__ import annotations
 
-import statistics
+import logging
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,12 +36,21 @@ def l3_bytes() -> int:
 
 
 def _session(model, threads: int):
+    """A CPU session of `model`, saved with external data first (a buffer 4x a large L3 passes protobuf's 2 GB)."""
+    import tempfile
+
+    import onnx
     import onnxruntime as ort
 
     options = ort.SessionOptions()
     options.intra_op_num_threads = threads
     options.inter_op_num_threads = 1
-    return ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
+    if threads > 1:  # as the served models' sessions (eqlm.decoder.OnnxEqLM)
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    with tempfile.TemporaryDirectory() as folder:
+        path = str(Path(folder) / "graph.onnx")
+        onnx.save(model, path, save_as_external_data=True, location="graph.bin")
+        return ort.InferenceSession(path, options, providers=["CPUExecutionProvider"])
 
 
 def _matmul_graph(weights: list[np.ndarray], batch: int):
@@ -56,29 +65,39 @@ def _matmul_graph(weights: list[np.ndarray], batch: int):
         nodes.append(helper.make_node("MatMul", [f"x{w.shape[0]}", f"w{i}"], [f"y{i}"]))
         outputs.append(helper.make_tensor_value_info(f"y{i}", TensorProto.FLOAT, [batch, w.shape[1]]))
     graph = helper.make_graph(nodes, "serving_limits", inputs, outputs, inits)
-    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), widths
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 10  # what onnxruntime 1.22 reads
+    return model, widths
 
 
-def _median_seconds(session, feed: dict, min_seconds: float, min_runs: int = 5) -> float:
+def _best_seconds(session, feed: dict, min_seconds: float, min_runs: int = 5) -> float:
+    """The fastest of the runs in `min_seconds` (a limit is what the machine can do; other load only slows it)."""
     session.run(None, feed)  # first run: prepacking, arena
     times, started = [], time.perf_counter()
     while len(times) < min_runs or time.perf_counter() - started < min_seconds:
         t0 = time.perf_counter()
         session.run(None, feed)
         times.append(time.perf_counter() - t0)
-    return statistics.median(times)
+    return min(times)
 
 
-def gemv_bandwidth(nbytes: int, width: int, threads: int, min_seconds: float = 1.0) -> float:
-    """Bytes/s of an fp32 GEMV [1, width] x [width, N] over an initializer of about `nbytes`."""
-    n = max(1, round(nbytes / 4 / width))
-    weight = np.random.default_rng(0).standard_normal((width, n), dtype=np.float32)
-    model, _ = _matmul_graph([weight], 1)
-    del weight
+def gemv_bandwidth(shapes: list[tuple[int, int]], threads: int, min_seconds: float = 1.0) -> float:
+    """Bytes/s of an fp32 GEMV: one row times fp32 matrices of `shapes` ([K, N] each), read once per run."""
+    rng = np.random.default_rng(0)
+    model, widths = _matmul_graph([rng.standard_normal(shape, dtype=np.float32) for shape in shapes], 1)
     session = _session(model, threads)
     del model
-    x = np.ones((1, width), dtype=np.float32)
-    return width * n * 4 / _median_seconds(session, {f"x{width}": x}, min_seconds)
+    feed = {f"x{k}": np.ones((1, k), dtype=np.float32) for k in widths}
+    return 4 * sum(k * n for k, n in shapes) / _best_seconds(session, feed, min_seconds)
+
+
+def buffer_shapes(nbytes: int, width: int, like: list[tuple[int, int]] | None = None) -> list[tuple[int, int]]:
+    """fp32 matrices of about `nbytes` in all: `like`'s shapes with their N scaled to the bytes (a part's own
+    shapes), or one [width, N] matrix."""
+    if not like:
+        return [(width, max(1, round(nbytes / 4 / width)))]
+    scale = nbytes / (4 * sum(k * n for k, n in like))
+    return [(k, max(1, round(n * scale))) for k, n in like]
 
 
 def gemm_flops(shapes: list[tuple[int, int]], batch: int, threads: int, int8: bool = False, min_seconds=1.0) -> float:
@@ -91,7 +110,7 @@ def gemm_flops(shapes: list[tuple[int, int]], batch: int, threads: int, int8: bo
     session = _session(model, threads)
     feed = {f"x{k}": rng.standard_normal((batch, k), dtype=np.float32) for k in widths}
     flops = 2 * batch * sum(k * n for k, n in shapes)
-    return flops / _median_seconds(session, feed, min_seconds)
+    return flops / _best_seconds(session, feed, min_seconds)
 
 
 def _quantized(model):
@@ -103,7 +122,11 @@ def _quantized(model):
     with tempfile.TemporaryDirectory() as folder:
         src, dst = Path(folder) / "f.onnx", Path(folder) / "q.onnx"
         onnx.save(model, str(src))
-        quantize_dynamic(str(src), str(dst), weight_type=QuantType.QInt8)
+        logging.disable(logging.WARNING)  # its advice to pre-process, printed on every call
+        try:
+            quantize_dynamic(str(src), str(dst), weight_type=QuantType.QInt8)
+        finally:
+            logging.disable(logging.NOTSET)
         return onnx.load(str(dst))
 
 
