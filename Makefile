@@ -202,8 +202,9 @@ BENCH_decode := bench/decode.py --model $${MODEL:-eqlm-demo}
 BENCH_benchmarks := bench/benchmarks.py
 BENCH_council := bench/council.py
 BENCH_lab := bench/lab.py
-BENCH_NAMES := generate browser scoring decode benchmarks council lab
-bench: setup ## Run one bench: NAME=generate|browser|scoring|decode|benchmarks|council|lab (below), ARGS="..." for options
+BENCH_serving := bench/serving.py
+BENCH_NAMES := generate browser scoring decode benchmarks council lab serving
+bench: setup ## Run one bench: NAME=generate|browser|scoring|decode|benchmarks|council|lab|serving (below), ARGS="..." for options
 	@test -n "$(BENCH_$(NAME))" || { echo "Set NAME to one of: $(BENCH_NAMES)"; exit 2; }
 	$(BIN)/python $(BENCH_$(NAME)) $(ARGS)
 ##   NAME=generate    server generation speed: tokens/s at depths 4/8/12, cold vs warm, first streamed token
@@ -214,6 +215,8 @@ bench: setup ## Run one bench: NAME=generate|browser|scoring|decode|benchmarks|c
 ##   NAME=council     live council on held-out mixed KJV + code: bits/byte of members, averaging, equilibrium, oracle
 ##                    (ARGS=--defaults: the council at its default controls vs each member on 10 KJV + 10 code prompts)
 ##   NAME=lab         lab solvers: times against the goals and ratios against nashpy (and pygambit when installed)
+##   NAME=serving     the 121M programme models' tokens/s against the measured read-bandwidth and compute bounds
+##                    (one reader, 1/2/4/8 /v1 clients, fp32 and int8), then the demo's NAME=generate figures
 
 reliability: setup services collectstatic ## Security, personas, schema fuzz, hostile input classes, faults, axe on every page, load and streams; writes docs/RELIABILITY.md (RELIABILITY_ARGS="--only input_classes" for that section alone)
 	env -u DATABASE_URL -u CELERY_BROKER_URL -u CELERY_RESULT_BACKEND $(BIN)/python scripts/reliability.py $(RELIABILITY_ARGS)
