@@ -279,6 +279,7 @@ def demo(request):
         "start_choices": [(start, start.title()) for start in STARTS],
         "page_config": {
             "manifestUrl": manifest_url(model["id"]),
+            "completionsUrl": reverse("inference:v1-completions"),  # server-side generation (demo-server.js)
             "model": {"id": model["id"], "defaultDepth": model["default_depth"], "maxDepth": model["max_depth"]},
             "ortWasm": static("vendor/ort/ort-wasm-simd-threaded.wasm"),
             "ortMjs": reverse("inference:demo-ort", args=["ort-wasm-simd-threaded.mjs"]),

@@ -3,7 +3,9 @@
 eqlm-demo is trained (random weights would put near-ties everywhere, and a tie is no test of token equality).
 """
 
+import json
 import os
+import shutil
 import threading
 from pathlib import Path
 
@@ -159,9 +161,17 @@ def test_a_programme_eqlm_export_batches_too_and_each_request_equals_its_lone_ge
     assert batched.scheduler.largest >= 2
 
 
-def test_a_precision_without_its_batched_graph_decodes_alone():
-    """int8 has no batched graph here: its requests never run in fp32's batch."""
-    batched = BatchedGenerator(DEMO, int8=True)
+def test_a_precision_without_its_batched_graph_decodes_alone(tmp_path):
+    """An export whose int8 twins lack the batched step (one made before it existed): int8 requests never run in
+    fp32's batch."""
+    from eqlm.quantize import add_int8
+
+    export = tmp_path / "onnx"
+    shutil.copytree(DEMO, export)
+    manifest = add_int8(export)
+    del manifest["graphs"]["step_batched_int8"]
+    (export / "manifest.json").write_text(json.dumps(manifest))
+    batched = BatchedGenerator(export, precision="int8")
     assert batched.scheduler is None
     request = REQUESTS[1]
-    assert _events(batched.stream(request)) == _events(Generator(DEMO, int8=True).stream(request))
+    assert _events(batched.stream(request)) == _events(Generator(export, precision="int8").stream(request))

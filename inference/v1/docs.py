@@ -56,11 +56,7 @@ MODEL_SCHEMA = {
                         "starts": {"type": "array", "items": {"type": "string"}},
                         "halts": {"type": "array", "items": {"type": "string"}},
                         "tol": {"type": "boolean", "description": "whether it takes a tol (adaptive halting)"},
-                        "precisions": {
-                            "type": "array",
-                            "items": {"type": "string", "enum": ["fp32", "int8"]},
-                            "description": "the weights its export has graphs for: `precision` may name one",
-                        },
+                        "precisions": {"type": "array", "items": {"type": "string", "enum": ["fp32", "int8"]}},
                         "note": {"type": "string", "description": "why its controls are fixed (explicit only)"},
                     },
                 },

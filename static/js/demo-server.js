@@ -1,6 +1,6 @@
-/* The depth dial's generation on the server, for a model this device cannot hold in the browser: /v1/completions,
-   streamed as server-sent events, one event per token (logprobs 0), with the dial's depth, halting, start and
-   sampling. Yields {text, tokens} (tokens: how many tokens the event carries). */
+/* The depth dial's generation on the server, for a model this device cannot hold in the browser: the completions
+   endpoint the page names (`url`, /v1's), streamed as server-sent events, one event per token (logprobs 0), with the
+   dial's depth, halting, start and sampling. Yields {text, tokens} (tokens: how many tokens the event carries). */
 
 function requestBody({ model, prompt, maxTokens, depth, tol, halt, start, temperature, topP, seed }) {
   const body = { model, prompt, max_tokens: maxTokens, depth, temperature, top_p: topP, seed, stream: true, logprobs: 0 };
@@ -23,10 +23,10 @@ function eventData(event) {
   return lines.length ? lines.map((line) => line.slice(5).trimStart()).join("\n") : null;
 }
 
-async function* serverTokens(request, { key = "", signal = null } = {}) {
+async function* serverTokens(url, request, { key = "", signal = null } = {}) {
   const headers = { "Content-Type": "application/json" };
   if (key) headers.Authorization = `Bearer ${key}`;
-  const response = await fetch("/v1/completions", {
+  const response = await fetch(url, {
     method: "POST", headers, body: JSON.stringify(requestBody(request)), signal, credentials: "omit",
   });
   if (!response.ok) throw new Error(await refusal(response));

@@ -263,7 +263,7 @@ function appendToken(event, cap) {
 /* The server's tokens as the runtime's events: each shaded at the requested depth (the stream reports no iterations). */
 async function* serverEvents(request, signal) {
   const key = els.serverKey ? els.serverKey.value.trim() : "";
-  for await (const event of serverTokens({ model: state.modelId, ...request }, { key, signal })) {
+  for await (const event of serverTokens(config.completionsUrl, { model: state.modelId, ...request }, { key, signal })) {
     yield { ...event, iterations: request.depth, residual: NaN, residuals: null };
   }
 }
