@@ -9,9 +9,10 @@ own cap: DEPTH_MAX unless its export declared another, never above DEPTH_CAP_MAX
 DEPTH_MIN = 1
 DEPTH_MAX = 64  # iterations per token at most: a fixed depth, or the cap on adaptive halting (a model's default cap)
 DEPTH_CAP_MAX = 128  # the largest `max_depth` a model's manifest may declare
-# the deepest an evaluation measures (a registry evaluation, an experiment's depths and budgets): past a model's
-# serving cap on purpose, to show whether more iterations would help
+# the deepest a registry evaluation measures: past a model's serving cap on purpose, to show whether more
+# iterations would help
 EVALUATION_DEPTH_MAX = DEPTH_CAP_MAX
+EXPERIMENT_DEPTH_MAX = 256  # the deepest an experiment's registered depths and halting budgets may ask for
 DEFAULT_DEPTH = 8  # when neither the request nor the model's manifest says otherwise
 SOLVERS = ("picard", "anderson")  # fixed-point solvers (eqlm/fixed_point.py); the first is the default
 DEFAULT_SOLVER = SOLVERS[0]

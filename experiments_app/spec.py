@@ -21,7 +21,7 @@ import hashlib
 import json
 import re
 
-from eqlm.limits import EVALUATION_DEPTH_MAX
+from eqlm.limits import EXPERIMENT_DEPTH_MAX
 
 LABEL = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 OVERRIDE = re.compile(r"^[A-Za-z_][A-Za-z0-9_.]*=.+$", re.S)
@@ -169,10 +169,10 @@ def normalize_evaluation(evaluation) -> dict:
     if not isinstance(metrics, list) or not metrics or any(m not in METRICS for m in metrics):
         raise SpecError("evaluation.metrics", f"a list drawn from {', '.join(METRICS)}")
     out["metrics"] = [m for m in METRICS if m in metrics]
-    out["depths"] = _int_list("depths", out["depths"], 1, EVALUATION_DEPTH_MAX)
+    out["depths"] = _int_list("depths", out["depths"], 1, EXPERIMENT_DEPTH_MAX)
     if not out["depths"]:
         raise SpecError("evaluation.depths", "at least one depth")
-    out["budgets"] = _int_list("budgets", out["budgets"], 1, EVALUATION_DEPTH_MAX)
+    out["budgets"] = _int_list("budgets", out["budgets"], 1, EXPERIMENT_DEPTH_MAX)
     starts = out["starts"]
     if not isinstance(starts, list) or not starts or any(s not in STARTS for s in starts):
         raise SpecError("evaluation.starts", f"a list drawn from {', '.join(STARTS)}")

@@ -198,3 +198,14 @@ def test_the_page_recomputes_the_registration_hash_and_says_when_the_stored_text
     page = client.get("/benchmarks/experiments/tiny/").content.decode()
     assert "the stored text no longer matches this sha256" in page
     assert client.get("/api/experiments/tiny/").json()["registration_intact"] is False
+
+
+def test_an_experiment_measures_past_a_models_serving_cap_up_to_its_own_cap():
+    from eqlm.limits import DEPTH_CAP_MAX, EXPERIMENT_DEPTH_MAX
+    from experiments_app.spec import normalize_evaluation
+
+    assert EXPERIMENT_DEPTH_MAX > DEPTH_CAP_MAX
+    evaluation = normalize_evaluation({"depths": [1, EXPERIMENT_DEPTH_MAX], "budgets": [EXPERIMENT_DEPTH_MAX]})
+    assert evaluation["depths"][-1] == evaluation["budgets"][-1] == EXPERIMENT_DEPTH_MAX
+    with pytest.raises(ValueError, match="depths"):
+        normalize_evaluation({"depths": [EXPERIMENT_DEPTH_MAX + 1]})
