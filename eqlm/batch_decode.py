@@ -228,11 +228,6 @@ class BatchedModel:
         return self.scheduler.solving() if new_positions == 1 else nullcontext()
 
 
-def batchable(manifest: dict) -> bool:
-    """Whether a model's export has the (fp32) batched step graph (an explicit transformer's never has)."""
-    return batched_graph(manifest) is not None
-
-
 def batched_graph(manifest: dict, precision: str = "fp32") -> str | None:
     """The batched step graph of a precision ("step_batched" for fp32, "step_batched_int8" ...), when exported."""
     name = "step_batched" if precision == "fp32" else f"step_batched_{precision}"
