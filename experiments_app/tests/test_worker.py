@@ -70,24 +70,10 @@ def test_a_worker_killed_mid_training_and_restarted_completes_each_run_once(redi
         "EXPERIMENT_LEASE_SECONDS": "3",
         "EXPERIMENT_SLICE_STEPS": "20",
     }
-    first = faults.start_worker(redis_url, env, LOG, queues="train")
-    try:
-        use_broker(redis_url)
-        assert staff_client.post(f"/api/experiments/{experiment.slug}/runs/").status_code == 202
-        # holding a lease: a slice's end writes its last step and clears the lease in one update (runs.release), so
-        # a run seen at step 20 without one is between slices, not mid-training
-        training = TrainingRun.objects.filter(
-            experiment=experiment, status="running", phase="train", step__gte=10
-        ).exclude(lease_token="")
-        seen: list = []
-        caught = faults.wait_for(lambda: seen.append(training.first()) or seen[-1] is not None, 240, interval=0.05)
-        killed = seen[-1]
-        faults.kill_worker(first)
-    finally:
-        faults.stop_worker(first)
-    assert caught, "no run was caught mid-training"
-    killed.refresh_from_db()
-    assert killed.status == "running" and killed.phase == "train" and killed.lease_token
+    use_broker(redis_url)
+    assert staff_client.post(f"/api/experiments/{experiment.slug}/runs/").status_code == 202
+    killed = kill_a_worker_mid_slice(redis_url, env, experiment)
+    assert killed is not None, "no worker was killed while a run held its lease"
     time.sleep(faults.VISIBILITY_TIMEOUT + 0.5)  # a new worker restores messages older than the visibility timeout
     second = faults.start_worker(redis_url, env, LOG, queues="train")
     try:
@@ -102,3 +88,32 @@ def test_a_worker_killed_mid_training_and_restarted_completes_each_run_once(redi
     assert all(len(keys) == len(set(keys)) == ROWS_PER_RUN for keys in found.values())
     again = TrainingRun.objects.get(pk=killed.pk)
     assert again.rows_written == ROWS_PER_RUN
+
+
+def kill_a_worker_mid_slice(redis_url: str, env: dict, experiment, attempts: int = 3) -> TrainingRun | None:
+    """Start a worker, kill -9 it while a run holds its lease, and return that run as the kill left it.
+
+    A run is seen through its heartbeat, which may be up to a second old, so the slice can end (and release the lease)
+    between the sighting and the kill. Such a kill lands between slices, which is not the case under test: the worker
+    is started again, after the visibility timeout, and killed again.
+    """
+    # holding a lease: a slice's end writes its last step and clears the lease in one update (runs.release)
+    training = TrainingRun.objects.filter(experiment=experiment, status="running", phase="train", step__gte=10).exclude(
+        lease_token=""
+    )
+    seen: list = []
+    for _ in range(attempts):
+        worker = faults.start_worker(redis_url, env, LOG, queues="train")
+        try:
+            seen.clear()
+            caught = faults.wait_for(lambda: seen.append(training.first()) or seen[-1] is not None, 240, interval=0.05)
+            faults.kill_worker(worker)
+        finally:
+            faults.stop_worker(worker)
+        if not caught:
+            return None
+        killed = TrainingRun.objects.get(pk=seen[-1].pk)
+        if killed.status == "running" and killed.phase == "train" and killed.lease_token:
+            return killed
+        time.sleep(faults.VISIBILITY_TIMEOUT + 0.5)
+    return None
