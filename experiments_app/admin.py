@@ -3,7 +3,7 @@
 from django import forms
 from django.contrib import admin, messages
 
-from . import services
+from . import amendments, services
 from .criterion import CriterionError
 from .models import FROZEN_FIELDS, Experiment, TrainingRun
 from .spec import SpecError
@@ -36,6 +36,11 @@ class ExperimentForm(forms.ModelForm):
     def save(self, commit=True):
         instance = super().save(commit=False)
         services._rehash(instance)
+        if "summary" in self.changed_data:  # a new rewording is an amendment: dated and hashed now
+            text, instance.summary, instance.amended_at = instance.summary, "", None
+            amendments.apply(instance, text)
+        elif instance.summary:  # the registered fields may have moved before launch: the amendment's hash follows
+            instance.amendment_hash = amendments.amendment_hash(instance, instance.summary)
         if commit:
             instance.save()
         return instance
@@ -68,7 +73,7 @@ class ExperimentAdmin(admin.ModelAdmin):
     form = ExperimentForm
     list_display = ["slug", "title", "registered_at", "launched_at", "predecessor", "verdict"]
     search_fields = ["slug", "title", "hypothesis"]
-    readonly_fields = ["registration_hash", "launched_at", "verdict"]
+    readonly_fields = ["registration_hash", "launched_at", "amended_at", "amendment_hash", "verdict"]
     inlines = [TrainingRunInline]
     actions = ["launch_experiments", "cancel_experiments"]
 

@@ -9,7 +9,7 @@ from rest_framework.views import APIView
 
 from portal.api import ApiError
 
-from . import services
+from . import amendments, services
 from .criterion import CriterionError
 from .models import Experiment
 from .spec import SpecError
@@ -62,6 +62,18 @@ class ExperimentDetailView(APIView):
         except (SpecError, CriterionError) as exc:
             raise _bad(exc)
         return Response(services.experiment_detail(experiment))
+
+
+class ExperimentRegistrationView(APIView):
+    """`GET /api/experiments/<slug>/registration/`: the registration record, word for word as registered, with its
+    sha256 recomputed on the request, and the reader's rewording (if any) with its own date and sha256."""
+
+    permission_classes = [permissions.AllowAny]
+
+    @extend_schema(responses=OpenApiTypes.OBJECT)
+    def get(self, request, slug: str):
+        experiment = get_object_or_404(Experiment, slug=slug)
+        return Response(amendments.registration_record(experiment, services.registration_intact(experiment)))
 
 
 class ExperimentRunsView(APIView):

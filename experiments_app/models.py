@@ -33,7 +33,13 @@ class Experiment(models.Model):
     launched_at = models.DateTimeField(null=True, blank=True, editable=False)
     notes = models.TextField(blank=True, help_text="free notes, not part of the registration")
     summary = models.TextField(
-        blank=True, help_text="the hypothesis in a reader's words, shown on the page; not part of the registration"
+        blank=True,
+        help_text="the hypothesis reworded for readers, shown on the page: an amendment of the wording only, with its "
+        "own date and sha256; the registered text stays as it was",
+    )
+    amended_at = models.DateTimeField(null=True, blank=True, editable=False, help_text="when `summary` was recorded")
+    amendment_hash = models.CharField(
+        max_length=64, blank=True, editable=False, help_text="sha256 of `summary` with the registered arms to criterion"
     )
 
     objects = ExperimentQuerySet.as_manager()

@@ -1,20 +1,27 @@
 """`manage.py seed` for experiments: the bundled experiments and their result rows (fixtures/experiments.json).
 
-Format: {"format": "eqlm-portal-experiments", "version": 1, "experiments": [{slug, title, hypothesis, arms,
-seeds, evaluation, criterion, registered_at, predecessor, launched_at, records: [generic long-format records]}]},
-in predecessor order. An experiment that exists is left as it is (its registration never changes); its records
-are ingested idempotently, so `make run` shows bundled results with no training step.
+Format: {"format": "eqlm-portal-experiments", "version": 2, "experiments": [{slug, title, hypothesis, arms,
+seeds, evaluation, criterion, registered_at, predecessor, launched_at, notes, amended_at, registration:
+{registration_hash, hypothesis}, records: [generic long-format records]}]}, in predecessor order. `hypothesis` is
+the reader's wording; where it was reworded after registration, `registration.hypothesis` holds the registered text
+word for word and `amended_at` dates the rewording (experiments_app.amendments). The registered text must hash to
+`registration.registration_hash`, or the seed refuses it.
+
+An experiment that exists keeps its registration (it never changes); its notes and reader's wording follow the
+fixture, and its records are ingested idempotently, so `make run` shows bundled results with no training step.
 """
 
 import json
 from pathlib import Path
 
 from django.conf import settings
+from django.db import transaction
 from django.utils.dateparse import parse_datetime
 
 from results.models import ResultRow
 from results.records import ingest_records
 
+from . import amendments
 from .models import Experiment
 from .services import register_experiment
 
@@ -31,20 +38,35 @@ def load_fixture(path: Path = FIXTURE) -> tuple[int, int]:
         raise ValueError(f"{path} is not an {FORMAT} fixture")
     created = rows = 0
     for item in data["experiments"]:
-        if not Experiment.objects.filter(slug=item["slug"]).exists():
-            spec = {k: v for k, v in item.items() if k not in ("records", "launched_at", "summary")}
-            if spec.get("registered_at"):
-                spec["registered_at"] = parse_datetime(spec["registered_at"])
-            experiment = register_experiment(spec, check_files=False)
-            if item.get("launched_at"):
-                Experiment.objects.filter(pk=experiment.pk).update(launched_at=parse_datetime(item["launched_at"]))
+        registration = item.get("registration") or {}
+        experiment = Experiment.objects.filter(slug=item["slug"]).first()
+        if experiment is None:
+            experiment = _register(item, registration)
             created += 1
         else:  # a bundled experiment's reader text follows the fixture; its registration never changes
-            Experiment.objects.filter(slug=item["slug"]).update(notes=item.get("notes", ""))
-        Experiment.objects.filter(slug=item["slug"]).update(summary=item.get("summary", ""))
+            Experiment.objects.filter(pk=experiment.pk).update(notes=item.get("notes", ""))
+        amended_at = parse_datetime(item["amended_at"]) if item.get("amended_at") else None
+        amendments.amend(experiment, item["hypothesis"] if "hypothesis" in registration else "", at=amended_at)
         if item.get("records"):
             rows += ingest_records(item["records"], source_name=f"fixtures/experiments.json#{item['slug']}")
     return created, rows
+
+
+def _register(item: dict, registration: dict) -> Experiment:
+    skip = ("records", "launched_at", "amended_at", "registration", "summary")
+    spec = {k: v for k, v in item.items() if k not in skip}
+    spec["hypothesis"] = registration.get("hypothesis", item["hypothesis"])
+    if spec.get("registered_at"):
+        spec["registered_at"] = parse_datetime(spec["registered_at"])
+    with transaction.atomic():
+        experiment = register_experiment(spec, check_files=False)
+        expected = registration.get("registration_hash")
+        if expected and expected != experiment.registration_hash:
+            found = experiment.registration_hash
+            raise ValueError(f"{item['slug']}: the registered text hashes to {found}, not the recorded {expected}")
+        if item.get("launched_at"):
+            Experiment.objects.filter(pk=experiment.pk).update(launched_at=parse_datetime(item["launched_at"]))
+    return experiment
 
 
 def fixture_entry(experiment: Experiment) -> dict:
@@ -69,10 +91,13 @@ def fixture_entry(experiment: Experiment) -> dict:
         }
         for r in rows.order_by("arm_label", "seed", "metric", "condition_key")
     ]
+    registration = {"registration_hash": experiment.registration_hash}
+    if experiment.summary:
+        registration["hypothesis"] = experiment.hypothesis
     return {
         "slug": experiment.slug,
         "title": experiment.title,
-        "hypothesis": experiment.hypothesis,
+        "hypothesis": amendments.reader_hypothesis(experiment),
         "arms": [{k: v for k, v in arm.items() if k != "hash"} for arm in experiment.arms],
         "seeds": experiment.seeds,
         "evaluation": experiment.evaluation,
@@ -81,7 +106,8 @@ def fixture_entry(experiment: Experiment) -> dict:
         "launched_at": experiment.launched_at.isoformat() if experiment.launched_at else None,
         "predecessor": experiment.predecessor.slug if experiment.predecessor_id else None,
         "notes": experiment.notes,
-        "summary": experiment.summary,
+        "amended_at": experiment.amended_at.isoformat() if experiment.amended_at else None,
+        "registration": registration,
         "records": [{k: v for k, v in rec.items() if v not in (None, "", {})} for rec in records],
     }
 

@@ -14,6 +14,7 @@ from portal.models import JobStatus
 from results import stats
 from results.models import ResultRow
 
+from . import amendments
 from . import criterion as criteria
 from .judgement import judge
 from .models import CANCELLED, FROZEN_FIELDS, Experiment, TrainingRun
@@ -142,9 +143,11 @@ def update_experiment(experiment: Experiment, changes: dict, *, check_files: boo
             experiment.title = str(changes["title"])[:200]
         if "notes" in changes:
             experiment.notes = str(changes["notes"])
-        if "summary" in changes:
-            experiment.summary = str(changes["summary"])
         _rehash(experiment)
+        if "summary" in changes:
+            amendments.apply(experiment, str(changes["summary"]))
+        if changed and experiment.summary:  # the registered fields moved before launch: the amendment follows
+            experiment.amendment_hash = amendments.amendment_hash(experiment, experiment.summary)
         experiment.save()
     return experiment
 
@@ -360,8 +363,9 @@ def experiment_detail(experiment: Experiment) -> dict:
     return {
         **experiment_summary(experiment, outcome),
         "registration_intact": registration_intact(experiment),
-        "hypothesis": experiment.hypothesis,
-        "summary": experiment.summary,
+        "registration_record": amendments.record_url(experiment),
+        "hypothesis": amendments.reader_hypothesis(experiment),
+        "amendment": amendments.amendment_summary(experiment),
         "notes": experiment.notes,
         "arms": experiment.arms,
         "evaluation": experiment.evaluation,

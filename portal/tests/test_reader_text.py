@@ -1,6 +1,7 @@
 """Reader pages speak of the programme and its models, never of how the portal was built: no process words."""
 
 import html as htmllib
+import json
 import re
 
 import pytest
@@ -103,25 +104,40 @@ def test_a_database_seeded_with_the_old_wording_gets_the_readers_wording_on_the_
 
 
 @pytest.mark.django_db
-def test_an_experiments_hypothesis_on_its_page_is_reader_text_and_its_registration_stays_word_for_word(client):
-    """The page shows the hypothesis a reader reads: the registered text itself, or, where the registration speaks
-    of how the work was done, its reader's wording; the registration record stays word for word, hash-verified."""
-    from experiments_app import services
+def test_an_experiments_hypothesis_on_its_page_and_in_its_json_is_reader_text_and_its_registration_stays_word_for_word(
+    client,
+):
+    """The page and the JSON give the hypothesis a reader reads: the registered text itself, or, where the
+    registration speaks of how the work was done, a dated, hashed rewording. The registration record keeps the
+    registered text word for word, and its sha256 (which names the training runs) does not move."""
+    from experiments_app import amendments, services
     from experiments_app.models import Experiment
     from experiments_app.seed import load_fixture
 
     load_fixture()
     reworded = []
     for experiment in Experiment.objects.all():
-        shown = experiment.summary or experiment.hypothesis
-        assert not process_words(shown), (experiment.slug, process_words(shown))
         page = reader_text(client.get(f"/benchmarks/experiments/{experiment.slug}/").content.decode())
         assert not process_words(page), (experiment.slug, process_words(page))
         body = client.get(f"/api/experiments/{experiment.slug}/").json()
-        assert body["hypothesis"] == experiment.hypothesis and body["registration_intact"] is True
-        assert services.registration_intact(experiment)
+        assert not process_words(json.dumps(body)), (experiment.slug, process_words(json.dumps(body)))
+        assert body["hypothesis"] == amendments.reader_hypothesis(experiment) and body["registration_intact"] is True
+        record = client.get(body["registration_record"]).json()
+        assert record["registered"]["hypothesis"] == experiment.hypothesis
+        assert record["registration_hash"] == experiment.registration_hash and services.registration_intact(experiment)
         if process_words(experiment.hypothesis):
             reworded.append(experiment.slug)
+            assert body["amendment"]["amendment_intact"] and record["amendment"]["hypothesis"] == body["hypothesis"]
             assert "registration record" in page and "word for word" in page
     # the depth-curve registrations speak of the lab's circumstances; each is shown in its reader's wording
     assert {"depth-curve", "depth-curve-v7"} <= set(reworded)
+
+
+def test_the_bundled_experiments_reader_fields_use_no_process_words():
+    """The experiments fixture's reader fields (title, hypothesis, notes) are reader text; only the registration
+    record inside it keeps the registered wording."""
+    from experiments_app.seed import FIXTURE
+
+    for item in json.loads(FIXTURE.read_text())["experiments"]:
+        for field in ("title", "hypothesis", "notes"):
+            assert not process_words(item.get(field) or ""), (item["slug"], field, process_words(item[field]))

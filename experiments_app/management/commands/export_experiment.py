@@ -21,7 +21,7 @@ class Command(BaseCommand):
         if experiment is None:
             raise CommandError(f"no experiment {slug!r}")
         path = Path(fixture)
-        data = json.loads(path.read_text()) if path.exists() else {"format": FORMAT, "version": 1, "experiments": []}
+        data = json.loads(path.read_text()) if path.exists() else {"format": FORMAT, "version": 2, "experiments": []}
         entry = fixture_entry(experiment)
         items = data["experiments"]
         existing = [i for i, e in enumerate(items) if e["slug"] == slug]
