@@ -1,14 +1,18 @@
 """int8 weights for a whole ONNX export (the fp32 graphs stay; the int8 ones are listed beside them as `<role>_int8`).
 
+The precision is called int8 (8-bit weights and activations); its weights are stored as uint8 with a scale and a zero
+point per output channel (WEIGHT_TYPE_NAME: why unsigned).
+
 - Every iteration graph (`step`, or an explicit transformer's `layer_NN`): onnxruntime's dynamic quantisation
-  (`quantize_dynamic`), int8 weights with a scale per output channel, the activations quantised per call (a product
-  fed by a Concat, or a one-column gate, stays fp32: `kept_in_fp32`).
+  (`quantize_dynamic`), 8-bit weights with a scale and zero point per output channel, the activations quantised per
+  call (a product fed by a Concat, or a one-column gate, stays fp32: `kept_in_fp32`).
 - The tied matrix (the token embedding, which is also the head) is quantised once, by the same tool on the head's
-  MatMul: int8 [D, V] with a scale per vocabulary entry. Where the fp32 export stores its tied matrix once (a
-  programme model's `tied.bin`), the int8 one is stored once too, as `tied.int8.bin`, which both int8 graphs read as
-  external data; a portal model's graphs stay self-contained (its byte vocabulary makes the matrix small). The head
-  multiplies by it (DynamicQuantizeLinear + MatMulInteger, fused by onnxruntime into one kernel); the embedding
-  gathers its columns (Gather on axis 1, then Transpose) and multiplies each by its entry's scale.
+  MatMul: 8-bit [D, V] with a scale and zero point per vocabulary entry. Where the fp32 export stores its tied
+  matrix once (a programme model's `tied.bin`), the 8-bit one is stored once too, as `tied.int8.bin`, which both
+  int8 graphs read as external data; a portal model's graphs stay self-contained (its byte vocabulary makes the
+  matrix small). The head multiplies by it (DynamicQuantizeLinear + MatMulInteger, fused by onnxruntime into one
+  kernel); the embedding gathers its columns (Gather on axis 1, then Transpose), subtracts each entry's zero point
+  and multiplies by its scale.
 
 `add_int8(out_dir)` writes the int8 graphs of an export and adds them to its manifest.json (`graphs`, `graph_sha256`,
 `external_data`, `precisions`). Needs onnx and onnxruntime; never torch.
@@ -24,6 +28,11 @@ from pathlib import Path
 import numpy as np
 
 TIED_INT8_FILE = "tied.int8.bin"
+# uint8 weights with a zero point per output channel, against uint8 activations: onnxruntime's x86 kernels for uint8
+# x int8 (VPMADDUBSW, on CPUs without VNNI) saturate their int16 pair sums, so a signed-weight graph gives other
+# numbers there than exact integer arithmetic (onnx.reference, the browser's WebAssembly); uint8 x uint8 is exact on
+# every CPU, so the server and the browser compute the same products.
+WEIGHT_TYPE_NAME = "QUInt8"
 INT8_ABOVE_PARAMS = 10_000_000  # an imported model this large gets its int8 graphs beside the fp32 ones unasked
 ITERATION_ROLES_EXCLUDED = ("embed", "head")
 
@@ -31,6 +40,13 @@ ITERATION_ROLES_EXCLUDED = ("embed", "head")
 def sha256(path: Path) -> str:
     """The content hash a manifest addresses a graph by (eqlm/onnx_io.py's, without its torch import)."""
     return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+def weight_type():
+    """onnxruntime.quantization's QuantType of the weights (WEIGHT_TYPE_NAME)."""
+    from onnxruntime.quantization import QuantType
+
+    return getattr(QuantType, WEIGHT_TYPE_NAME)
 
 
 def int8_name(name: str) -> str:
@@ -55,14 +71,14 @@ def kept_in_fp32(model) -> list[str]:
 
 def _quantize_iteration(src: Path, dst: Path) -> None:
     import onnx
-    from onnxruntime.quantization import QuantType, quantize_dynamic
+    from onnxruntime.quantization import quantize_dynamic
 
     kept = kept_in_fp32(onnx.load(str(src)))
     quantize_dynamic(
         str(src),
         str(dst),
         per_channel=True,
-        weight_type=QuantType.QInt8,
+        weight_type=weight_type(),
         op_types_to_quantize=["MatMul"],
         nodes_to_exclude=kept,
     )
@@ -104,32 +120,29 @@ def _head_as_matmul(head_path: Path, vocab_size: int, d_model: int):
 
 
 def _quantize_head(out_dir: Path, head_name: str, vocab_size: int, d_model: int):
-    """Quantise the head's tied product per vocabulary entry; returns (model, int8 [D, V] tensor, scale [V] tensor)."""
+    """Quantise the head's tied product per vocabulary entry: (model, uint8 [D, V], scale [V], zero point [V])."""
     import onnx
-    from onnxruntime.quantization import QuantType, quantize_dynamic
+    from onnxruntime.quantization import quantize_dynamic
 
     model = _head_as_matmul(out_dir / head_name, vocab_size, d_model)
     with tempfile.TemporaryDirectory() as tmp:
         src, dst = Path(tmp) / "head.onnx", Path(tmp) / "head.int8.onnx"
         onnx.save(model, str(src))
         quantize_dynamic(
-            str(src), str(dst), per_channel=True, weight_type=QuantType.QInt8, op_types_to_quantize=["MatMul"]
+            str(src), str(dst), per_channel=True, weight_type=weight_type(), op_types_to_quantize=["MatMul"]
         )
         quantized = onnx.load(str(dst))
     inits = {t.name: t for t in quantized.graph.initializer}
     weight = next(t for t in inits.values() if list(t.dims) == [d_model, vocab_size])
-    if weight.data_type != onnx.TensorProto.INT8:
-        raise ValueError("the head's tied matrix was not quantised to int8")
+    if weight.data_type not in (onnx.TensorProto.UINT8, onnx.TensorProto.INT8):
+        raise ValueError("the head's tied matrix was not quantised to 8 bits")
     base = weight.name[: -len("_quantized")] if weight.name.endswith("_quantized") else weight.name
-    scale, zero = inits[f"{base}_scale"], inits.get(f"{base}_zero_point")
-    if zero is not None and np.any(onnx.numpy_helper.to_array(zero)):
-        raise ValueError("the tied matrix's int8 quantisation is not symmetric")
-    return quantized, weight, scale
+    return quantized, weight, inits[f"{base}_scale"], inits[f"{base}_zero_point"]
 
 
-def _embed_int8(embed_path: Path, weight, scale, vocab_size: int, d_model: int):
-    """The embedding graph with its Gather of the fp32 [V, D] matrix replaced by a Gather of int8 [D, V] columns,
-    transposed to [.., D] and scaled by each entry's scale."""
+def _embed_int8(embed_path: Path, weight, scale, zero, vocab_size: int, d_model: int):
+    """The embedding graph with its Gather of the fp32 [V, D] matrix replaced by a Gather of 8-bit [D, V] columns,
+    transposed to [.., D], less each entry's zero point and times its scale."""
     import onnx
     from onnx import helper
 
@@ -155,11 +168,15 @@ def _embed_int8(embed_path: Path, weight, scale, vocab_size: int, d_model: int):
         helper.make_node("Cast", [f"{p}_cols"], [f"{p}_colsf"], to=onnx.TensorProto.FLOAT),
         helper.make_node("Gather", [scale.name, ids], [f"{p}_scale"], axis=0),  # [...ids]
         helper.make_node("Unsqueeze", [f"{p}_scale", f"{p}_axes"], [f"{p}_scale1"]),  # [...ids, 1]
+        helper.make_node("Gather", [zero.name, ids], [f"{p}_zero"], axis=0),
+        helper.make_node("Cast", [f"{p}_zero"], [f"{p}_zerof"], to=onnx.TensorProto.FLOAT),
+        helper.make_node("Unsqueeze", [f"{p}_zerof", f"{p}_axes"], [f"{p}_zero1"]),
     ]
     # [D, B, T] -> [B, T, D] (the embedding's ids are [B, T])
     new_nodes += [
         helper.make_node("Transpose", [f"{p}_colsf"], [f"{p}_rows"], perm=[1, 2, 0]),
-        helper.make_node("Mul", [f"{p}_rows", f"{p}_scale1"], [out]),
+        helper.make_node("Sub", [f"{p}_rows", f"{p}_zero1"], [f"{p}_centred"]),
+        helper.make_node("Mul", [f"{p}_centred", f"{p}_scale1"], [out]),
     ]
     nodes = list(model.graph.node)
     index = nodes.index(gather)
@@ -168,7 +185,7 @@ def _embed_int8(embed_path: Path, weight, scale, vocab_size: int, d_model: int):
     kept = [t for t in model.graph.initializer if t.name != old.name]
     model.graph.ClearField("initializer")
     axes = onnx.numpy_helper.from_array(np.array([-1], dtype=np.int64), f"{p}_axes")
-    model.graph.initializer.extend([*kept, weight, scale, axes])
+    model.graph.initializer.extend([*kept, weight, scale, zero, axes])
     return model
 
 
@@ -209,8 +226,8 @@ def add_int8(out_dir: Path) -> dict:
         if role not in ITERATION_ROLES_EXCLUDED:
             _quantize_iteration(out_dir / name, out_dir / int8_name(name))
             graphs[f"{role}_int8"] = int8_name(name)
-    head, weight, scale = _quantize_head(out_dir, fp32["head"], vocab, d)
-    embed = _embed_int8(out_dir / fp32["embed"], weight, scale, vocab, d)
+    head, weight, scale, zero = _quantize_head(out_dir, fp32["head"], vocab, d)
+    embed = _embed_int8(out_dir / fp32["embed"], weight, scale, zero, vocab, d)
     once = bool(manifest.get("external_data"))  # the fp32 export stores its tied matrix once (a programme model's)
     if once:
         _externalise([embed, head], weight.name, out_dir)

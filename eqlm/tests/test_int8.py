@@ -72,10 +72,10 @@ def measured(reference, label: str) -> dict:
 
 
 SETS = ("texts", "blimp", "prose")
-# Measured (dynamic int8, a scale per output channel and per vocabulary entry): the max over tokens passes 0.02 on
-# these and misses on the rest by up to 0.036 nats, while the mean stays under 0.005 everywhere.
-MAX_HOLDS = {("eqlm-postln", "texts"), ("eqlm-residual-nosn", "texts"), ("explicit-2layer", "texts"),
-             ("explicit-2layer", "prose")}  # fmt: skip
+# Measured (dynamic 8-bit, uint8 weights with a scale and zero point per output channel and per vocabulary entry;
+# exact integer products, so the same on every CPU): the max over tokens passes 0.02 on these (0.010 and 0.019) and
+# misses on the rest (0.026 to 0.053 nats), while the mean stays under 0.006 everywhere.
+MAX_HOLDS = {("explicit-2layer", "texts"), ("explicit-2layer", "prose")}
 
 
 @pytest.mark.slow
@@ -90,7 +90,7 @@ def test_a_reference_checkpoints_int8_is_within_002_nats_per_token_on_average(re
 def test_a_reference_checkpoints_int8_is_within_002_nats_on_every_token(reference, label, request):
     if (reference[0], label) not in MAX_HOLDS:
         request.applymarker(
-            pytest.mark.xfail(strict=True, reason="measured: the max over tokens misses 0.02 nats (up to 0.036)")
+            pytest.mark.xfail(strict=True, reason="measured: the max over tokens misses 0.02 nats (up to 0.053)")
         )
     block = measured(reference, label)
     assert block["nats_per_token_max"] <= NATS_PER_TOKEN, (reference[0], block)
@@ -99,8 +99,9 @@ def test_a_reference_checkpoints_int8_is_within_002_nats_on_every_token(referenc
 @pytest.mark.slow
 @pytest.mark.xfail(
     strict=True,
-    reason="measured: eqlm-demo's 12-16 iterations amplify int8's error (max 2.0 nats, mean 0.085 on its held-out "
-    "slice; weight-only int8 of the step alone, fp32 activations, already gives a max of 1.7 nats)",
+    reason="measured: eqlm-demo's 12-16 iterations amplify int8's error (max 1.9 nats, mean 0.083 on the first 8 "
+    "windows of its held-out slice; weight-only int8 of the step alone, fp32 activations, already gives a max of 1.7 "
+    "nats)",
 )
 def test_eqlm_demos_int8_graphs_stay_within_002_nats_per_token_on_its_held_out_slice(tmp_path):
     from eqlm.checkpoint import load_checkpoint
