@@ -48,7 +48,7 @@ def load_text() -> str:
     return f"load average {one:.2f} {five:.2f} {fifteen:.2f} on {os.cpu_count()} CPUs"
 
 
-def set_up_django(folder: Path, concurrent: int) -> None:
+def set_up_django(folder: Path, concurrent: int, threads: int) -> None:
     os.environ.update(
         DJANGO_SETTINGS_MODULE="portal.settings",
         VAR_DIR=str(folder),
@@ -57,6 +57,7 @@ def set_up_django(folder: Path, concurrent: int) -> None:
         WARM_UP_MODEL="0",
         API_REQUIRE_KEY="0",
         API_MAX_CONCURRENT_GENERATIONS=str(concurrent),
+        API_ONNX_THREADS=str(threads),
         API_ANON_REQUESTS_PER_MINUTE="1000000",
         API_ANON_TOKENS_PER_MINUTE="100000000",
         LOG_LEVEL="WARNING",
@@ -219,7 +220,7 @@ def main() -> None:
     print(f"{load_text()} at the start; {args.threads} serving threads; depth {DEPTH}; {args.tokens} tokens")
     rows = []
     try:
-        set_up_django(folder, max(BATCHES))
+        set_up_django(folder, max(BATCHES), args.threads)
         server = clients_mod.serve_threaded()
         for name in args.models:
             rows += measure_model(name, folder, server, args)

@@ -256,14 +256,15 @@ def _slot(model_id: str) -> _Slot:
 def _runtime(onnx_dir: Path, precision: str = DEFAULT_PRECISION) -> Generator:
     """A model's runtime at a precision: batched (eqlm.batch_decode) when batching is on, its export has that
     precision's batched step and it has API_BATCH_MIN_PARAMS parameters or more (below, a step costs less than
-    handing it over)."""
+    handing it over). Such a model runs on API_ONNX_THREADS threads; a smaller one on one."""
     from django.conf import settings
 
     manifest = json.loads((Path(onnx_dir) / "manifest.json").read_text())
     big = int(manifest.get("num_params") or 0) >= settings.API_BATCH_MIN_PARAMS
+    threads = max(1, settings.API_ONNX_THREADS) if big else 1
     if settings.API_BATCH_GENERATIONS and batched_graph(manifest, precision) and big:
-        return BatchedGenerator(onnx_dir, max_rows=settings.API_BATCH_MAX_ROWS, precision=precision)
-    return Generator(onnx_dir, precision=precision)
+        return BatchedGenerator(onnx_dir, max_rows=settings.API_BATCH_MAX_ROWS, precision=precision, threads=threads)
+    return Generator(onnx_dir, precision=precision, threads=threads)
 
 
 def _load(card: ModelCard, precision: str = DEFAULT_PRECISION) -> Generator:

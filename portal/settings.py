@@ -235,6 +235,9 @@ API_GENERATION_QUEUE_SECONDS = env_int("API_GENERATION_QUEUE_SECONDS", 10)  # lo
 API_BATCH_GENERATIONS = env_bool("API_BATCH_GENERATIONS", True)  # a model's concurrent generations share iterations
 API_BATCH_MAX_ROWS = env_int("API_BATCH_MAX_ROWS", 16)  # rows in one batched iteration
 API_BATCH_MIN_PARAMS = env_int("API_BATCH_MIN_PARAMS", 1_000_000)  # smaller models decode each request alone
+# onnxruntime's intra-op threads for a model of API_BATCH_MIN_PARAMS or more (a smaller one runs on one thread, which
+# its tiny products run fastest on); with several web processes, set it to the cores divided by the processes
+API_ONNX_THREADS = env_int("API_ONNX_THREADS", os.cpu_count() or 1)
 API_ANON_REQUESTS_PER_MINUTE = env_int("API_ANON_REQUESTS_PER_MINUTE", 60)  # per client address without a key
 API_ANON_TOKENS_PER_MINUTE = env_int("API_ANON_TOKENS_PER_MINUTE", 20000)
 
