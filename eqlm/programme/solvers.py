@@ -13,6 +13,13 @@ from dataclasses import dataclass, field
 
 import torch
 
+# The least-squares driver on the CPU: the SVD-based 'gelsd'. The programme's own call takes torch's default, 'gelsy'
+# (QR with column pivoting), whose answer to these ill-conditioned systems (condition numbers near 1e3) varies from
+# run to run in one process: over 20 runs on the reference files it landed 0.6e-4 to 1.2e-4 from the programme's
+# recorded log-probabilities on the residual-nosn file, 'gels' (QR) a steady 1.06e-4, and 'gelsd' a steady 1.0e-5 on
+# both EqLM files (AVX2, one thread). CUDA has 'gels' only.
+CPU_LSTSQ_DRIVER = "gelsd"
+
 EPS = 1e-8  # the programme's floor under the norm in its relative residuals
 ANDERSON_M = 5
 ANDERSON_BETA = 1.0
@@ -54,8 +61,9 @@ def anderson_joint(
 ) -> tuple[torch.Tensor, SolveInfo]:
     """The programme's Anderson acceleration. Each iteration evaluates f(z); when the whole batch's relative residual
     is under tol it returns z (the iterate, not f(z)). Otherwise (z, f(z)) joins a history of at most m, and the next
-    iterate mixes the history with coefficients from torch.linalg.lstsq on the differences of the residuals g = f(z) - z
-    (a plain beta-step while the history holds one). When max_iter runs out, the answer is the last mixed iterate."""
+    iterate mixes the history with coefficients from torch.linalg.lstsq (CPU_LSTSQ_DRIVER on the CPU) on the
+    differences of the residuals g = f(z) - z (a plain beta-step while the history holds one). When max_iter runs
+    out, the answer is the last mixed iterate."""
     if max_iter < 1:
         raise ValueError(f"anderson needs at least one iteration, not {max_iter}")
     shape, bsz = z0.shape, z0.shape[0]
@@ -77,7 +85,8 @@ def anderson_joint(
             continue
         residuals = torch.stack([fi - xi for fi, xi in zip(fs, xs, strict=True)], dim=-1)
         d_res = residuals[..., 1:] - residuals[..., :-1]
-        alpha = torch.linalg.lstsq(d_res, g.unsqueeze(-1)).solution
+        driver = CPU_LSTSQ_DRIVER if d_res.device.type == "cpu" else None
+        alpha = torch.linalg.lstsq(d_res, g.unsqueeze(-1), driver=driver).solution
         d_x = torch.stack(xs, dim=-1).diff(dim=-1)
         d_f = torch.stack(fs, dim=-1).diff(dim=-1)
         z_mix = z - torch.bmm(d_x, alpha).squeeze(-1)
