@@ -25,8 +25,8 @@ PICARD_TOL = 1e-5  # nats per token; fixed-depth Picard and ExplicitLM reproduce
 # its lstsq (torch's default driver, gelsy: QR with column pivoting) answers these ill-conditioned systems differently
 # from run to run in one process. Measured on the residual-nosn file's texts (max over a text's tokens, per run): the
 # programme's own code, 50 runs, 0.96e-4 to 2.10e-4 from the recorded values (AVX-512); this implementation with
-# gelsy, 0.6e-4 to 1.2e-4 (20 runs, AVX2). With the SVD-based gelsd (eqlm.programme.solvers.CPU_LSTSQ_DRIVER) it
-# lands a steady 1.04e-5 on the residual-nosn file and 1.07e-5 on the postln file.
+# gelsy, 0.6e-4 to 1.2e-4 (20 runs, AVX2). With the SVD-based gelss (eqlm.programme.solvers.CPU_LSTSQ_DRIVER) it
+# lands a steady 1.48e-5 on the residual-nosn file and 1.78e-5 on the postln file.
 OWN_SETTINGS_TOL = {"eqlm-postln": 1e-4, "eqlm-residual-nosn": 1e-4}  # as the programme-models README states
 
 
