@@ -175,3 +175,35 @@ def test_a_precision_without_its_batched_graph_decodes_alone(tmp_path):
     assert batched.scheduler is None
     request = REQUESTS[1]
     assert _events(batched.stream(request)) == _events(Generator(export, precision="int8").stream(request))
+
+
+def test_int8_requests_decode_alone_as_a_batch_would_mix_their_activation_scales(tmp_path):
+    """int8's activations are quantised with one scale per graph call, so a batched row would depend on the other
+    rows: an int8 runtime has no batch, even where the export has an int8 batched step."""
+    import numpy as np
+    import onnxruntime as ort
+
+    from eqlm.quantize import add_int8
+
+    export = tmp_path / "onnx"
+    shutil.copytree(DEMO, export)
+    manifest = add_int8(export)
+    rng = np.random.default_rng(0)
+    d, heads = manifest["d_model"], manifest["n_heads"]
+    rows = {
+        "z": rng.standard_normal((2, 1, d)).astype(np.float32) * np.array([1, 5], np.float32)[:, None, None],
+        "inj": rng.standard_normal((2, 1, d)).astype(np.float32),
+        "past_k": rng.standard_normal((2, heads, 3, d // heads)).astype(np.float32),
+        "past_v": rng.standard_normal((2, heads, 3, d // heads)).astype(np.float32),
+        "past_valid": np.ones((2, 3), np.float32),
+    }
+    graph = export / manifest["graphs"]["step_batched_int8"]
+    step = ort.InferenceSession(str(graph), providers=["CPUExecutionProvider"])
+    together = step.run(None, rows)[0][0]
+    first_alone = step.run(None, {name: value[:1] for name, value in rows.items()})[0][0]
+    assert np.abs(together - first_alone).max() > 1e-3  # the second row moves the first
+
+    batched = BatchedGenerator(export, precision="int8")
+    assert batched.scheduler is None
+    request = REQUESTS[1]
+    assert _events(batched.stream(request)) == _events(Generator(export, precision="int8").stream(request))
