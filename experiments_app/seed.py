@@ -3,8 +3,9 @@
 Format: {"format": "eqlm-portal-experiments", "version": 2, "experiments": [{slug, title, hypothesis, arms,
 seeds, evaluation, criterion, registered_at, predecessor, launched_at, notes, amended_at, registration:
 {registration_hash, hypothesis}, records: [generic long-format records]}]}, in predecessor order. `hypothesis` is
-the reader's wording; where it was reworded after registration, `registration.hypothesis` holds the registered text
-word for word and `amended_at` dates the rewording (experiments_app.amendments). The registered text must hash to
+the reader's wording; where it was reworded after registration, `amended_at` dates the rewording
+(experiments_app.amendments) and the registered text, word for word, is the working history's: CHANGELOG.md's
+"Registered hypotheses" section (REGISTERED_TEXTS), one fenced block per slug. The registered text must hash to
 `registration.registration_hash`, or the seed refuses it.
 
 An experiment that exists keeps its registration (it never changes); its notes and reader's wording follow the
@@ -12,6 +13,7 @@ fixture, and its records are ingested idempotently, so `make run` shows bundled 
 """
 
 import json
+import re
 from pathlib import Path
 
 from django.conf import settings
@@ -27,6 +29,13 @@ from .services import register_experiment
 
 FIXTURE = Path(settings.BASE_DIR) / "fixtures" / "experiments.json"
 FORMAT = "eqlm-portal-experiments"
+REGISTERED_TEXTS = Path(settings.BASE_DIR) / "CHANGELOG.md"
+_REGISTERED = re.compile(r"^### (?P<slug>[\w-]+) \(registered\)\n.*?^```text\n(?P<text>.*?)\n```$", re.S | re.M)
+
+
+def registered_texts(path: Path = REGISTERED_TEXTS) -> dict[str, str]:
+    """{slug: the hypothesis as registered} for the experiments whose reader's wording is an amendment."""
+    return {m["slug"]: m["text"] for m in _REGISTERED.finditer(path.read_text())} if path.exists() else {}
 
 
 def load_fixture(path: Path = FIXTURE) -> tuple[int, int]:
@@ -37,8 +46,13 @@ def load_fixture(path: Path = FIXTURE) -> tuple[int, int]:
     if data.get("format") != FORMAT:
         raise ValueError(f"{path} is not an {FORMAT} fixture")
     created = rows = 0
+    registered = registered_texts()
     for item in data["experiments"]:
-        registration = item.get("registration") or {}
+        registration = dict(item.get("registration") or {})
+        if item.get("amended_at"):
+            if item["slug"] not in registered:
+                raise ValueError(f"{item['slug']}: no registered text in {REGISTERED_TEXTS.name}")
+            registration["hypothesis"] = registered[item["slug"]]
         experiment = Experiment.objects.filter(slug=item["slug"]).first()
         if experiment is None:
             experiment = _register(item, registration)
@@ -91,9 +105,7 @@ def fixture_entry(experiment: Experiment) -> dict:
         }
         for r in rows.order_by("arm_label", "seed", "metric", "condition_key")
     ]
-    registration = {"registration_hash": experiment.registration_hash}
-    if experiment.summary:
-        registration["hypothesis"] = experiment.hypothesis
+    registration = {"registration_hash": experiment.registration_hash}  # a reworded one's text: REGISTERED_TEXTS
     return {
         "slug": experiment.slug,
         "title": experiment.title,

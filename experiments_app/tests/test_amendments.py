@@ -83,13 +83,22 @@ def test_the_seed_refuses_a_registration_that_does_not_hash_to_its_recorded_sha2
 
     data = json.loads(FIXTURE.read_text())
     item = next(e for e in data["experiments"] if e["slug"] == "depth-curve")
-    item["registration"]["hypothesis"] += " Edited."
+    item["registration"]["registration_hash"] = "0" * 64  # the registered text (CHANGELOG.md) no longer matches it
     data["experiments"] = [item]
     path = tmp_path / "experiments.json"
     path.write_text(json.dumps(data))
     with pytest.raises(ValueError, match="hashes to"):
         load_fixture(path)
     assert not Experiment.objects.filter(slug="depth-curve").exists()
+
+
+def test_the_registered_texts_of_reworded_experiments_are_the_working_historys_and_the_fixture_holds_none():
+    from experiments_app.seed import FIXTURE, registered_texts
+
+    items = json.loads(FIXTURE.read_text())["experiments"]
+    reworded = {item["slug"] for item in items if item.get("amended_at")}
+    assert reworded and reworded <= set(registered_texts())
+    assert not any("hypothesis" in (item.get("registration") or {}) for item in items)
 
 
 def test_the_bundled_registrations_hash_as_recorded_and_their_rewordings_are_dated():

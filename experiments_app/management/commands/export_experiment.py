@@ -6,7 +6,7 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError
 
 from experiments_app.models import Experiment
-from experiments_app.seed import FIXTURE, FORMAT, fixture_entry
+from experiments_app.seed import FIXTURE, FORMAT, REGISTERED_TEXTS, fixture_entry, registered_texts
 
 
 class Command(BaseCommand):
@@ -20,6 +20,12 @@ class Command(BaseCommand):
         experiment = Experiment.objects.filter(slug=slug).first()
         if experiment is None:
             raise CommandError(f"no experiment {slug!r}")
+        if experiment.summary and registered_texts().get(slug) != experiment.hypothesis:
+            raise CommandError(
+                f"{slug}'s hypothesis is reworded: add its registered text, word for word, to "
+                f"{REGISTERED_TEXTS.name}'s "
+                f'"Registered hypotheses" section as "### {slug} (registered)" and a fenced text block, then export'
+            )
         path = Path(fixture)
         data = json.loads(path.read_text()) if path.exists() else {"format": FORMAT, "version": 2, "experiments": []}
         entry = fixture_entry(experiment)
