@@ -228,19 +228,13 @@ class BatchedModel:
         return self.scheduler.solving() if new_positions == 1 else nullcontext()
 
 
-UNBATCHED_PRECISIONS = ("int8",)
-
-
 def batched_graph(manifest: dict, precision: str = "fp32") -> str | None:
-    """The batched step graph of a precision ("step_batched" for fp32), when exported; None for int8.
+    """The batched step graph ("step_batched") for fp32, when exported; None for int8, which has none.
 
     An int8 graph quantises its activations with one scale per call (onnxruntime's DynamicQuantizeLinear is
     per-tensor), so in a batch a row's result would depend on the other rows' values (a row's z moved by 0.046 on
     eqlm-demo beside a second row): int8 requests decode alone, each as it would with no other request."""
-    if precision in UNBATCHED_PRECISIONS:
-        return None
-    name = "step_batched" if precision == "fp32" else f"step_batched_{precision}"
-    return name if name in manifest.get("graphs", {}) else None
+    return "step_batched" if precision == "fp32" and "step_batched" in manifest.get("graphs", {}) else None
 
 
 class BatchedGenerator(Generator):

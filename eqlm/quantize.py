@@ -34,7 +34,9 @@ TIED_INT8_FILE = "tied.int8.bin"
 # every CPU, so the server and the browser compute the same products.
 WEIGHT_TYPE_NAME = "QUInt8"
 INT8_ABOVE_PARAMS = 10_000_000  # an imported model this large gets its int8 graphs beside the fp32 ones unasked
-ITERATION_ROLES_EXCLUDED = ("embed", "head")
+# embed and head are quantised by their tied matrix; the batched step gets no int8 twin, as int8 requests decode
+# alone (eqlm.batch_decode.batched_graph: one activation scale per call would mix a batch's rows)
+ITERATION_ROLES_EXCLUDED = ("embed", "head", "step_batched")
 
 
 def sha256(path: Path) -> str:
@@ -235,10 +237,11 @@ def add_int8(out_dir: Path) -> dict:
         onnx.save(model, str(out_dir / int8_name(fp32[role])))
         graphs[f"{role}_int8"] = int8_name(fp32[role])
     # the fp32 graphs first, then their int8 twins in the same order
-    manifest["graphs"] = {**fp32, **{f"{role}_int8": graphs[f"{role}_int8"] for role in fp32}}
+    twins = [f"{role}_int8" for role in fp32 if f"{role}_int8" in graphs]
+    manifest["graphs"] = {**fp32, **{twin: graphs[twin] for twin in twins}}
     hashes = dict(manifest.get("graph_sha256") or {})
-    for role in fp32:
-        hashes[f"{role}_int8"] = sha256(out_dir / graphs[f"{role}_int8"])
+    for twin in twins:
+        hashes[twin] = sha256(out_dir / graphs[twin])
     if once:
         manifest["external_data"] = {**manifest["external_data"], TIED_INT8_FILE: ["embed_int8", "head_int8"]}
         hashes[TIED_INT8_FILE] = sha256(out_dir / TIED_INT8_FILE)

@@ -36,11 +36,7 @@ class ExperimentForm(forms.ModelForm):
     def save(self, commit=True):
         instance = super().save(commit=False)
         services._rehash(instance)
-        if "summary" in self.changed_data:  # a new rewording is an amendment: dated and hashed now
-            text, instance.summary, instance.amended_at = instance.summary, "", None
-            amendments.apply(instance, text)
-        elif instance.summary:  # the registered fields may have moved before launch: the amendment's hash follows
-            instance.amendment_hash = amendments.amendment_hash(instance, instance.summary)
+        amendments.settle(instance, self.initial.get("summary") or "")
         if commit:
             instance.save()
         return instance

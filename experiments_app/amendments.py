@@ -32,15 +32,18 @@ def amendment_intact(experiment: Experiment) -> bool:
     return amendment_hash(experiment, experiment.summary) == experiment.amendment_hash
 
 
-def apply(experiment: Experiment, text: str, at=None) -> None:
-    """Set the amendment on the instance (unsaved): text, date and sha256; empty text withdraws it."""
-    text = text.strip()
+def settle(experiment: Experiment, previous: str, at=None) -> None:
+    """After an edit of the instance (unsaved) that may have set its `summary` or moved its registered fields: a
+    new rewording is dated (`at`, else now), the same one keeps its date, empty text or the registered wording
+    withdraws it, and its sha256 is taken over the registered fields as they now are."""
+    text = experiment.summary.strip()
     if text == experiment.hypothesis.strip():
         text = ""  # the registered wording needs no amendment
-    if text == experiment.summary and bool(experiment.amended_at) == bool(text):
-        return  # the same amendment again keeps its date
     experiment.summary = text
-    experiment.amended_at = (at or timezone.now()) if text else None
+    if not text:
+        experiment.amended_at = None
+    elif text != previous or experiment.amended_at is None:
+        experiment.amended_at = at or timezone.now()
     experiment.amendment_hash = amendment_hash(experiment, text) if text else ""
 
 
@@ -50,7 +53,8 @@ def amend(experiment: Experiment, text: str, at=None) -> Experiment:
         raise AmendmentError("the reworded hypothesis must be text")
     with transaction.atomic():
         experiment = Experiment.objects.select_for_update().get(pk=experiment.pk)
-        apply(experiment, text, at)
+        previous, experiment.summary = experiment.summary, text
+        settle(experiment, previous, at)
         experiment.save(update_fields=["summary", "amended_at", "amendment_hash"])
     return experiment
 

@@ -144,10 +144,10 @@ def update_experiment(experiment: Experiment, changes: dict, *, check_files: boo
         if "notes" in changes:
             experiment.notes = str(changes["notes"])
         _rehash(experiment)
+        previous = experiment.summary
         if "summary" in changes:
-            amendments.apply(experiment, str(changes["summary"]))
-        if changed and experiment.summary:  # the registered fields moved before launch: the amendment follows
-            experiment.amendment_hash = amendments.amendment_hash(experiment, experiment.summary)
+            experiment.summary = str(changes["summary"])
+        amendments.settle(experiment, previous)
         experiment.save()
     return experiment
 

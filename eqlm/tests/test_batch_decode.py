@@ -3,7 +3,6 @@
 eqlm-demo is trained (random weights would put near-ties everywhere, and a tie is no test of token equality).
 """
 
-import json
 import os
 import shutil
 import threading
@@ -161,33 +160,19 @@ def test_a_programme_eqlm_export_batches_too_and_each_request_equals_its_lone_ge
     assert batched.scheduler.largest >= 2
 
 
-def test_a_precision_without_its_batched_graph_decodes_alone(tmp_path):
-    """An export whose int8 twins lack the batched step (one made before it existed): int8 requests never run in
-    fp32's batch."""
-    from eqlm.quantize import add_int8
-
-    export = tmp_path / "onnx"
-    shutil.copytree(DEMO, export)
-    manifest = add_int8(export)
-    del manifest["graphs"]["step_batched_int8"]
-    (export / "manifest.json").write_text(json.dumps(manifest))
-    batched = BatchedGenerator(export, precision="int8")
-    assert batched.scheduler is None
-    request = REQUESTS[1]
-    assert _events(batched.stream(request)) == _events(Generator(export, precision="int8").stream(request))
-
-
 def test_int8_requests_decode_alone_as_a_batch_would_mix_their_activation_scales(tmp_path):
     """int8's activations are quantised with one scale per graph call, so a batched row would depend on the other
-    rows: an int8 runtime has no batch, even where the export has an int8 batched step."""
+    rows (shown on the batched step quantised as int8 graphs are): an int8 export has no batched step, and an int8
+    runtime no batch; it decodes each request as it would alone."""
     import numpy as np
     import onnxruntime as ort
 
-    from eqlm.quantize import add_int8
+    from eqlm.quantize import _quantize_iteration, add_int8
 
     export = tmp_path / "onnx"
     shutil.copytree(DEMO, export)
     manifest = add_int8(export)
+    assert "step_int8" in manifest["graphs"] and "step_batched_int8" not in manifest["graphs"]
     rng = np.random.default_rng(0)
     d, heads = manifest["d_model"], manifest["n_heads"]
     rows = {
@@ -197,7 +182,8 @@ def test_int8_requests_decode_alone_as_a_batch_would_mix_their_activation_scales
         "past_v": rng.standard_normal((2, heads, 3, d // heads)).astype(np.float32),
         "past_valid": np.ones((2, 3), np.float32),
     }
-    graph = export / manifest["graphs"]["step_batched_int8"]
+    graph = tmp_path / "step_batched.int8.onnx"
+    _quantize_iteration(export / manifest["graphs"]["step_batched"], graph)
     step = ort.InferenceSession(str(graph), providers=["CPUExecutionProvider"])
     together = step.run(None, rows)[0][0]
     first_alone = step.run(None, {name: value[:1] for name, value in rows.items()})[0][0]
