@@ -22,7 +22,6 @@ from .onnx_share import share_weights
 
 TIED_FILE = "tied.bin"  # the token embedding, which is also the head: stored once, read by both graphs
 BLOCK_FILE = "block.bin"  # the block's weights, which step and step_batched both read: stored once
-BLOCK_INT8_FILE = "block.int8.bin"  # the same for their int8 twins
 EMPTY_PROMPT = "\n"  # GPT-2 id 198: what an empty prompt becomes
 STEP_IO = {
     "inputs": {"z": "[B,T,D]", "inj": "[B,T,D]", "past_k": "[B,H,P,Dh]", "past_v": "[B,H,P,Dh]"},
@@ -236,7 +235,6 @@ def export_programme_onnx(
         from .quantize import add_int8
 
         report(0.95, "quantising the weights to int8")
-        add_int8(out_dir)
-        manifest = share_weights(out_dir, ("step_int8", "step_batched_int8"), BLOCK_INT8_FILE)
+        manifest = add_int8(out_dir)
     report(1.0, "exported")
     return manifest

@@ -3,18 +3,16 @@
 The precision is called int8 (8-bit weights and activations); its weights are stored as uint8 with a scale and a zero
 point per output channel (WEIGHT_TYPE_NAME: why unsigned).
 
-- Every iteration graph (`step` and the batched `step_batched`, or an explicit transformer's `layer_NN`):
-  onnxruntime's dynamic quantisation (`quantize_dynamic`), 8-bit weights with a scale and zero point per output
-  channel (a product fed by a Concat, or a one-column gate, stays fp32: `kept_in_fp32`), the activations quantised
-  at every call. The batched step's (and the head's) are quantised per row (`per_row_activations`), so an int8 batch
-  computes each row as the lone step computes it: one position, one row, the same integers and floats.
+- Every iteration graph (`step`, or an explicit transformer's `layer_NN`): onnxruntime's dynamic quantisation
+  (`quantize_dynamic`), 8-bit weights with a scale and zero point per output channel, the activations quantised per
+  call (a product fed by a Concat, or a one-column gate, stays fp32: `kept_in_fp32`).
 - The tied matrix (the token embedding, which is also the head) is quantised once, by the same tool on the head's
   MatMul: 8-bit [D, V] with a scale and zero point per vocabulary entry. Where the fp32 export stores its tied
   matrix once (a programme model's `tied.bin`), the 8-bit one is stored once too, as `tied.int8.bin`, which both
   int8 graphs read as external data; a portal model's graphs stay self-contained (its byte vocabulary makes the
-  matrix small). The head multiplies by it (MatMulInteger, its activations quantised per row as above); the
-  embedding gathers its columns (Gather on axis 1, then Transpose), subtracts each entry's zero point and multiplies
-  by its scale.
+  matrix small). The head multiplies by it (DynamicQuantizeLinear + MatMulInteger, fused by onnxruntime into one
+  kernel); the embedding gathers its columns (Gather on axis 1, then Transpose), subtracts each entry's zero point
+  and multiplies by its scale.
 
 `add_int8(out_dir)` writes the int8 graphs of an export and adds them to its manifest.json (`graphs`, `graph_sha256`,
 `external_data`, `precisions`). Needs onnx and onnxruntime; never torch.
@@ -36,11 +34,9 @@ TIED_INT8_FILE = "tied.int8.bin"
 # every CPU, so the server and the browser compute the same products.
 WEIGHT_TYPE_NAME = "QUInt8"
 INT8_ABOVE_PARAMS = 10_000_000  # an imported model this large gets its int8 graphs beside the fp32 ones unasked
-ITERATION_ROLES_EXCLUDED = ("embed", "head")  # quantised by their tied matrix
-# the iteration graphs whose activations are quantised per row (and the head's, in _quantize_head): the batched step,
-# where a row must not depend on the others. The lone step keeps one scale per call: it decodes one position per
-# call, one row, where the two are the same numbers bit for bit, and it solves a prompt as the browser's dial does.
-PER_ROW_ROLES = ("step_batched",)
+# embed and head are quantised by their tied matrix; the batched step gets no int8 twin, as int8 requests decode
+# alone (eqlm.batch_decode.batched_graph: one activation scale per call would mix a batch's rows)
+ITERATION_ROLES_EXCLUDED = ("embed", "head", "step_batched")
 
 
 def sha256(path: Path) -> str:
@@ -75,80 +71,7 @@ def kept_in_fp32(model) -> list[str]:
     ]
 
 
-def per_row_activations(model, base_dir: Path | None = None):
-    """Rewrite a dynamically quantised graph (quantize_dynamic's output) to quantise its activations per row.
-
-    quantize_dynamic quantises a product's input with one scale and zero point per call (DynamicQuantizeLinear,
-    per tensor), so one row's result would depend on the other rows of its call: a window's other tokens, a batch's
-    other requests. Here each DynamicQuantizeLinear becomes the same arithmetic along the last axis (the range of a
-    row, zero included; scale = range / 255; zero point = round(-min / scale); q = clip(round(x / scale) + zero
-    point)), and each MatMulInteger takes its activations' zero points per row as an exact int32 correction:
-    sum_k (q - a0)(w - w0) = MatMulInteger(q, w, 0, w0) - a0 * sum_k (w - w0). A row's products are then the same
-    integers alone as in any call, so a batched row equals the row alone, bit for bit. Returns the model."""
-    import onnx
-    from onnx import TensorProto, helper, numpy_helper
-
-    graph = model.graph
-    inits = {t.name: t for t in graph.initializer}
-    constants = {
-        "per_row_zero": np.array(0.0, np.float32),
-        "per_row_levels": np.array(255.0, np.float32),
-        "per_row_tiny": np.array(1e-30, np.float32),  # a row of zeros: any scale gives q = zero point = 0
-    }
-    added = [numpy_helper.from_array(value, name) for name, value in constants.items()]
-    row_zero = {}  # quantised activation -> its per-row int32 zero point
-    nodes = []
-    for node in graph.node:
-        if node.op_type != "DynamicQuantizeLinear":
-            nodes.append(node)
-            continue
-        x, (q, scale, _) = node.input[0], node.output
-        p = f"{node.name or x}_per_row_"
-        nodes += [
-            helper.make_node("ReduceMin", [x], [p + "min0"], axes=[-1], keepdims=1),
-            helper.make_node("ReduceMax", [x], [p + "max0"], axes=[-1], keepdims=1),
-            helper.make_node("Min", [p + "min0", "per_row_zero"], [p + "min"]),
-            helper.make_node("Max", [p + "max0", "per_row_zero"], [p + "max"]),
-            helper.make_node("Sub", [p + "max", p + "min"], [p + "range"]),
-            helper.make_node("Div", [p + "range", "per_row_levels"], [p + "scale0"]),
-            helper.make_node("Max", [p + "scale0", "per_row_tiny"], [scale]),
-            helper.make_node("Div", [p + "min", scale], [p + "min_q"]),
-            helper.make_node("Neg", [p + "min_q"], [p + "zero_q"]),
-            helper.make_node("Round", [p + "zero_q"], [p + "zero_r"]),
-            helper.make_node("Clip", [p + "zero_r", "per_row_zero", "per_row_levels"], [p + "zero"]),
-            helper.make_node("Cast", [p + "zero"], [p + "zero32"], to=TensorProto.INT32),
-            helper.make_node("Div", [x, scale], [p + "x_q"]),
-            helper.make_node("Round", [p + "x_q"], [p + "x_r"]),
-            helper.make_node("Add", [p + "x_r", p + "zero"], [p + "x_z"]),
-            helper.make_node("Clip", [p + "x_z", "per_row_zero", "per_row_levels"], [p + "x_c"]),
-            helper.make_node("Cast", [p + "x_c"], [q], to=TensorProto.UINT8),
-        ]
-        row_zero[q] = p + "zero32"
-    rewritten = []
-    for node in nodes:
-        if node.op_type != "MatMulInteger" or node.input[0] not in row_zero:
-            rewritten.append(node)
-            continue
-        a, w, _, w0 = node.input
-        kwargs = {} if base_dir is None else {"base_dir": str(base_dir)}
-        weights = numpy_helper.to_array(inits[w], **kwargs).astype(np.int64)
-        w_zero = numpy_helper.to_array(inits[w0], **kwargs).astype(np.int64)
-        column_sums = f"{node.name or w}_column_sums"
-        added.append(numpy_helper.from_array((weights - w_zero).sum(0).astype(np.int32), column_sums))
-        raw, out = node.output[0] + "_raw", node.output[0]
-        rewritten += [
-            helper.make_node("MatMulInteger", [a, w, "", w0], [raw], name=node.name),
-            helper.make_node("Mul", [row_zero[a], column_sums], [raw + "_zero"]),
-            helper.make_node("Sub", [raw, raw + "_zero"], [out]),
-        ]
-    graph.ClearField("node")
-    graph.node.extend(rewritten)
-    graph.initializer.extend(added)
-    onnx.checker.check_model(model)
-    return model
-
-
-def _quantize_iteration(src: Path, dst: Path, per_row: bool = False) -> None:
+def _quantize_iteration(src: Path, dst: Path) -> None:
     import onnx
     from onnxruntime.quantization import quantize_dynamic
 
@@ -161,8 +84,6 @@ def _quantize_iteration(src: Path, dst: Path, per_row: bool = False) -> None:
         op_types_to_quantize=["MatMul"],
         nodes_to_exclude=kept,
     )
-    if per_row:
-        onnx.save(per_row_activations(onnx.load(str(dst))), str(dst))
 
 
 def _tied_node(model, vocab_size: int, d_model: int):
@@ -212,7 +133,7 @@ def _quantize_head(out_dir: Path, head_name: str, vocab_size: int, d_model: int)
         quantize_dynamic(
             str(src), str(dst), per_channel=True, weight_type=weight_type(), op_types_to_quantize=["MatMul"]
         )
-        quantized = per_row_activations(onnx.load(str(dst)))
+        quantized = onnx.load(str(dst))
     inits = {t.name: t for t in quantized.graph.initializer}
     weight = next(t for t in inits.values() if list(t.dims) == [d_model, vocab_size])
     if weight.data_type not in (onnx.TensorProto.UINT8, onnx.TensorProto.INT8):
@@ -305,7 +226,7 @@ def add_int8(out_dir: Path) -> dict:
     vocab, d = int(manifest["vocab_size"]), int(manifest["d_model"])
     for role, name in fp32.items():
         if role not in ITERATION_ROLES_EXCLUDED:
-            _quantize_iteration(out_dir / name, out_dir / int8_name(name), per_row=role in PER_ROW_ROLES)
+            _quantize_iteration(out_dir / name, out_dir / int8_name(name))
             graphs[f"{role}_int8"] = int8_name(name)
     head, weight, scale, zero = _quantize_head(out_dir, fp32["head"], vocab, d)
     embed = _embed_int8(out_dir / fp32["embed"], weight, scale, zero, vocab, d)

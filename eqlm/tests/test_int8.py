@@ -73,14 +73,9 @@ def measured(reference, label: str) -> dict:
 
 SETS = ("texts", "blimp", "prose")
 # Measured (dynamic 8-bit, uint8 weights with a scale and zero point per output channel and per vocabulary entry;
-# the step's activations with one scale per call, the head's per token; exact integer products, so the same on every
-# CPU): the max over tokens passes 0.02 on these (0.013 to 0.018) and misses on the rest (0.025 to 0.052 nats), while
-# the mean stays under 0.005 everywhere.
-MAX_HOLDS = {
-    ("eqlm-postln", "texts"),
-    ("explicit-2layer", "texts"),
-    ("explicit-2layer", "prose"),
-}
+# exact integer products, so the same on every CPU): the max over tokens passes 0.02 on these (0.010 and 0.019) and
+# misses on the rest (0.026 to 0.053 nats), while the mean stays under 0.006 everywhere.
+MAX_HOLDS = {("explicit-2layer", "texts"), ("explicit-2layer", "prose")}
 
 
 @pytest.mark.slow
@@ -95,7 +90,7 @@ def test_a_reference_checkpoints_int8_is_within_002_nats_per_token_on_average(re
 def test_a_reference_checkpoints_int8_is_within_002_nats_on_every_token(reference, label, request):
     if (reference[0], label) not in MAX_HOLDS:
         request.applymarker(
-            pytest.mark.xfail(strict=True, reason="measured: the max over tokens misses 0.02 nats (up to 0.052)")
+            pytest.mark.xfail(strict=True, reason="measured: the max over tokens misses 0.02 nats (up to 0.053)")
         )
     block = measured(reference, label)
     assert block["nats_per_token_max"] <= NATS_PER_TOKEN, (reference[0], block)
@@ -104,8 +99,9 @@ def test_a_reference_checkpoints_int8_is_within_002_nats_on_every_token(referenc
 @pytest.mark.slow
 @pytest.mark.xfail(
     strict=True,
-    reason="measured: eqlm-demo's 12-16 iterations amplify int8's error (max 1.95 nats, mean 0.083 over the 16,320 "
-    "scored tokens of its held-out slice at depths 1, 4, 12 and 16)",
+    reason="measured: eqlm-demo's 12-16 iterations amplify int8's error (max 1.9 nats, mean 0.083 on the first 8 "
+    "windows of its held-out slice; weight-only int8 of the step alone, fp32 activations, already gives a max of 1.7 "
+    "nats)",
 )
 def test_eqlm_demos_int8_graphs_stay_within_002_nats_per_token_on_its_held_out_slice(tmp_path):
     from eqlm.checkpoint import load_checkpoint
@@ -125,15 +121,15 @@ def test_the_manifest_lists_the_int8_graphs_and_stores_the_tied_int8_matrix_once
     graphs = manifest["graphs"]
     fp32_roles = [role for role in graphs if not role.endswith("_int8")]
     assert manifest["precisions"] == ["fp32", "int8"]
-    assert [role for role in graphs if role.endswith("_int8")] == [f"{role}_int8" for role in fp32_roles]
+    twinned = [role for role in fp32_roles if role != "step_batched"]  # int8 requests are never batched
+    assert [role for role in graphs if role.endswith("_int8")] == [f"{role}_int8" for role in twinned]
     assert all((out / graphs[role]).is_file() and manifest["graph_sha256"][role] for role in graphs)
     assert manifest["external_data"][TIED_INT8_FILE] == ["embed_int8", "head_int8"]
     vocab, d = manifest["vocab_size"], manifest["d_model"]
     assert (out / TIED_INT8_FILE).stat().st_size == vocab * d  # one byte per weight, once
-    # neither int8 graph holds the matrix itself (a byte per weight): both read the one file, and hold only what
-    # they keep per vocabulary entry (a scale and a zero point; the head, its column's sum: 9 bytes at most)
+    # neither int8 graph holds the matrix itself: both read the one file
     for role in ("embed_int8", "head_int8"):
-        assert (out / graphs[role]).stat().st_size < vocab * d // 2
+        assert (out / graphs[role]).stat().st_size < vocab * d // 4
 
 
 def test_an_int8_runtime_loads_the_int8_graphs_and_a_missing_precision_is_refused(reference, tmp_path):
