@@ -85,10 +85,8 @@ def protocol_records(run: EvaluationRun, outcome: dict) -> list[dict]:
 
 def run_protocol_evaluation(run_id: int) -> EvaluationRun:
     """Score the programme's protocol (or every paradigm) on a programme checkpoint, with progress on the row."""
-    import torch
-
     from eqlm.programme.checkpoint import load_programme_model
-    from eqlm.programme.protocol import PAIRS_PER_PARADIGM, PARADIGMS, run_programme_protocol
+    from eqlm.programme.protocol import PAIRS_PER_PARADIGM, PARADIGMS, run_programme_protocol, use_cpu_threads
     from eqlm.tokenizers import get_tokenizer
     from results.records import ingest_records
 
@@ -104,7 +102,7 @@ def run_protocol_evaluation(run_id: int) -> EvaluationRun:
     model, _ = load_programme_model(run.model.file_path(), max_bytes=settings.MODEL_MAX_BYTES)
     model.to(device)
     if device == "cpu":
-        torch.set_num_threads(max(1, min(2, torch.get_num_threads())))
+        use_cpu_threads()
     if protocol == PROTOCOL_PROGRAMME:  # its 5 paradigms, the first 200 pairs of each (or of `pair_limit`)
         paradigms, per_paradigm = list(PARADIGMS), min(run.pair_limit or PAIRS_PER_PARADIGM, PAIRS_PER_PARADIGM)
     else:  # every paradigm in BLIMP_DIR (or the row's), all pairs (or the first `pair_limit` of each)

@@ -26,6 +26,20 @@ def pick_device() -> str:
     return "cuda" if torch.cuda.is_available() else "cpu"
 
 
+def use_cpu_threads() -> int:
+    """Set torch's CPU threads for a protocol run as the workers run it (two, or one on a one-core machine); returns
+    the count. The joint Anderson solve's scores move with the thread count (the programme's own, by up to 0.04 nats
+    a sentence), so the workers' figure and the tests' come from the same setting. Counted from the cores this
+    process may use, not from torch's current setting, which an earlier job in the process may have changed."""
+    import os
+
+    import torch
+
+    threads = max(1, min(2, len(os.sched_getaffinity(0))))
+    torch.set_num_threads(threads)
+    return threads
+
+
 def run_programme_protocol(
     model,
     encode: Callable[[str], list[int]],
