@@ -169,20 +169,20 @@ class BatchScheduler:
                         break
                     self._cond.wait(left)
                 now = time.monotonic()
-                held = [
-                    call
-                    for call in self._pending
-                    if call.waits and self._inside > 0 and now - call.since < self.head_wait_s
-                ]
-                ready = [call for call in self._pending if not any(call is h for h in held)][: self.max_rows]
+                ready = [call for call in self._pending if not self._held(call, now)][: self.max_rows]
                 if ready:
                     break
                 # only held heads: wait for a solving row's step, or for the oldest head's time to run out
-                self._cond.wait(max(0.0, min(call.since for call in held) + self.head_wait_s - now))
-            self._pending = [call for call in self._pending if not any(call is r for r in ready)]
+                self._cond.wait(max(0.0, min(call.since for call in self._pending) + self.head_wait_s - now))
+            taken = {id(call) for call in ready}
+            self._pending = [call for call in self._pending if id(call) not in taken]
             heads = sum(call.kind == "head" for call in ready)
             self._leaving = max(0, self._leaving - heads)
             return ready
+
+    def _held(self, call: _Call, now: float) -> bool:  # under the lock
+        """A next-token head call waiting for the rows still inside their solves (up to head_wait_s)."""
+        return call.waits and self._inside > 0 and now - call.since < self.head_wait_s
 
     def _loop(self) -> None:
         while (batch := self._take()) is not None:

@@ -14,13 +14,7 @@ import torch
 
 from eqlm.blimp import load_pairs
 from eqlm.programme.checkpoint import load_programme_model
-from eqlm.programme.protocol import (
-    PAIRS_PER_PARADIGM,
-    PARADIGMS,
-    pick_device,
-    run_programme_protocol,
-    use_cpu_threads,
-)
+from eqlm.programme.protocol import PAIRS_PER_PARADIGM, PARADIGMS, pick_device, run_programme_protocol
 
 SHARED = Path(__file__).resolve().parents[2].parent / "shared"
 REFS = Path(os.environ.get("PROGRAMME_MODELS_DIR", SHARED / "programme-models"))
@@ -90,17 +84,6 @@ def test_the_protocols_pairs_are_the_programmes_in_its_order():
 def test_the_tokenizer_gives_the_recorded_ids(encode):
     for text in reference("eqlm-postln")["texts"]:
         assert encode(text["text"]) == text["ids"]
-
-
-@pytest.fixture
-def worker_threads():
-    """torch on the threads a worker's protocol run takes (eqlm.programme.protocol.use_cpu_threads). Measured on the
-    full protocol, residual-nosn file, sentences further than 1e-3 nats per token of 2,000: 17 at two threads on an
-    AVX-512 machine (18 with torch's kernels pinned to AVX2), 23 at one thread there (18 on an AVX2 machine)."""
-    threads = torch.get_num_threads()
-    use_cpu_threads()
-    yield
-    torch.set_num_threads(threads)
 
 
 @pytest.mark.parametrize("name", FILES)
