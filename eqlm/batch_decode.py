@@ -4,10 +4,14 @@ Each request keeps its own thread, cache, depth, halting, solver, sampling and s
 generation.Generator's loop as it would alone. The one difference is where a decoded position's iteration runs: a
 row's step of one new position (T = 1) is handed to the model's `BatchScheduler`, whose thread runs every row's
 pending step in one call of the `step_batched` graph (export_batched.py): each row attends to its own past through
-the graph's per-row mask, so rows at different positions, iteration slots and depths run together. Requests join the
-batch when they start decoding and leave it when they end, halt or stop, at token and iteration boundaries; the
-prompt's positions (T > 1) run on the row's own thread through the step graph, as alone, and so does the step of
-a row that is the only one decoding (a lone client pays no hand-over).
+the graph's per-row mask, so rows at different positions, iteration slots and depths run together. An explicit
+transformer's layers differ by slot and nothing in its pass depends on the row (no halting, no solver), so a row
+hands in its whole pass of a decoded position at once (`layers_pass`): the scheduler runs the rows' layer 0 in one
+call of `layer_00_batched`, then layer 1, and so on, writing each layer's K/V into each row's cache (one hand-over a
+token, where a hand-over a layer cost more than the layer's call). Requests join the batch when they start
+decoding and leave it when they end, halt or stop, at token and iteration boundaries; the prompt's positions (T > 1)
+run on the row's own thread through the step graph, as alone, and so does the step of a row that is the only one
+decoding (a lone client pays no hand-over).
 
 A row's head call of one position (its next token's logits, or KL halting's per-iteration distribution) goes the
 same way when other streams are members: the head's matrix is read once for every row that asked together. A
@@ -33,13 +37,17 @@ from pathlib import Path
 import numpy as np
 import onnxruntime as ort
 
-from .decoder import OnnxEqLM
+from .decoder import DecodeCache, OnnxEqLM
 from .generation import GenerationRequest, Generator, TokenStream
 
 GATHER_S = 0.002  # how long a batch waits for rows still working between their steps
 # how long a row's next-token head call may wait for the rows still inside their solves, so that the head's matrix
 # is read once for them all (a 121M model reads 343 MB per head call whether 1 row asks or 8)
 HEAD_WAIT_S = 0.25
+# how long an explicit transformer's pass waits for the members that have not yet handed in their next call (between
+# tokens: sampling, streaming, embedding), so that the rows' layers run together; a pass of 8 rows of the 124M
+# explicit model costs about 15 ms, one of 4 about 11 ms
+PASS_WAIT_S = 0.01
 MAX_ROWS = 16
 IDLE_S = 30.0  # a scheduler thread with nothing to run for this long ends (a runtime that is dropped leaves none)
 
@@ -47,9 +55,10 @@ IDLE_S = 30.0  # a scheduler thread with nothing to run for this long ends (a ru
 class _Call:
     """One row's pending step or head call and, once run, its outputs (or the error that the batch raised)."""
 
-    def __init__(self, kind: str, *inputs, waits: bool = False):
-        self.kind = kind  # "step" (z, inj, past_k, past_v) or "head" (z)
+    def __init__(self, kind: str, *inputs, waits: bool = False, slot: int = 0):
+        self.kind = kind  # "step" (z, inj, past_k, past_v), "pass" (z, cache) or "head" (z)
         self.inputs = inputs
+        self.slot = slot  # the batched graph a step runs in: an explicit transformer's layer, else 0
         self.waits = waits  # a next-token head call, which waits for the rows still solving (HEAD_WAIT_S)
         self.since = time.monotonic()
         self.outputs: list[np.ndarray] | None = None
@@ -66,17 +75,23 @@ class BatchScheduler:
         threads: int = 1,
         max_rows: int = MAX_ROWS,
         gather_s: float = GATHER_S,
-        graph: str = "step_batched",
+        graphs: tuple[str, ...] = ("step_batched",),
         head_wait_s: float = HEAD_WAIT_S,
+        pass_wait_s: float = PASS_WAIT_S,
     ):
+        """`graphs`: the batched graph of each slot (an explicit transformer's batched layers), or one for all."""
         options = ort.SessionOptions()
         options.intra_op_num_threads = threads
         options.inter_op_num_threads = 1
         if threads > 1:  # as OnnxEqLM's: the rows' threads need the cores between batches; a spinning pool takes them
             options.add_session_config_entry("session.intra_op.allow_spinning", "0")
-        path = Path(model.onnx_dir) / model.manifest["graphs"][graph]
-        self.session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
-        self.max_rows, self.gather_s, self.head_wait_s = max_rows, gather_s, head_wait_s
+        folder, names = Path(model.onnx_dir), model.manifest["graphs"]
+        self.sessions = [
+            ort.InferenceSession(str(folder / names[graph]), options, providers=["CPUExecutionProvider"])
+            for graph in graphs
+        ]
+        self._inputs = [{i.name for i in session.get_inputs()} for session in self.sessions]
+        self.max_rows, self.gather_s, self.head_wait_s, self.pass_wait_s = max_rows, gather_s, head_wait_s, pass_wait_s
         self._solving = threading.local()  # whether this thread's row is inside a decode solve
         self.n_heads, self.head_dim = model.n_heads, model.head_dim
         self._cond = threading.Condition()
@@ -117,11 +132,21 @@ class BatchScheduler:
         finally:
             with self._cond:
                 self.rows -= 1
+                self._cond.notify_all()  # a pass held for this row's call runs without it
 
-    def step(self, z, inj, past_k, past_v) -> list[np.ndarray] | None:
+    def step(self, z, inj, past_k, past_v, slot: int | None = None) -> list[np.ndarray] | None:
         """One row's step of one new position ([1, 1, D]), run in the next batch; (z_next, k, v, residual). None
-        when the row is the only one decoding: it runs its step itself, as it would alone (no hand-over)."""
-        return self._hand_in("step", (z, inj, past_k, past_v), self._inside <= 1)
+        when the row is the only one decoding: it runs its step itself, as it would alone (no hand-over). `slot`
+        picks the graph when there is one a slot (an explicit transformer's layers)."""
+        index = (slot or 0) if len(self.sessions) > 1 else 0
+        return self._hand_in("step", (z, inj, past_k, past_v), self._inside <= 1, slot=index)
+
+    def layers_pass(self, z, cache: DecodeCache) -> np.ndarray | None:
+        """An explicit transformer's pass of one new position ([1, 1, D], its embedding) through every layer, run
+        with the other rows' passes: each layer's K/V go into `cache` at its position; the last layer's output, or
+        None when the row is the only member (it runs its layers itself, as alone)."""
+        out = self._hand_in("pass", (z, cache), self.rows <= 1)  # the members' passes follow within pass_wait_s
+        return None if out is None else out[0]
 
     def head(self, z) -> np.ndarray | None:
         """One row's logits [1, 1, V] of one position, run in the next batch with the other rows' (the head reads
@@ -130,11 +155,13 @@ class BatchScheduler:
         out = self._hand_in("head", (z,), self.rows <= 1, waits=waits)
         return None if out is None else out[0]
 
-    def _hand_in(self, kind: str, inputs: tuple, alone: bool, waits: bool = False) -> list[np.ndarray] | None:
+    def _hand_in(
+        self, kind: str, inputs: tuple, alone: bool, waits: bool = False, slot: int = 0
+    ) -> list[np.ndarray] | None:
         """`alone` is read without the lock: at worst a row that just stopped being alone runs one step itself."""
         if alone and not self._pending:
             return None
-        call = _Call(kind, *inputs, waits=waits)
+        call = _Call(kind, *inputs, waits=waits, slot=slot)
         with self._cond:
             self._start()
             self._pending.append(call)
@@ -172,8 +199,8 @@ class BatchScheduler:
                 ready = [call for call in self._pending if not self._held(call, now)][: self.max_rows]
                 if ready:
                     break
-                # only held heads: wait for a solving row's step, or for the oldest head's time to run out
-                self._cond.wait(max(0.0, min(call.since for call in self._pending) + self.head_wait_s - now))
+                # only held calls: wait for another row's call, or for the first held call's time to run out
+                self._cond.wait(max(0.0, min(self._release(call) for call in self._pending) - now))
             taken = {id(call) for call in ready}
             self._pending = [call for call in self._pending if id(call) not in taken]
             heads = sum(call.kind == "head" for call in ready)
@@ -181,12 +208,23 @@ class BatchScheduler:
             return ready
 
     def _held(self, call: _Call, now: float) -> bool:  # under the lock
-        """A next-token head call waiting for the rows still inside their solves (up to head_wait_s)."""
-        return call.waits and self._inside > 0 and now - call.since < self.head_wait_s
+        """A next-token head call waiting for the rows still inside their solves (up to head_wait_s), or a pass
+        waiting for the members that have handed in no call yet (up to pass_wait_s)."""
+        if now >= self._release(call):
+            return False
+        if call.kind == "pass":
+            return sum(other.kind != "step" for other in self._pending) < self.rows
+        return call.waits and self._inside > 0
+
+    def _release(self, call: _Call) -> float:
+        """When a held call runs whatever the other rows do."""
+        return call.since + (self.pass_wait_s if call.kind == "pass" else self.head_wait_s)
 
     def _loop(self) -> None:
         while (batch := self._take()) is not None:
-            for kind, run in (("step", self.run), ("head", self.run_heads)):
+            for slot in sorted({call.slot for call in batch if call.kind == "step"}):
+                self._deliver([c for c in batch if c.kind == "step" and c.slot == slot], self.run)
+            for kind, run in (("pass", self.run_passes), ("head", self.run_heads)):
                 group = [call for call in batch if call.kind == kind]
                 if group:
                     self._deliver(group, run)
@@ -211,8 +249,35 @@ class BatchScheduler:
         self.largest_head = max(self.largest_head, len(batch))
         return [[logits[i : i + 1]] for i in range(len(batch))]
 
+    def run_passes(self, batch: list[_Call]) -> list[list[np.ndarray]]:
+        """The rows' passes through every layer (one batched call a layer), as `run` would run each layer's steps:
+        each row's past right-padded to the longest, masked; each layer's K/V written into each row's cache."""
+        b = len(batch)
+        caches: list[DecodeCache] = [call.inputs[1] for call in batch]
+        lengths = [cache.length for cache in caches]
+        p = max(1, *lengths)
+        past_k = np.zeros((b, self.n_heads, p, self.head_dim), dtype=np.float32)
+        past_v = np.zeros_like(past_k)
+        valid = np.zeros((b, p), dtype=np.float32)
+        for row, n in enumerate(lengths):
+            valid[row, :n] = 1.0
+        z = np.concatenate([call.inputs[0] for call in batch]).astype(np.float32, copy=False)
+        for slot, session in enumerate(self.sessions):
+            for row, (cache, n) in enumerate(zip(caches, lengths, strict=True)):
+                past_k[row, :, :n] = cache.k[slot, 0, :, :n]
+                past_v[row, :, :n] = cache.v[slot, 0, :, :n]
+            z, k, v, _ = session.run(None, {"z": z, "past_k": past_k, "past_v": past_v, "past_valid": valid})
+            for row, (cache, n) in enumerate(zip(caches, lengths, strict=True)):
+                cache.k[slot, 0, :, n] = k[row, :, 0]
+                cache.v[slot, 0, :, n] = v[row, :, 0]
+            self.batches += 1
+            self.rows_run += b
+            self.largest = max(self.largest, b)
+        return [[z[i : i + 1]] for i in range(b)]
+
     def run(self, batch: list[_Call]) -> list[list[np.ndarray]]:
-        """The rows' steps in one step_batched call: each row's past right-padded to the longest, masked."""
+        """The rows' steps (of one slot) in one call of its batched graph: each row's past right-padded to the
+        longest, masked."""
         b = len(batch)
         lengths = [call.inputs[2].shape[2] for call in batch]
         p = max(1, *lengths)  # the graph wants a past of one position at least (an empty one is all padding)
@@ -230,7 +295,9 @@ class BatchScheduler:
             "past_v": past_v,
             "past_valid": valid,
         }
-        z, k, v, residual = self.session.run(None, feed)
+        slot = getattr(batch[0], "slot", 0)
+        declared = self._inputs[slot]  # an explicit layer takes no inj
+        z, k, v, residual = self.sessions[slot].run(None, {name: x for name, x in feed.items() if name in declared})
         self.batches += 1
         self.rows_run += b
         self.largest = max(self.largest, b)
@@ -247,8 +314,12 @@ class BatchedModel:
         return getattr(self._model, name)
 
     def step(self, z, inj, past_k, past_v, slot: int | None = None):
-        out = self.scheduler.step(z, inj, past_k, past_v) if z.shape[:2] == (1, 1) else None
+        out = self.scheduler.step(z, inj, past_k, past_v, slot) if z.shape[:2] == (1, 1) else None
         return self._model.step(z, inj, past_k, past_v, slot) if out is None else out
+
+    def layers_pass(self, z: np.ndarray, cache: DecodeCache) -> np.ndarray | None:
+        """An explicit transformer's pass of one decoded position through its layers, batched (decoder.process)."""
+        return self.scheduler.layers_pass(z, cache)
 
     def head(self, z: np.ndarray) -> np.ndarray:
         out = self.scheduler.head(z) if z.shape[:2] == (1, 1) else None
@@ -259,13 +330,21 @@ class BatchedModel:
         return self.scheduler.solving() if new_positions == 1 else nullcontext()
 
 
-def batched_graph(manifest: dict, precision: str = "fp32") -> str | None:
-    """The batched step graph ("step_batched") for fp32, when exported; None for int8, which has none.
+def batched_graphs(manifest: dict, precision: str = "fp32") -> tuple[str, ...] | None:
+    """The batched graphs for fp32, when exported: ("step_batched",), or an explicit transformer's batched layers in
+    slot order; None for int8, which has none.
 
     An int8 graph quantises its activations with one scale per call (onnxruntime's DynamicQuantizeLinear is
     per-tensor), so in a batch a row's result would depend on the other rows' values (a row's z moved by 0.046 on
     eqlm-demo beside a second row): int8 requests decode alone, each as it would with no other request."""
-    return "step_batched" if precision == "fp32" and "step_batched" in manifest.get("graphs", {}) else None
+    graphs = manifest.get("graphs") or {}
+    if precision != "fp32":
+        return None
+    if manifest.get("layers"):  # an explicit transformer: one batched graph a layer, or none
+        layers = tuple(manifest.get("batched_layers") or ())
+        complete = len(layers) == len(manifest["layers"]) and all(role in graphs for role in layers)
+        return layers if complete else None
+    return ("step_batched",) if "step_batched" in graphs else None
 
 
 class BatchedGenerator(Generator):
@@ -275,11 +354,11 @@ class BatchedGenerator(Generator):
     def __init__(self, onnx_dir: Path, max_rows: int = MAX_ROWS, **options):
         super().__init__(onnx_dir, **options)
         precision = options.get("precision") or ("int8" if options.get("int8") else "fp32")
-        graph = batched_graph(self.manifest, precision)
+        graphs = batched_graphs(self.manifest, precision)
         self.scheduler: BatchScheduler | None = None
-        if graph is not None and not self.model.explicit:
+        if graphs is not None:
             threads = int(options.get("threads", 1))
-            self.scheduler = BatchScheduler(self.model, threads=threads, max_rows=max_rows, graph=graph)
+            self.scheduler = BatchScheduler(self.model, threads=threads, max_rows=max_rows, graphs=graphs)
             self.model = BatchedModel(self.model, self.scheduler)
 
     def _member(self, events: Iterator) -> Iterator:

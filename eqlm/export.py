@@ -83,14 +83,15 @@ def export_onnx(
     max_depth: int = DEPTH_MAX,
 ) -> dict:
     """Write embed.onnx, step.onnx, head.onnx, step_batched.onnx and manifest.json (`int8`: and their int8 twins,
-    eqlm/quantize.py); returns the manifest.
+    eqlm/quantize.py); returns the manifest. An explicit transformer gets layer_NN_batched.onnx instead.
 
     `max_depth` is the model's cap on iterations per token (a fixed depth or the cap on halting), which the runtimes
     enforce: at most limits.DEPTH_CAP_MAX, and not below the model's default depth. An explicit transformer is
     export_explicit.py's (one graph per layer; its depth is its layer count, so max_depth does not apply).
     """
     if model.model_class == "ExplicitLM":
-        manifest = export_explicit_onnx(model, out_dir, model_id=model_id, extra=extra)
+        export_explicit_onnx(model, out_dir, model_id=model_id, extra=extra)
+        manifest = add_batched_step(model, out_dir)  # layer_NN_batched.onnx beside the layers (export_batched.py)
         return add_int8(out_dir) if int8 else manifest
     model_depths({"default_depth": model.config.default_depth, "max_depth": max_depth})
     out_dir = Path(out_dir)

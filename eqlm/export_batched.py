@@ -7,8 +7,10 @@ they enter through the embedding (inj), which each row computes at its own posit
 returned for each row to cache, as step's are.
 
 `add_batched_step` writes step_batched.onnx beside an export's graphs and lists it in the manifest (graphs,
-graph_sha256, io); today's graphs stay as they were. An explicit transformer gets none (its layers differ by slot).
-The portal's EqLM block and the programme's (eqlm.programme.model; export_programme.py) each have their own.
+graph_sha256, io); today's graphs stay as they were. An explicit transformer's layers differ by slot, so it gets one
+batched graph per layer instead, `layer_NN_batched` (listed in order as `batched_layers`): layer_NN's inputs plus
+past_valid, its outputs as they are. The portal's EqLM block and layer and the programme's (eqlm.programme.model;
+export_programme.py) each have their own.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .model import relative_residual
+from .model import Block, relative_residual
 from .onnx_io import export_graph
 from .onnx_io import sha256 as _sha256
 
@@ -32,6 +34,11 @@ BATCHED_SEMANTICS = (
     "step_batched: one iteration of one new position in each row, as step with T = 1, where row b attends only to "
     "its cached positions with past_valid[b] = 1 (padding is 0) and to itself; rows at different positions, "
     "iteration slots and depths run together."
+)
+BATCHED_LAYERS_SEMANTICS = (
+    "batched_layers[i]: layer i (graphs[layers[i]]) for one new position in each row, where row b attends only to "
+    "its cached positions with past_valid[b] = 1 (padding is 0) and to itself; rows at different positions run "
+    "together."
 )
 
 
@@ -62,6 +69,30 @@ class BatchedStep(nn.Module):
         return out, k, v, relative_residual(out, z)
 
 
+def _visible(past_valid):
+    """[B, 1, 1, P + 1]: a row's valid past and its own new position."""
+    return (torch.cat([past_valid, torch.ones_like(past_valid[:, :1])], dim=1) > 0.5)[:, None, None, :]
+
+
+def _programme_block(blk, z, inj, past_k, past_v, past_valid):
+    """The programme block's forward (eqlm.programme.model) for T = 1 with a per-row mask over the past."""
+    b, t, d = z.shape
+    a = z if blk.postln else blk.ln1(z)
+    q, k, v = blk._heads(blk.q_proj(a)), blk._heads(blk.k_proj(a)), blk._heads(blk.v_proj(a))
+    keys, values = torch.cat([past_k, k], dim=2), torch.cat([past_v, v], dim=2)
+    scores = torch.matmul(q, keys.transpose(-2, -1)) / (blk.head_dim**0.5)
+    weights = F.softmax(scores.masked_fill(~_visible(past_valid), float("-inf")), dim=-1)
+    attn = blk.out_proj(torch.matmul(weights, values).transpose(1, 2).contiguous().reshape(b, t, d))
+    injection = torch.sigmoid(blk.input_gate(inj)) * inj
+    if blk.postln:
+        h = blk.ln1(z + attn + injection)
+        out = blk.ln2(h + blk.fc2(F.relu(blk.fc1(h))))
+    else:
+        ff = blk.fc2(F.relu(blk.fc1(blk.ln2(z + attn))))
+        out = (1.0 - blk.damping) * z + blk.damping * (z + (attn + ff + injection))
+    return out, k, v, relative_residual(out, z)
+
+
 class ProgrammeBatchedStep(nn.Module):
     """The programme block's forward (eqlm.programme.model) for T = 1 with a per-row mask over the past."""
 
@@ -70,23 +101,40 @@ class ProgrammeBatchedStep(nn.Module):
         self.block = model.block
 
     def forward(self, z, inj, past_k, past_v, past_valid):
-        blk = self.block
+        return _programme_block(self.block, z, inj, past_k, past_v, past_valid)
+
+
+class ProgrammeBatchedLayer(nn.Module):
+    """One layer of the programme's ExplicitLM (its block, the injection fed zeros) for T = 1, per-row masked."""
+
+    def __init__(self, block: nn.Module):
+        super().__init__()
+        self.block = block
+
+    def forward(self, z, past_k, past_v, past_valid):
+        return _programme_block(self.block, z, torch.zeros_like(z), past_k, past_v, past_valid)
+
+
+class BatchedLayer(nn.Module):
+    """TransformerLayer.forward (the portal's ExplicitLM) for T = 1 with a per-row mask over the past."""
+
+    def __init__(self, layer: nn.Module):
+        super().__init__()
+        self.layer = layer
+
+    def forward(self, z, past_k, past_v, past_valid):
+        lay = self.layer
         b, t, d = z.shape
-        a = z if blk.postln else blk.ln1(z)
-        q, k, v = blk._heads(blk.q_proj(a)), blk._heads(blk.k_proj(a)), blk._heads(blk.v_proj(a))
-        keys, values = torch.cat([past_k, k], dim=2), torch.cat([past_v, v], dim=2)
-        scores = torch.matmul(q, keys.transpose(-2, -1)) / (blk.head_dim**0.5)
-        visible = (torch.cat([past_valid, torch.ones_like(past_valid[:, :1])], dim=1) > 0.5)[:, None, None, :]
-        weights = F.softmax(scores.masked_fill(~visible, float("-inf")), dim=-1)
-        attn = blk.out_proj(torch.matmul(weights, values).transpose(1, 2).contiguous().reshape(b, t, d))
-        injection = torch.sigmoid(blk.input_gate(inj)) * inj
-        if blk.postln:
-            h = blk.ln1(z + attn + injection)
-            out = blk.ln2(h + blk.fc2(F.relu(blk.fc1(h))))
-        else:
-            ff = blk.fc2(F.relu(blk.fc1(blk.ln2(z + attn))))
-            out = (1.0 - blk.damping) * z + blk.damping * (z + (attn + ff + injection))
+        q, k, v = Block._qkv(lay, lay.ln_attn(z))
+        att = Block._attend(lay, q, torch.cat([past_k, k], dim=2), torch.cat([past_v, v], dim=2), _visible(past_valid))
+        x = z + lay.proj(att.transpose(1, 2).reshape(b, t, d))
+        out = x + lay.fc2(F.gelu(lay.fc1(lay.ln_mlp(x))))
         return out, k, v, relative_residual(out, z)
+
+
+def batched_layer_role(role: str) -> str:
+    """layer_03 -> layer_03_batched"""
+    return f"{role}_batched"
 
 
 def add_batched_step(model: nn.Module, out_dir: Path) -> dict:
@@ -94,14 +142,14 @@ def add_batched_step(model: nn.Module, out_dir: Path) -> dict:
     out_dir = Path(out_dir)
     path = out_dir / "manifest.json"
     manifest = json.loads(path.read_text())
-    if getattr(model, "model_class", "EqLM") == "ExplicitLM":
-        return manifest
     cfg = model.config
     z = torch.randn(2, 1, cfg.d_model)
     past = torch.randn(2, cfg.n_heads, 3, cfg.head_dim)
     valid = torch.tensor([[1.0, 1.0, 1.0], [0.0, 1.0, 1.0]])
     axes = {0: "batch"}
     bp = {0: "batch", 2: "past"}
+    if getattr(model, "model_class", "EqLM") == "ExplicitLM":
+        return _add_batched_layers(model, out_dir, manifest, (z, past, past, valid), axes, bp)
     with torch.no_grad():
         export_graph(
             (ProgrammeBatchedStep if hasattr(model.block, "q_proj") else BatchedStep)(model.eval()),
@@ -117,4 +165,31 @@ def add_batched_step(model: nn.Module, out_dir: Path) -> dict:
     manifest.setdefault("io", {})["step_batched"] = BATCHED_STEP_IO
     manifest.setdefault("semantics", {})["batched"] = BATCHED_SEMANTICS
     path.write_text(json.dumps(manifest, indent=2, sort_keys=False) + "\n")
+    return manifest
+
+
+def _add_batched_layers(model: nn.Module, out_dir: Path, manifest: dict, example: tuple, axes: dict, bp: dict) -> dict:
+    """layer_NN_batched.onnx for each layer of an explicit transformer, listed in order as `batched_layers`."""
+    wrap = ProgrammeBatchedLayer if hasattr(model.layers[0], "q_proj") else BatchedLayer
+    roles = []
+    with torch.no_grad():
+        for role, layer in zip(manifest["layers"], model.layers, strict=True):
+            batched = batched_layer_role(role)
+            export_graph(
+                wrap(layer.eval()),
+                example,
+                out_dir / f"{batched}.onnx",
+                ["z", "past_k", "past_v", "past_valid"],
+                ["z_next", "k", "v", "residual"],
+                {"z": axes, "past_k": bp, "past_v": bp, "past_valid": {0: "batch", 1: "past"}}
+                | {"z_next": axes, "k": axes, "v": axes, "residual": axes},
+            )
+            manifest["graphs"][batched] = f"{batched}.onnx"
+            manifest.setdefault("graph_sha256", {})[batched] = _sha256(out_dir / f"{batched}.onnx")
+            roles.append(batched)
+    manifest["batched_layers"] = roles
+    io = {side: {k: v for k, v in names.items() if k != "inj"} for side, names in BATCHED_STEP_IO.items()}
+    manifest.setdefault("io", {})["layer_batched"] = io
+    manifest.setdefault("semantics", {})["batched"] = BATCHED_LAYERS_SEMANTICS
+    (out_dir / "manifest.json").write_text(json.dumps(manifest, indent=2, sort_keys=False) + "\n")
     return manifest

@@ -13,7 +13,7 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from .export_batched import add_batched_step
+from .export_batched import add_batched_step, batched_layer_role
 from .limits import DEPTH_CAP_MAX, DEPTH_MAX, HALTS, SOLVERS, STARTS
 from .model import RESIDUAL_EPS, relative_residual
 from .noise import NOISE_RNG
@@ -229,8 +229,12 @@ def export_programme_onnx(
         )
     manifest.update(extra or {})
     (out_dir / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
-    add_batched_step(model, out_dir)  # step_batched.onnx beside the graphs (export_batched.py)
-    manifest = share_weights(out_dir, ("step", "step_batched"), BLOCK_FILE)  # the block they both hold, once
+    # step_batched.onnx (an explicit model: layer_NN_batched.onnx) beside the graphs (export_batched.py); the block
+    # (each layer) that the lone and the batched graph both hold is stored once
+    manifest = add_batched_step(model, out_dir)
+    for role in manifest.get("layers") or []:
+        manifest = share_weights(out_dir, (role, batched_layer_role(role)), f"{role}.bin")
+    manifest = share_weights(out_dir, ("step", "step_batched"), BLOCK_FILE)
     if int8:
         from .quantize import add_int8
 

@@ -34,9 +34,15 @@ TIED_INT8_FILE = "tied.int8.bin"
 # every CPU, so the server and the browser compute the same products.
 WEIGHT_TYPE_NAME = "QUInt8"
 INT8_ABOVE_PARAMS = 10_000_000  # an imported model this large gets its int8 graphs beside the fp32 ones unasked
-# embed and head are quantised by their tied matrix; the batched step gets no int8 twin, as int8 requests decode
-# alone (eqlm.batch_decode.batched_graph: one activation scale per call would mix a batch's rows)
+# embed and head are quantised by their tied matrix; the batched step (an explicit model's batched layers) gets no
+# int8 twin, as int8 requests decode alone (eqlm.batch_decode.batched_graphs: one activation scale per call would mix
+# a batch's rows)
 ITERATION_ROLES_EXCLUDED = ("embed", "head", "step_batched")
+
+
+def is_iteration_role(role: str) -> bool:
+    """A graph that gets an int8 twin: step or layer_NN, not embed, head or a batched graph."""
+    return role not in ITERATION_ROLES_EXCLUDED and not role.endswith("_batched")
 
 
 def sha256(path: Path) -> str:
@@ -225,7 +231,7 @@ def add_int8(out_dir: Path) -> dict:
     fp32 = {role: name for role, name in graphs.items() if not role.endswith("_int8")}
     vocab, d = int(manifest["vocab_size"]), int(manifest["d_model"])
     for role, name in fp32.items():
-        if role not in ITERATION_ROLES_EXCLUDED:
+        if is_iteration_role(role):
             _quantize_iteration(out_dir / name, out_dir / int8_name(name))
             graphs[f"{role}_int8"] = int8_name(name)
     head, weight, scale, zero = _quantize_head(out_dir, fp32["head"], vocab, d)

@@ -16,7 +16,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from eqlm.batch_decode import BatchedGenerator, batched_graph
+from eqlm.batch_decode import BatchedGenerator, batched_graphs
 from eqlm.generation import Generator
 from eqlm.limits import DEFAULT_DEPTH, DEFAULT_MODEL_ID, DEPTH_MAX, model_depths
 from eqlm.manifest import DEFAULT_PRECISION, depth_range, graph_roles, precisions_of
@@ -27,7 +27,9 @@ from .model_ids import base_id
 log = logging.getLogger(__name__)
 
 
-OPTIONAL_ROLES = ("step_batched",)  # graphs checked and served when an export has them (eqlm/export_batched.py)
+# graphs checked and served when an export has them (eqlm/export_batched.py), as are an explicit model's
+# `batched_layers`
+OPTIONAL_ROLES = ("step_batched",)
 
 
 class UnknownModel(LookupError):
@@ -127,7 +129,8 @@ def read_card(model_id: str, onnx_dir: Path, source: str, name: str = "") -> Mod
     except ValueError as exc:
         roles, error = (), f"the manifest is refused: {exc}"
     listed = manifest.get("graphs") or {}
-    roles = (*roles, *(role for role in OPTIONAL_ROLES for role in (role, f"{role}_int8") if role in listed))
+    optional = (*OPTIONAL_ROLES, *(str(role) for role in manifest.get("batched_layers") or []))
+    roles = (*roles, *(role for role in optional for role in (role, f"{role}_int8") if role in listed))
     graphs = {role: str(name_) for role, name_ in (manifest.get("graphs") or {}).items() if role in roles}
     declared = manifest.get("graph_sha256") or {}
     digests = {}
@@ -262,7 +265,7 @@ def _runtime(onnx_dir: Path, precision: str = DEFAULT_PRECISION) -> Generator:
     manifest = json.loads((Path(onnx_dir) / "manifest.json").read_text())
     big = int(manifest.get("num_params") or 0) >= settings.API_BATCH_MIN_PARAMS
     threads = max(1, settings.API_ONNX_THREADS) if big else 1
-    if settings.API_BATCH_GENERATIONS and batched_graph(manifest, precision) and big:
+    if settings.API_BATCH_GENERATIONS and batched_graphs(manifest, precision) and big:
         return BatchedGenerator(onnx_dir, max_rows=settings.API_BATCH_MAX_ROWS, precision=precision, threads=threads)
     return Generator(onnx_dir, precision=precision, threads=threads)
 

@@ -17,6 +17,7 @@ from eqlm.generation import GenerationRequest, Generator
 
 ROOT = Path(__file__).resolve().parents[2]
 DEMO = ROOT / "models" / "eqlm-demo" / "onnx"
+EXPLICIT = ROOT / "models" / "explicit-demo" / "onnx"  # a trained explicit transformer of 12 distinct layers
 
 REQUESTS = [
     GenerationRequest(prompt="In the beginning", max_tokens=24, depth=4),
@@ -171,6 +172,58 @@ def test_a_programme_eqlm_export_batches_too_and_each_request_equals_its_lone_ge
     requests = [
         GenerationRequest(prompt="", prompt_ids=PROGRAMME_IDS[:k], max_tokens=10, depth=d, tol=tol)
         for k, d, tol in ((3, 4, None), (6, 12, None), (10, 8, None), (5, 24, 1e-3))
+    ]
+    alone, batched = Generator(tmp_path), BatchedGenerator(tmp_path)
+    lone = [(_events(s := alone.stream(r)), s.finish_reason) for r in requests]
+    results = [None] * len(requests)
+    _run_together(batched, requests, results)
+    assert results == lone
+    assert batched.scheduler.largest >= 2
+
+
+def test_each_batched_layer_runs_each_row_as_its_layer_graph_runs_it_alone():
+    model = OnnxEqLM(EXPLICIT)
+    scheduler = BatchScheduler(model, graphs=tuple(model.manifest["batched_layers"]))
+    rng = np.random.default_rng(1)
+    d, h, dh = model.d_model, model.n_heads, model.head_dim
+    for slot in (0, 5, 11):
+        calls = []
+        for p in (0, 2, 9):
+            past = rng.standard_normal((2, 1, h, p, dh)).astype(np.float32)
+            z = rng.standard_normal((1, 1, d)).astype(np.float32)
+            calls.append((z, z, past[0], past[1]))
+        batch = scheduler.run([type("C", (), {"inputs": c, "slot": slot})() for c in calls])
+        for call, got in zip(calls, batch, strict=True):
+            for a, b in zip(model.step(*call, slot), got, strict=True):
+                np.testing.assert_allclose(b, a, rtol=1e-5, atol=1e-6)
+
+
+def test_an_explicit_transformers_concurrent_generations_run_layer_by_layer_together_and_equal_each_alone():
+    """Its rows move through the 12 layers together, each layer's step one call for them all."""
+    prompts = ("In the beginning", "And God said", "Blessed are", "Thou shalt", "Let there be")
+    requests = [GenerationRequest(prompt=p, max_tokens=16 + 3 * i) for i, p in enumerate(prompts)]
+    requests.append(GenerationRequest(prompt="He said unto them", max_tokens=20, temperature=0.8, seed=3))
+    requests.append(GenerationRequest(prompt="And it came", max_tokens=30, stop=("\n",)))
+    alone, batched = Generator(EXPLICIT), BatchedGenerator(EXPLICIT)
+    assert batched.scheduler is not None and len(batched.scheduler.sessions) == 12
+    lone = [(_events(s := alone.stream(r)), s.finish_reason) for r in requests]
+    results = [None] * len(requests)
+    _run_together(batched, requests, results)
+    assert results == lone
+    assert batched.scheduler.largest >= 2
+    assert batched.scheduler.rows == 0
+
+
+@pytest.mark.skipif(not (PROGRAMME / "explicit-2layer.pt").exists(), reason="the programme's reference checkpoints")
+def test_a_programme_explicit_export_batches_its_layers_and_each_request_equals_its_lone_generation(tmp_path):
+    from eqlm.export_programme import export_programme_onnx
+    from eqlm.programme.checkpoint import load_programme_model
+
+    model, _ = load_programme_model(PROGRAMME / "explicit-2layer.pt", 10**9)
+    manifest = export_programme_onnx(model, tmp_path, model_id="explicit-2layer")
+    assert manifest["batched_layers"] == ["layer_00_batched", "layer_01_batched"]
+    requests = [
+        GenerationRequest(prompt="", prompt_ids=PROGRAMME_IDS[:k], max_tokens=n) for k, n in ((3, 10), (6, 12), (10, 8))
     ]
     alone, batched = Generator(tmp_path), BatchedGenerator(tmp_path)
     lone = [(_events(s := alone.stream(r)), s.finish_reason) for r in requests]

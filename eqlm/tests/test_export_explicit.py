@@ -33,7 +33,9 @@ def test_the_manifest_lists_one_graph_per_layer_in_order_and_fixes_the_depth(exp
     manifest = json.loads((out / "manifest.json").read_text())
     roles = [f"layer_{i:02d}" for i in range(LAYERS)]
     assert manifest["model_class"] == "ExplicitLM" and manifest["layers"] == roles
-    assert list(manifest["graphs"]) == ["embed", *roles, "head"]
+    batched = [f"{role}_batched" for role in roles]  # each layer's batched twin (eqlm/export_batched.py)
+    assert list(manifest["graphs"]) == ["embed", *roles, "head", *batched]
+    assert manifest["batched_layers"] == batched
     assert set(manifest["graph_sha256"]) == set(manifest["graphs"])
     assert manifest["default_depth"] == manifest["min_depth"] == manifest["max_depth"] == LAYERS
     assert (manifest["solvers"], manifest["starts"], manifest["halts"]) == (["picard"], [], [])

@@ -158,3 +158,16 @@ def test_a_cards_batched_graph_is_checked_and_served_by_its_sha256(tmp_path):
     with open(folder / "step_batched.onnx", "ab") as graph:
         graph.write(b"\0")
     assert "step_batched" in serving.read_card("eqlm-demo", folder, "folder").error
+
+
+def test_an_explicit_cards_batched_layers_are_checked_and_served_by_their_sha256(tmp_path):
+    from models_app import serving
+
+    folder = tmp_path / "onnx"
+    shutil.copytree(DEMO.parent.parent / "explicit-demo" / "onnx", folder)
+    card = serving.read_card("explicit-demo", folder, "folder")
+    assert not card.error
+    assert card.file_for_sha(card.graph_sha256["layer_11_batched"]) == folder / "layer_11_batched.onnx"
+    with open(folder / "layer_03_batched.onnx", "ab") as graph:
+        graph.write(b"\0")
+    assert "layer_03_batched" in serving.read_card("explicit-demo", folder, "folder").error
