@@ -15,13 +15,12 @@ decoding (a lone client pays no hand-over).
 
 A row's head call of one position (its next token's logits, or KL halting's per-iteration distribution) goes the
 same way when other streams are members: the head's matrix is read once for every row that asked together. A
-next-token head call waits (up to HEAD_WAIT_S) while other rows are still inside their solves, so the rows' heads
+next-token head call waits (up to HEAD_WAIT_S) until every decoding member has asked for its own, so the rows' heads
 run in one call a token and the rows start their next solves together (on the 121M model, 8 rows at depth 12 made
 34 head calls for 256 tokens so, 96 to 138 without the wait).
 
-The scheduler runs a batch once every row inside a decode solve, and every row that has just left one, has handed
-in its call, or `gather_s` after the first one came (a row that is busy with its sampler or its client does not hold
-the others up for longer).
+The scheduler runs a batch of steps once every row inside a decode solve has handed in its call, or `gather_s` after
+the first one came (a row that is busy with its sampler or its client does not hold the others up for longer).
 A row's result does not depend on the other rows: the graph computes each row as the step graph computes it alone
 (to float rounding; exactly, on the bundled models).
 """
@@ -44,10 +43,11 @@ GATHER_S = 0.002  # how long a batch waits for rows still working between their 
 # how long a row's next-token head call may wait for the rows still inside their solves, so that the head's matrix
 # is read once for them all (a 121M model reads 343 MB per head call whether 1 row asks or 8)
 HEAD_WAIT_S = 0.25
-# how long an explicit transformer's pass waits for the members that have not yet handed in their next call (between
-# tokens: sampling, streaming, embedding), so that the rows' layers run together; a pass of 8 rows of the 124M
-# explicit model costs about 15 ms, one of 4 about 11 ms
-PASS_WAIT_S = 0.01
+# how long a head call or an explicit transformer's pass waits for the members that are between calls (sampling,
+# streaming to their client, embedding their next token) and have not yet handed in theirs: a row busy with a slow
+# client holds the others up no longer (a pass of 8 rows of the 124M explicit model costs about 15 ms, one of 4
+# about 11 ms)
+MEMBER_WAIT_S = 0.01
 MAX_ROWS = 16
 IDLE_S = 30.0  # a scheduler thread with nothing to run for this long ends (a runtime that is dropped leaves none)
 
@@ -77,7 +77,7 @@ class BatchScheduler:
         gather_s: float = GATHER_S,
         graphs: tuple[str, ...] = ("step_batched",),
         head_wait_s: float = HEAD_WAIT_S,
-        pass_wait_s: float = PASS_WAIT_S,
+        member_wait_s: float = MEMBER_WAIT_S,
     ):
         """`graphs`: the batched graph of each slot (an explicit transformer's batched layers), or one for all."""
         options = ort.SessionOptions()
@@ -91,13 +91,16 @@ class BatchScheduler:
             for graph in graphs
         ]
         self._inputs = [{i.name for i in session.get_inputs()} for session in self.sessions]
-        self.max_rows, self.gather_s, self.head_wait_s, self.pass_wait_s = max_rows, gather_s, head_wait_s, pass_wait_s
+        self.max_rows, self.gather_s = max_rows, gather_s
+        self.head_wait_s, self.member_wait_s = head_wait_s, member_wait_s
         self._solving = threading.local()  # whether this thread's row is inside a decode solve
         self.n_heads, self.head_dim = model.n_heads, model.head_dim
         self._cond = threading.Condition()
         self._pending: list[_Call] = []
         self._inside = 0  # rows inside a decode solve (each hands in a step, then waits for it)
-        self._leaving = 0  # rows that ended a decode solve since the last head batch (each asks for its head next)
+        self._decoding: set[int] = set()  # the threads of members that have asked for a next token's head (one a
+        # token from then on)
+        self._after_solve: set[int] = set()  # the threads of rows out of a decode solve, their head not yet asked
         self._head = model.head
         self.rows = 0  # streams that have joined and not yet left
         self.batches = 0  # graph calls run, and the rows they ran (for the bench and the tests)
@@ -119,12 +122,13 @@ class BatchScheduler:
             self._solving.inside = False
             with self._cond:
                 self._inside -= 1
-                self._leaving += 1
+                self._after_solve.add(threading.get_ident())
                 self._cond.notify_all()
 
     @contextmanager
     def member(self):
         """A stream's membership of the batch, from its start to its end (a closed stream leaves too)."""
+        ident = threading.get_ident()
         with self._cond:
             self.rows += 1
         try:
@@ -132,7 +136,9 @@ class BatchScheduler:
         finally:
             with self._cond:
                 self.rows -= 1
-                self._cond.notify_all()  # a pass held for this row's call runs without it
+                self._decoding.discard(ident)
+                self._after_solve.discard(ident)
+                self._cond.notify_all()  # a call held for this row's runs without it
 
     def step(self, z, inj, past_k, past_v, slot: int | None = None) -> list[np.ndarray] | None:
         """One row's step of one new position ([1, 1, D]), run in the next batch; (z_next, k, v, residual). None
@@ -145,13 +151,17 @@ class BatchScheduler:
         """An explicit transformer's pass of one new position ([1, 1, D], its embedding) through every layer, run
         with the other rows' passes: each layer's K/V go into `cache` at its position; the last layer's output, or
         None when the row is the only member (it runs its layers itself, as alone)."""
-        out = self._hand_in("pass", (z, cache), self.rows <= 1)  # the members' passes follow within pass_wait_s
+        out = self._hand_in("pass", (z, cache), self.rows <= 1)  # the members' passes follow within member_wait_s
         return None if out is None else out[0]
 
     def head(self, z) -> np.ndarray | None:
         """One row's logits [1, 1, V] of one position, run in the next batch with the other rows' (the head reads
         the tied matrix once for them all); None when the row is the only member (it runs its head itself)."""
         waits = not getattr(self._solving, "inside", False)  # the next token's, not KL halting's inside a solve
+        if waits:
+            with self._cond:
+                self._decoding.add(threading.get_ident())
+                self._after_solve.discard(threading.get_ident())
         out = self._hand_in("head", (z,), self.rows <= 1, waits=waits)
         return None if out is None else out[0]
 
@@ -179,9 +189,11 @@ class BatchScheduler:
     def _take(self) -> list[_Call] | None:
         """The next batch; None (the thread ends, the next step starts another) after IDLE_S with nothing to run.
 
-        A batch holds every pending step and every head call asked inside a solve (KL halting). A next-token head
-        call waits while other rows are still inside their solves, up to head_wait_s: the rows' heads then run
-        together, and the rows start their next solves together, so their steps share each batch."""
+        A batch holds every pending step and every head call asked inside a solve (KL halting), once each row
+        inside a solve has handed in its call or gather_s has passed. A next-token head call waits until every
+        decoding member has asked for its own (one still solving, or one a busy machine keeps waiting for a core),
+        up to head_wait_s: the rows' heads then run together, and the rows start their next solves together, so
+        their steps share each batch."""
         with self._cond:
             while True:
                 while not self._pending:
@@ -189,10 +201,9 @@ class BatchScheduler:
                         self._thread = None
                         return None
                 deadline = time.monotonic() + self.gather_s
-                while len(self._pending) < min(self._inside + self._leaving, self.max_rows):
+                while sum(not call.waits for call in self._pending) < min(self._inside, self.max_rows):
                     left = deadline - time.monotonic()
                     if left <= 0:
-                        self._leaving = 0  # a row that ended without a head call is not waited for again
                         break
                     self._cond.wait(left)
                 now = time.monotonic()
@@ -200,25 +211,27 @@ class BatchScheduler:
                 if ready:
                     break
                 # only held calls: wait for another row's call, or for the first held call's time to run out
-                self._cond.wait(max(0.0, min(self._release(call) for call in self._pending) - now))
+                self._cond.wait(max(0.0, min(self._release(call, now) for call in self._pending) - now))
             taken = {id(call) for call in ready}
             self._pending = [call for call in self._pending if id(call) not in taken]
-            heads = sum(call.kind == "head" for call in ready)
-            self._leaving = max(0, self._leaving - heads)
             return ready
 
     def _held(self, call: _Call, now: float) -> bool:  # under the lock
-        """A next-token head call waiting for the rows still inside their solves (up to head_wait_s), or a pass
-        waiting for the members that have handed in no call yet (up to pass_wait_s)."""
-        if now >= self._release(call):
-            return False
+        """A next-token head call waiting for the rows still inside their solves or just out of them (up to
+        head_wait_s) and for the other decoding members' heads (up to member_wait_s), or a pass waiting for the
+        members that have handed in no call yet (up to member_wait_s)."""
         if call.kind == "pass":
-            return sum(other.kind != "step" for other in self._pending) < self.rows
-        return call.waits and self._inside > 0
+            return now < call.since + self.member_wait_s and sum(c.kind != "step" for c in self._pending) < self.rows
+        if not call.waits:
+            return False
+        if now < call.since + self.head_wait_s and (self._inside > 0 or self._after_solve):
+            return True
+        return now < call.since + self.member_wait_s and sum(c.waits for c in self._pending) < len(self._decoding)
 
-    def _release(self, call: _Call) -> float:
-        """When a held call runs whatever the other rows do."""
-        return call.since + (self.pass_wait_s if call.kind == "pass" else self.head_wait_s)
+    def _release(self, call: _Call, now: float) -> float:
+        """The next time a held call's wait runs out."""
+        ends = (call.since + self.member_wait_s, call.since + (self.head_wait_s if call.kind == "head" else 0.0))
+        return min((end for end in ends if end > now), default=now)
 
     def _loop(self) -> None:
         while (batch := self._take()) is not None:

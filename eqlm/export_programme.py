@@ -161,6 +161,15 @@ def explicit_fields(n: int, roles: list[str]) -> dict:
     }
 
 
+def add_batched_graphs(model, out_dir: Path) -> dict:
+    """step_batched.onnx (an explicit model: layer_NN_batched.onnx) beside the graphs (export_batched.py), the block
+    (each layer) that the lone and the batched graph both hold stored once; returns the manifest."""
+    manifest = add_batched_step(model, out_dir)
+    for role in manifest.get("layers") or []:
+        manifest = share_weights(out_dir, (role, batched_layer_role(role)), f"{role}.bin")
+    return share_weights(out_dir, ("step", "step_batched"), BLOCK_FILE)
+
+
 def export_programme_onnx(
     model, out_dir: Path, model_id: str, extra: dict | None = None, progress=None, int8: bool = False
 ) -> dict:
@@ -229,12 +238,7 @@ def export_programme_onnx(
         )
     manifest.update(extra or {})
     (out_dir / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
-    # step_batched.onnx (an explicit model: layer_NN_batched.onnx) beside the graphs (export_batched.py); the block
-    # (each layer) that the lone and the batched graph both hold is stored once
-    manifest = add_batched_step(model, out_dir)
-    for role in manifest.get("layers") or []:
-        manifest = share_weights(out_dir, (role, batched_layer_role(role)), f"{role}.bin")
-    manifest = share_weights(out_dir, ("step", "step_batched"), BLOCK_FILE)
+    manifest = add_batched_graphs(model, out_dir)
     if int8:
         from .quantize import add_int8
 
