@@ -16,6 +16,8 @@ from eqlm.blimp import load_pairs
 from eqlm.programme.checkpoint import load_programme_model
 from eqlm.programme.protocol import PAIRS_PER_PARADIGM, PARADIGMS, pick_device, run_programme_protocol
 
+from .machine import INTEL_AVX512_FP16, ROUNDS_ANDERSON_AWAY
+
 SHARED = Path(__file__).resolve().parents[2].parent / "shared"
 REFS = Path(os.environ.get("PROGRAMME_MODELS_DIR", SHARED / "programme-models"))
 BLIMP = Path(os.environ.get("BLIMP_DIR", SHARED / "blimp"))
@@ -98,8 +100,22 @@ def test_the_first_pairs_score_as_the_programme_scored_them(name, encode, one_th
 
 
 # an EqLM's 2,000 Anderson solves take about 25 s on two shared cores; the explicit model's forward, about 7 s
+AWAY_HERE = pytest.mark.xfail(
+    INTEL_AVX512_FP16,
+    strict=True,
+    reason=ROUNDS_ANDERSON_AWAY.format(
+        what="22 of the 2,000 protocol sentences further than 1e-3 nats per token from the record (the limit is 20)"
+    ),
+)
+
+
 @pytest.mark.parametrize(
-    "name", [pytest.param(name, marks=pytest.mark.slow) for name in FILES[:2]] + ["explicit-2layer"]
+    "name",
+    [
+        pytest.param("eqlm-postln", marks=pytest.mark.slow),
+        pytest.param("eqlm-residual-nosn", marks=[pytest.mark.slow, AWAY_HERE]),
+        "explicit-2layer",
+    ],
 )
 def test_the_full_protocol_gives_the_programmes_count_but_for_near_ties(name, encode, worker_threads):
     recorded = reference(name)
