@@ -20,6 +20,23 @@ from .fixed_point import FixedPoint, NumpyOps, halting_rule
 from .limits import ANDERSON_PICARD_FIRST, DEFAULT_HALT, DEFAULT_SOLVER, DEFAULT_START
 from .manifest import check_controls, check_precision, is_explicit, layer_roles, precision_graphs, requested_controls
 
+# an iteration graph with fewer weight bytes than this runs on one onnxruntime thread: splitting its small products
+# over two costs more in synchronisation than it saves (the 124M explicit model's int8 layers, 7.2 MB each: one
+# reader 130 to 133 tokens/s with them on one thread, 116 on two; its fp32 layers, 28 MB, and the 121M anytime
+# model's int8 step, 35 MB, are faster on two)
+SMALL_GRAPH_BYTES = 16 << 20
+
+
+def graph_bytes(onnx_dir: Path, manifest: dict, name: str) -> int:
+    """The bytes of graph file `name` and of the external-data files its role reads (the manifest's
+    `external_data`)."""
+    roles = {role for role, graph in (manifest.get("graphs") or {}).items() if graph == name}
+    size = (onnx_dir / name).stat().st_size
+    for data, readers in (manifest.get("external_data") or {}).items():
+        if roles & set(readers):
+            size += (onnx_dir / data).stat().st_size
+    return size
+
 
 class ContextLengthExceeded(ValueError):
     """A prompt to be scored is longer than the model's context (scoring never drops its first bytes)."""
@@ -45,17 +62,22 @@ class OnnxEqLM:
             # barrier stalls every op (a 121M model's one reader at 2 threads ran 2.1x faster so, under load 2.3)
             options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         graphs = precision_graphs(self.manifest, self.precision)
+        one_thread = ort.SessionOptions()
+        one_thread.intra_op_num_threads = 1
+        one_thread.inter_op_num_threads = 1
 
-        def session(name: str) -> ort.InferenceSession:
-            return ort.InferenceSession(str(self.onnx_dir / name), options, providers=["CPUExecutionProvider"])
+        def session(name: str, iteration: bool = False) -> ort.InferenceSession:
+            small = iteration and threads > 1 and graph_bytes(self.onnx_dir, self.manifest, name) < SMALL_GRAPH_BYTES
+            opts = one_thread if small else options
+            return ort.InferenceSession(str(self.onnx_dir / name), opts, providers=["CPUExecutionProvider"])
 
         self.explicit = is_explicit(self.manifest)
         self.embed_sess = session(graphs["embed"])
         if self.explicit:
             self.step_sess = None
-            self.layer_sessions = [session(graphs[role]) for role in layer_roles(self.manifest)]
+            self.layer_sessions = [session(graphs[role], iteration=True) for role in layer_roles(self.manifest)]
         else:
-            self.step_sess = session(graphs["step"])
+            self.step_sess = session(graphs["step"], iteration=True)
             self.layer_sessions = []
         self.head_sess = session(graphs["head"])
         # a layer graph takes no `inj`: each session is fed only the inputs it declares
