@@ -62,6 +62,29 @@ def test_concurrent_streams_on_one_model_are_batched_and_each_streams_its_lone_t
     assert isinstance(runtime, BatchedGenerator) and runtime.scheduler.rows == 0
 
 
+def test_concurrent_streams_on_an_explicit_transformer_run_its_layers_batched_and_each_streams_its_lone_text(
+    live_server, served
+):
+    prompts = ["And God said", "In the beginning", "Blessed are the", "Thou shalt not"]
+    alone = Generator(ROOT / "models" / "explicit-demo" / "onnx")
+    want = [alone.generate(GenerationRequest(prompt=p, max_tokens=24)).text for p in prompts]
+    got = [None] * len(prompts)
+
+    def run(i, prompt):
+        body = {"model": "explicit-demo", "prompt": prompt, "max_tokens": 24, "temperature": 0}
+        got[i] = streamed_text(live_server.url, body)
+
+    threads = [threading.Thread(target=run, args=(i, p)) for i, p in enumerate(prompts)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=120)
+    assert got == want
+    runtime = served_runtime("explicit-demo")
+    assert isinstance(runtime, BatchedGenerator) and len(runtime.scheduler.sessions) == 12
+    assert runtime.scheduler.largest >= 2 and runtime.scheduler.rows == 0
+
+
 def _post(url: str) -> httpx.Response:
     body = {"model": "eqlm-demo", "prompt": PROMPT, "max_tokens": 2}
     return httpx.post(f"{url}/v1/completions", json=body, timeout=60)
