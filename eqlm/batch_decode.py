@@ -15,9 +15,10 @@ decoding (a lone client pays no hand-over).
 
 A row's head call of one position (its next token's logits, or KL halting's per-iteration distribution) goes the
 same way when other streams are members: the head's matrix is read once for every row that asked together. A
-next-token head call waits (up to HEAD_WAIT_S) until every decoding member has asked for its own, so the rows' heads
-run in one call a token and the rows start their next solves together (on the 121M model, 8 rows at depth 12 made
-34 head calls for 256 tokens so, 96 to 138 without the wait).
+next-token head call waits for the rows still inside their solves or just out of them (up to HEAD_WAIT_S), and for
+the other decoding members' heads (up to MEMBER_WAIT_S), so the rows' heads run in one call a token and the rows
+start their next solves together (on the 121M model, 8 rows at depth 12 made 34 head calls for 256 tokens so, 96 to
+138 without the wait).
 
 The scheduler runs a batch of steps once every row inside a decode solve has handed in its call, or `gather_s` after
 the first one came (a row that is busy with its sampler or its client does not hold the others up for longer).
@@ -190,10 +191,11 @@ class BatchScheduler:
         """The next batch; None (the thread ends, the next step starts another) after IDLE_S with nothing to run.
 
         A batch holds every pending step and every head call asked inside a solve (KL halting), once each row
-        inside a solve has handed in its call or gather_s has passed. A next-token head call waits until every
-        decoding member has asked for its own (one still solving, or one a busy machine keeps waiting for a core),
-        up to head_wait_s: the rows' heads then run together, and the rows start their next solves together, so
-        their steps share each batch."""
+        inside a solve has handed in its call or gather_s has passed. A next-token head call waits for the rows
+        still inside their solves or out of them but yet to ask (a busy machine may keep a row waiting for a core),
+        up to head_wait_s, and for the other decoding members' heads up to member_wait_s: the rows' heads then run
+        together, and the rows start their next solves together, so their steps share each batch. An explicit
+        transformer's pass waits up to member_wait_s for the members that have handed in no call."""
         with self._cond:
             while True:
                 while not self._pending:
