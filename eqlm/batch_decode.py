@@ -37,7 +37,7 @@ from pathlib import Path
 import numpy as np
 import onnxruntime as ort
 
-from .decoder import DecodeCache, OnnxEqLM
+from .decoder import DecodeCache, OnnxEqLM, session_options
 from .generation import GenerationRequest, Generator, TokenStream
 
 GATHER_S = 0.002  # how long a batch waits for rows still working between their steps
@@ -56,10 +56,9 @@ IDLE_S = 30.0  # a scheduler thread with nothing to run for this long ends (a ru
 class _Call:
     """One row's pending step or head call and, once run, its outputs (or the error that the batch raised)."""
 
-    def __init__(self, kind: str, *inputs, waits: bool = False, slot: int = 0):
+    def __init__(self, kind: str, *inputs, waits: bool = False):
         self.kind = kind  # "step" (z, inj, past_k, past_v), "pass" (z, cache) or "head" (z)
         self.inputs = inputs
-        self.slot = slot  # the batched graph a step runs in: an explicit transformer's layer, else 0
         self.waits = waits  # a next-token head call, which waits for the rows still solving (HEAD_WAIT_S)
         self.since = time.monotonic()
         self.outputs: list[np.ndarray] | None = None
@@ -80,18 +79,13 @@ class BatchScheduler:
         head_wait_s: float = HEAD_WAIT_S,
         member_wait_s: float = MEMBER_WAIT_S,
     ):
-        """`graphs`: the batched graph of each slot (an explicit transformer's batched layers), or one for all."""
-        options = ort.SessionOptions()
-        options.intra_op_num_threads = threads
-        options.inter_op_num_threads = 1
-        if threads > 1:  # as OnnxEqLM's: the rows' threads need the cores between batches; a spinning pool takes them
-            options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+        """`graphs`: an EqLM's batched step, or an explicit transformer's batched layers in slot order."""
+        options = session_options(threads)
         folder, names = Path(model.onnx_dir), model.manifest["graphs"]
         self.sessions = [
             ort.InferenceSession(str(folder / names[graph]), options, providers=["CPUExecutionProvider"])
             for graph in graphs
         ]
-        self._inputs = [{i.name for i in session.get_inputs()} for session in self.sessions]
         self.max_rows, self.gather_s = max_rows, gather_s
         self.head_wait_s, self.member_wait_s = head_wait_s, member_wait_s
         self._solving = threading.local()  # whether this thread's row is inside a decode solve
@@ -141,12 +135,10 @@ class BatchScheduler:
                 self._after_solve.discard(ident)
                 self._cond.notify_all()  # a call held for this row's runs without it
 
-    def step(self, z, inj, past_k, past_v, slot: int | None = None) -> list[np.ndarray] | None:
-        """One row's step of one new position ([1, 1, D]), run in the next batch; (z_next, k, v, residual). None
-        when the row is the only one decoding: it runs its step itself, as it would alone (no hand-over). `slot`
-        picks the graph when there is one a slot (an explicit transformer's layers)."""
-        index = (slot or 0) if len(self.sessions) > 1 else 0
-        return self._hand_in("step", (z, inj, past_k, past_v), self._inside <= 1, slot=index)
+    def step(self, z, inj, past_k, past_v) -> list[np.ndarray] | None:
+        """An EqLM row's step of one new position ([1, 1, D]), run in the next batch; (z_next, k, v, residual). None
+        when the row is the only one decoding: it runs its step itself, as it would alone (no hand-over)."""
+        return self._hand_in("step", (z, inj, past_k, past_v), self._inside <= 1)
 
     def layers_pass(self, z, cache: DecodeCache) -> np.ndarray | None:
         """An explicit transformer's pass of one new position ([1, 1, D], its embedding) through every layer, run
@@ -166,13 +158,11 @@ class BatchScheduler:
         out = self._hand_in("head", (z,), self.rows <= 1, waits=waits)
         return None if out is None else out[0]
 
-    def _hand_in(
-        self, kind: str, inputs: tuple, alone: bool, waits: bool = False, slot: int = 0
-    ) -> list[np.ndarray] | None:
+    def _hand_in(self, kind: str, inputs: tuple, alone: bool, waits: bool = False) -> list[np.ndarray] | None:
         """`alone` is read without the lock: at worst a row that just stopped being alone runs one step itself."""
         if alone and not self._pending:
             return None
-        call = _Call(kind, *inputs, waits=waits, slot=slot)
+        call = _Call(kind, *inputs, waits=waits)
         with self._cond:
             self._start()
             self._pending.append(call)
@@ -237,9 +227,7 @@ class BatchScheduler:
 
     def _loop(self) -> None:
         while (batch := self._take()) is not None:
-            for slot in sorted({call.slot for call in batch if call.kind == "step"}):
-                self._deliver([c for c in batch if c.kind == "step" and c.slot == slot], self.run)
-            for kind, run in (("pass", self.run_passes), ("head", self.run_heads)):
+            for kind, run in (("step", self.run), ("pass", self.run_passes), ("head", self.run_heads)):
                 group = [call for call in batch if call.kind == kind]
                 if group:
                     self._deliver(group, run)
@@ -291,8 +279,7 @@ class BatchScheduler:
         return [[z[i : i + 1]] for i in range(b)]
 
     def run(self, batch: list[_Call]) -> list[list[np.ndarray]]:
-        """The rows' steps (of one slot) in one call of its batched graph: each row's past right-padded to the
-        longest, masked."""
+        """The rows' steps in one step_batched call: each row's past right-padded to the longest, masked."""
         b = len(batch)
         lengths = [call.inputs[2].shape[2] for call in batch]
         p = max(1, *lengths)  # the graph wants a past of one position at least (an empty one is all padding)
@@ -310,9 +297,7 @@ class BatchScheduler:
             "past_v": past_v,
             "past_valid": valid,
         }
-        slot = getattr(batch[0], "slot", 0)
-        declared = self._inputs[slot]  # an explicit layer takes no inj
-        z, k, v, residual = self.sessions[slot].run(None, {name: x for name, x in feed.items() if name in declared})
+        z, k, v, residual = self.sessions[0].run(None, feed)
         self.batches += 1
         self.rows_run += b
         self.largest = max(self.largest, b)
@@ -329,7 +314,10 @@ class BatchedModel:
         return getattr(self._model, name)
 
     def step(self, z, inj, past_k, past_v, slot: int | None = None):
-        out = self.scheduler.step(z, inj, past_k, past_v, slot) if z.shape[:2] == (1, 1) else None
+        """An EqLM's decoded step goes through the batch; an explicit transformer's layer runs here (its decoded
+        positions are batched whole, by `layers_pass`)."""
+        batched = z.shape[:2] == (1, 1) and not self._model.explicit
+        out = self.scheduler.step(z, inj, past_k, past_v) if batched else None
         return self._model.step(z, inj, past_k, past_v, slot) if out is None else out
 
     def layers_pass(self, z: np.ndarray, cache: DecodeCache) -> np.ndarray | None:

@@ -27,6 +27,18 @@ from .manifest import check_controls, check_precision, is_explicit, layer_roles,
 SMALL_GRAPH_BYTES = 16 << 20
 
 
+def session_options(threads: int) -> ort.SessionOptions:
+    """onnxruntime's options for a graph run on `threads` intra-op threads. Above one, waiting threads sleep instead
+    of spinning: on a shared or busy CPU a spinning pool's barrier stalls every op (a 121M model's one reader at 2
+    threads ran 2.1x faster so, under load 2.3), and a batch's rows need the cores between its calls."""
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = threads
+    options.inter_op_num_threads = 1
+    if threads > 1:
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    return options
+
+
 def graph_bytes(onnx_dir: Path, manifest: dict, name: str) -> int:
     """The bytes of graph file `name` and of the external-data files its role reads (the manifest's
     `external_data`)."""
@@ -55,16 +67,8 @@ class OnnxEqLM:
         self.manifest = json.loads((self.onnx_dir / "manifest.json").read_text())
         self.precision = precision or ("int8" if int8 else "fp32")
         check_precision(self.manifest, self.precision)
-        options = ort.SessionOptions()
-        options.intra_op_num_threads = threads
-        options.inter_op_num_threads = 1
-        if threads > 1:  # waiting threads sleep instead of spinning: on a shared or busy CPU a spinning pool's
-            # barrier stalls every op (a 121M model's one reader at 2 threads ran 2.1x faster so, under load 2.3)
-            options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+        options, one_thread = session_options(threads), session_options(1)
         graphs = precision_graphs(self.manifest, self.precision)
-        one_thread = ort.SessionOptions()
-        one_thread.intra_op_num_threads = 1
-        one_thread.inter_op_num_threads = 1
 
         def session(name: str, iteration: bool = False) -> ort.InferenceSession:
             small = iteration and threads > 1 and graph_bytes(self.onnx_dir, self.manifest, name) < SMALL_GRAPH_BYTES

@@ -34,15 +34,14 @@ TIED_INT8_FILE = "tied.int8.bin"
 # every CPU, so the server and the browser compute the same products.
 WEIGHT_TYPE_NAME = "QUInt8"
 INT8_ABOVE_PARAMS = 10_000_000  # an imported model this large gets its int8 graphs beside the fp32 ones unasked
+
+
 # embed and head are quantised by their tied matrix; the batched step (an explicit model's batched layers) gets no
 # int8 twin, as int8 requests decode alone (eqlm.batch_decode.batched_graphs: one activation scale per call would mix
 # a batch's rows)
-ITERATION_ROLES_EXCLUDED = ("embed", "head", "step_batched")
-
-
 def is_iteration_role(role: str) -> bool:
     """A graph that gets an int8 twin: step or layer_NN, not embed, head or a batched graph."""
-    return role not in ITERATION_ROLES_EXCLUDED and not role.endswith("_batched")
+    return role not in ("embed", "head") and not role.endswith("_batched")
 
 
 def sha256(path: Path) -> str:

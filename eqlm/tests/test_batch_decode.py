@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from eqlm.batch_decode import BatchedGenerator, BatchScheduler
-from eqlm.decoder import OnnxEqLM
+from eqlm.decoder import DecodeCache, OnnxEqLM
 from eqlm.generation import GenerationRequest, Generator
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -181,21 +181,30 @@ def test_a_programme_eqlm_export_batches_too_and_each_request_equals_its_lone_ge
     assert batched.scheduler.largest >= 2
 
 
-def test_each_batched_layer_runs_each_row_as_its_layer_graph_runs_it_alone():
+def test_a_batched_pass_runs_each_row_through_the_layers_as_its_layer_graphs_run_it_alone():
     model = OnnxEqLM(EXPLICIT)
     scheduler = BatchScheduler(model, graphs=tuple(model.manifest["batched_layers"]))
     rng = np.random.default_rng(1)
-    d, h, dh = model.d_model, model.n_heads, model.head_dim
-    for slot in (0, 5, 11):
-        calls = []
-        for p in (0, 2, 9):
-            past = rng.standard_normal((2, 1, h, p, dh)).astype(np.float32)
-            z = rng.standard_normal((1, 1, d)).astype(np.float32)
-            calls.append((z, z, past[0], past[1]))
-        batch = scheduler.run([type("C", (), {"inputs": c, "slot": slot})() for c in calls])
-        for call, got in zip(calls, batch, strict=True):
-            for a, b in zip(model.step(*call, slot), got, strict=True):
-                np.testing.assert_allclose(b, a, rtol=1e-5, atol=1e-6)
+    rows = []
+    for length in (0, 2, 9):  # each row's cache holds `length` positions of random K/V in every layer
+        cache = DecodeCache(model, 12)
+        cache.k[:, :, :, :length] = rng.standard_normal(cache.k[:, :, :, :length].shape)
+        cache.v[:, :, :, :length] = rng.standard_normal(cache.v[:, :, :, :length].shape)
+        cache.length = length
+        rows.append((rng.standard_normal((1, 1, model.d_model)).astype(np.float32), cache))
+    want = []
+    for z, cache in rows:  # alone: layer after layer through the lone graphs, on a copy of the cache
+        k, v = cache.k.copy(), cache.v.copy()
+        for slot in range(12):
+            p = cache.length
+            z, k_new, v_new, _ = model.step(z, z, k[slot, :, :, :p], v[slot, :, :, :p], slot)
+            k[slot, :, :, p], v[slot, :, :, p] = k_new[:, :, 0], v_new[:, :, 0]
+        want.append((z, k, v))
+    got = scheduler.run_passes([type("Call", (), {"inputs": row})() for row in rows])
+    for (z, k, v), (out,), (_, cache) in zip(want, got, rows, strict=True):
+        np.testing.assert_allclose(out, z, rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(cache.k, k, rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(cache.v, v, rtol=1e-5, atol=1e-6)
 
 
 def test_an_explicit_transformers_concurrent_generations_run_layer_by_layer_together_and_equal_each_alone():

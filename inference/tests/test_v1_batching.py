@@ -40,6 +40,15 @@ def streamed_text(url: str, body: dict) -> str:
     return "".join(pieces)
 
 
+def run_together(run, items) -> None:
+    """run(i, item) for every item, each on its own thread, all at once."""
+    threads = [threading.Thread(target=run, args=(i, item)) for i, item in enumerate(items)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=120)
+
+
 def test_concurrent_streams_on_one_model_are_batched_and_each_streams_its_lone_text(live_server, served):
     depths = [4, 8, 12, 16]
     alone = Generator(DEMO)
@@ -52,11 +61,7 @@ def test_concurrent_streams_on_one_model_are_batched_and_each_streams_its_lone_t
             {"model": "eqlm-demo", "prompt": PROMPT, "max_tokens": 24, "depth": depth, "temperature": 0},
         )
 
-    threads = [threading.Thread(target=run, args=(i, d)) for i, d in enumerate(depths)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=120)
+    run_together(run, depths)
     assert got == want
     runtime = served_runtime("eqlm-demo")
     assert isinstance(runtime, BatchedGenerator) and runtime.scheduler.rows == 0
@@ -74,11 +79,7 @@ def test_concurrent_streams_on_an_explicit_transformer_run_its_layers_batched_an
         body = {"model": "explicit-demo", "prompt": prompt, "max_tokens": 24, "temperature": 0}
         got[i] = streamed_text(live_server.url, body)
 
-    threads = [threading.Thread(target=run, args=(i, p)) for i, p in enumerate(prompts)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=120)
+    run_together(run, prompts)
     assert got == want
     runtime = served_runtime("explicit-demo")
     assert isinstance(runtime, BatchedGenerator) and len(runtime.scheduler.sessions) == 12
