@@ -82,6 +82,7 @@ class BatchScheduler:
         """`graphs`: an EqLM's batched step, or an explicit transformer's batched layers in slot order."""
         options = session_options(threads)
         folder, names = Path(model.onnx_dir), model.manifest["graphs"]
+        self.graphs = tuple(graphs)
         self.sessions = [
             ort.InferenceSession(str(folder / names[graph]), options, providers=["CPUExecutionProvider"])
             for graph in graphs
@@ -334,20 +335,18 @@ class BatchedModel:
 
 
 def batched_graphs(manifest: dict, precision: str = "fp32") -> tuple[str, ...] | None:
-    """The batched graphs for fp32, when exported: ("step_batched",), or an explicit transformer's batched layers in
-    slot order; None for int8, which has none.
+    """The batched graphs of `precision`, when exported: ("step_batched",) (int8: "step_batched_int8"), or an explicit
+    transformer's batched layers in slot order; None when the export has none.
 
-    An int8 graph quantises its activations with one scale per call (onnxruntime's DynamicQuantizeLinear is
-    per-tensor), so in a batch a row's result would depend on the other rows' values (a row's z moved by 0.046 on
-    eqlm-demo beside a second row): int8 requests decode alone, each as it would with no other request."""
+    An int8 export made before its activations were quantised per position has no batched int8 graphs: its one
+    activation scale per call would make a batched row depend on the others, so its int8 requests decode alone."""
     graphs = manifest.get("graphs") or {}
-    if precision != "fp32":
-        return None
+    suffix = "_int8" if precision == "int8" else ""
     if manifest.get("layers"):  # an explicit transformer: one batched graph a layer, or none
-        layers = tuple(manifest.get("batched_layers") or ())
+        layers = tuple(f"{role}{suffix}" for role in manifest.get("batched_layers") or ())
         complete = len(layers) == len(manifest["layers"]) and all(role in graphs for role in layers)
         return layers if complete else None
-    return ("step_batched",) if "step_batched" in graphs else None
+    return (f"step_batched{suffix}",) if f"step_batched{suffix}" in graphs else None
 
 
 class BatchedGenerator(Generator):

@@ -4,12 +4,13 @@ transformer's)."""
 
 from __future__ import annotations
 
-import hashlib
 import warnings
 from pathlib import Path
 
 import torch
 from torch import nn
+
+from .onnx_share import sha256  # noqa: F401 - the exporters import it from here
 
 OPSET = 17
 MANIFEST_FORMAT = "eqlm-onnx-v1"
@@ -72,10 +73,6 @@ def export_embed_and_head(model: nn.Module, out_dir: Path) -> None:
 
 EMBED_IO = {"inputs": {"input_ids": "[B,T] int64", "positions": "[B,T] int64"}, "outputs": {"inj": "[B,T,D]"}}
 HEAD_IO = {"inputs": {"z": "[B,T,D]"}, "outputs": {"logits": "[B,T,V]"}}
-
-
-def sha256(path: Path) -> str:
-    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
 
 def manifest_head(model: nn.Module, model_id: str) -> dict:

@@ -8,10 +8,13 @@ import hashlib
 import json
 from pathlib import Path
 
-from .onnx_io import sha256
-
 MIN_SHARED_BYTES = 1 << 16  # smaller initializers stay inside their graphs
 ALIGN = 64  # each tensor starts on a 64-byte boundary of the shared file
+
+
+def sha256(path: Path) -> str:
+    """The content hash a manifest addresses a graph or an external-data file by."""
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
 
 def share_weights(out_dir: Path, roles: tuple[str, ...], file_name: str) -> dict:

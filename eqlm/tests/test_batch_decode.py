@@ -242,19 +242,25 @@ def test_a_programme_explicit_export_batches_its_layers_and_each_request_equals_
     assert batched.scheduler.largest >= 2
 
 
-def test_int8_requests_decode_alone_as_a_batch_would_mix_their_activation_scales(tmp_path):
-    """int8's activations are quantised with one scale per graph call, so a batched row would depend on the other
-    rows (shown on the batched step quantised as int8 graphs are): an int8 export has no batched step, and an int8
-    runtime no batch; it decodes each request as it would alone."""
-    import numpy as np
+@pytest.fixture(scope="module")
+def demo_int8(tmp_path_factory):
+    """eqlm-demo with its int8 graphs (built on request: the bundled export is fp32 alone)."""
+    from eqlm.quantize import add_int8
+
+    export = tmp_path_factory.mktemp("int8") / "onnx"
+    shutil.copytree(DEMO, export)
+    add_int8(export)
+    return export
+
+
+def test_an_int8_row_gets_the_same_products_bit_for_bit_alone_or_beside_a_row_five_times_larger(demo_int8):
+    """int8 quantises each position's activations with its own scale, so a batched row never depends on the others
+    (one scale per call would let the larger row coarsen the smaller one's 8-bit grid)."""
+    import json
+
     import onnxruntime as ort
 
-    from eqlm.quantize import _quantize_iteration, add_int8
-
-    export = tmp_path / "onnx"
-    shutil.copytree(DEMO, export)
-    manifest = add_int8(export)
-    assert "step_int8" in manifest["graphs"] and "step_batched_int8" not in manifest["graphs"]
+    manifest = json.loads((demo_int8 / "manifest.json").read_text())
     rng = np.random.default_rng(0)
     d, heads = manifest["d_model"], manifest["n_heads"]
     rows = {
@@ -264,14 +270,36 @@ def test_int8_requests_decode_alone_as_a_batch_would_mix_their_activation_scales
         "past_v": rng.standard_normal((2, heads, 3, d // heads)).astype(np.float32),
         "past_valid": np.ones((2, 3), np.float32),
     }
-    graph = tmp_path / "step_batched.int8.onnx"
-    _quantize_iteration(export / manifest["graphs"]["step_batched"], graph)
-    step = ort.InferenceSession(str(graph), providers=["CPUExecutionProvider"])
-    together = step.run(None, rows)[0][0]
-    first_alone = step.run(None, {name: value[:1] for name, value in rows.items()})[0][0]
-    assert np.abs(together - first_alone).max() > 1e-3  # the second row moves the first
+    graphs = manifest["graphs"]
+    batched = ort.InferenceSession(str(demo_int8 / graphs["step_batched_int8"]), providers=["CPUExecutionProvider"])
+    lone = ort.InferenceSession(str(demo_int8 / graphs["step_int8"]), providers=["CPUExecutionProvider"])
+    together = batched.run(None, rows)
+    for i in range(2):
+        alone = lone.run(None, {name: value[i : i + 1] for name, value in rows.items() if name != "past_valid"})
+        for a, b in zip(alone, together, strict=True):
+            np.testing.assert_array_equal(b[i : i + 1], a)
 
-    batched = BatchedGenerator(export, precision="int8")
-    assert batched.scheduler is None
-    request = REQUESTS[1]
-    assert _events(batched.stream(request)) == _events(Generator(export, precision="int8").stream(request))
+
+def test_concurrent_int8_generations_batch_and_equal_each_alone(demo_int8):
+    alone, batched = Generator(demo_int8, precision="int8"), BatchedGenerator(demo_int8, precision="int8")
+    assert batched.scheduler is not None and batched.scheduler.graphs == ("step_batched_int8",)
+    lone = [(_events(s := alone.stream(r)), s.finish_reason) for r in REQUESTS]
+    results = [None] * len(REQUESTS)
+    _run_together(batched, REQUESTS, results)
+    assert results == lone
+    assert batched.scheduler.largest >= 2
+
+
+def test_an_explicit_transformers_int8_layers_batch_and_each_request_equals_its_lone_generation(tmp_path):
+    from eqlm.quantize import add_int8
+
+    export = tmp_path / "onnx"
+    shutil.copytree(EXPLICIT, export)
+    add_int8(export)
+    requests = [GenerationRequest(prompt=r.prompt, max_tokens=r.max_tokens, stop=r.stop) for r in REQUESTS[:6]]
+    alone, batched = Generator(export, precision="int8"), BatchedGenerator(export, precision="int8")
+    lone = [(_events(s := alone.stream(r)), s.finish_reason) for r in requests]
+    results = [None] * len(requests)
+    _run_together(batched, requests, results)
+    assert results == lone
+    assert batched.scheduler.largest >= 2

@@ -72,10 +72,11 @@ def measured(reference, label: str) -> dict:
 
 
 SETS = ("texts", "blimp", "prose")
-# Measured (dynamic 8-bit, uint8 weights with a scale and zero point per output channel and per vocabulary entry;
-# exact integer products, so the same on every CPU): the max over tokens passes 0.02 on these (0.010 and 0.019) and
-# misses on the rest (0.026 to 0.053 nats), while the mean stays under 0.006 everywhere.
-MAX_HOLDS = {("explicit-2layer", "texts"), ("explicit-2layer", "prose")}
+# Measured (dynamic 8-bit: uint8 weights with a scale and zero point per output channel and per vocabulary entry,
+# activations with one per row of the batch, and per position in a programme head, which flattens its positions into
+# rows; exact integer products, so the same on every CPU): the max over tokens passes 0.02 on these (0.013 to 0.018)
+# and misses on the rest (0.025 to 0.052 nats), while the mean stays under 0.005 everywhere.
+MAX_HOLDS = {("explicit-2layer", "texts"), ("explicit-2layer", "prose"), ("eqlm-postln", "texts")}
 
 
 @pytest.mark.slow
@@ -90,7 +91,7 @@ def test_a_reference_checkpoints_int8_is_within_002_nats_per_token_on_average(re
 def test_a_reference_checkpoints_int8_is_within_002_nats_on_every_token(reference, label, request):
     if (reference[0], label) not in MAX_HOLDS:
         request.applymarker(
-            pytest.mark.xfail(strict=True, reason="measured: the max over tokens misses 0.02 nats (up to 0.053)")
+            pytest.mark.xfail(strict=True, reason="measured: the max over tokens misses 0.02 nats (up to 0.052)")
         )
     block = measured(reference, label)
     assert block["nats_per_token_max"] <= NATS_PER_TOKEN, (reference[0], block)
@@ -121,15 +122,15 @@ def test_the_manifest_lists_the_int8_graphs_and_stores_the_tied_int8_matrix_once
     graphs = manifest["graphs"]
     fp32_roles = [role for role in graphs if not role.endswith("_int8")]
     assert manifest["precisions"] == ["fp32", "int8"]
-    twinned = [role for role in fp32_roles if not role.endswith("_batched")]  # int8 requests are never batched
-    assert [role for role in graphs if role.endswith("_int8")] == [f"{role}_int8" for role in twinned]
+    assert [role for role in graphs if role.endswith("_int8")] == [f"{role}_int8" for role in fp32_roles]
     assert all((out / graphs[role]).is_file() and manifest["graph_sha256"][role] for role in graphs)
     assert manifest["external_data"][TIED_INT8_FILE] == ["embed_int8", "head_int8"]
     vocab, d = manifest["vocab_size"], manifest["d_model"]
     assert (out / TIED_INT8_FILE).stat().st_size == vocab * d  # one byte per weight, once
-    # neither int8 graph holds the matrix itself: both read the one file
+    # neither int8 graph holds the matrix itself: both read the one file (each holds a few numbers per vocabulary
+    # entry: the scale, the zero point and, in the head, the column sums that a zero point per row needs)
     for role in ("embed_int8", "head_int8"):
-        assert (out / graphs[role]).stat().st_size < vocab * d // 4
+        assert (out / graphs[role]).stat().st_size < vocab * 12 + 2**16 < vocab * d
 
 
 def test_an_int8_runtime_loads_the_int8_graphs_and_a_missing_precision_is_refused(reference, tmp_path):
@@ -149,3 +150,26 @@ def test_an_int8_runtime_loads_the_int8_graphs_and_a_missing_precision_is_refuse
             (tmp_path / graph.name).symlink_to(graph)
     with pytest.raises(ControlRefused, match="fp32 graphs only"):
         OnnxEqLM(tmp_path, precision="int8")
+
+
+def test_a_lone_iteration_graph_and_its_batched_one_store_their_8_bit_weights_once(tmp_path, monkeypatch):
+    """Shown on eqlm-demo with the size from which weights are shared lowered to its 64x192 products."""
+    import shutil
+
+    import onnx
+
+    from eqlm import onnx_share
+    from eqlm.quantize import add_int8
+
+    monkeypatch.setattr(onnx_share, "MIN_SHARED_BYTES", 4096)
+    export = tmp_path / "onnx"
+    shutil.copytree(ROOT / "models" / "eqlm-demo" / "onnx", export)
+    manifest = add_int8(export)
+    assert manifest["external_data"]["step.int8.bin"] == ["step_int8", "step_batched_int8"]
+    assert manifest["graph_sha256"]["step.int8.bin"]
+    held = (export / "step.int8.bin").stat().st_size
+    for role in ("step_int8", "step_batched_int8"):
+        model = onnx.load(str(export / manifest["graphs"][role]), load_external_data=False)
+        external = [t for t in model.graph.initializer if t.data_location == onnx.TensorProto.EXTERNAL]
+        assert external and sum(int(e.value) for t in external for e in t.external_data if e.key == "length") <= held
+
