@@ -172,4 +172,3 @@ def test_a_lone_iteration_graph_and_its_batched_one_store_their_8_bit_weights_on
         model = onnx.load(str(export / manifest["graphs"][role]), load_external_data=False)
         external = [t for t in model.graph.initializer if t.data_location == onnx.TensorProto.EXTERNAL]
         assert external and sum(int(e.value) for t in external for e in t.external_data if e.key == "length") <= held
-
