@@ -86,6 +86,31 @@ def test_concurrent_streams_on_an_explicit_transformer_run_its_layers_batched_an
     assert runtime.scheduler.largest >= 2 and runtime.scheduler.rows == 0
 
 
+def test_concurrent_int8_streams_are_batched_on_the_int8_graphs_and_each_streams_its_lone_text(
+    live_server, serve_models, settings, tmp_path
+):
+    from eqlm.quantize import add_int8
+
+    shutil.copytree(DEMO, tmp_path / "eqlm-demo" / "onnx")
+    add_int8(tmp_path / "eqlm-demo" / "onnx")
+    serve_models(models_dir=tmp_path)
+    settings.API_REQUIRE_KEY, settings.API_MAX_CONCURRENT_GENERATIONS, settings.API_BATCH_MIN_PARAMS = False, 8, 0
+    depths = [4, 8, 12, 16]
+    alone = Generator(tmp_path / "eqlm-demo" / "onnx", precision="int8")
+    want = [alone.generate(GenerationRequest(prompt=PROMPT, max_tokens=24, depth=d)).text for d in depths]
+    got = [None] * len(depths)
+
+    def run(i, depth):
+        body = {"model": "eqlm-demo", "prompt": PROMPT, "max_tokens": 24, "depth": depth, "temperature": 0}
+        got[i] = streamed_text(live_server.url, {**body, "precision": "int8"})
+
+    run_together(run, depths)
+    assert got == want
+    runtime = served_runtime("eqlm-demo", "int8")
+    assert isinstance(runtime, BatchedGenerator) and runtime.scheduler.graphs == ("step_batched_int8",)
+    assert runtime.scheduler.largest >= 2 and runtime.scheduler.rows == 0
+
+
 def _post(url: str) -> httpx.Response:
     body = {"model": "eqlm-demo", "prompt": PROMPT, "max_tokens": 2}
     return httpx.post(f"{url}/v1/completions", json=body, timeout=60)
