@@ -96,7 +96,7 @@ def per_row_activations(model):
     of 10 prompts (10 of 10 agree with a scale per row): a prompt's positions on their own grids flip more 8-bit
     roundings on the fp32 differences between WebAssembly and x86 kernels."""
     import onnx
-    from onnx import TensorProto, helper, numpy_helper
+    from onnx import numpy_helper
 
     opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 17)
     typed = onnx.shape_inference.infer_shapes(model)
@@ -116,52 +116,11 @@ def per_row_activations(model):
     out = []
     for node in nodes:
         if node.op_type == "DynamicQuantizeLinear":
-            x, (xq, scale, zero) = node.input[0], node.output
-            p = f"{xq}_row"
-            if ranks.get(x, 0) < 2:
-                raise ValueError(f"the rank of {x!r}, quantised for a product, is unknown or below 2")
-            axes = list(range(1, ranks[x]))  # every axis but the batch's
-            if opset >= 18:  # ReduceMax and ReduceMin take their axes as an input from opset 18
-                consts.append(numpy_helper.from_array(np.array(axes, np.int64), f"{p}_axes"))
-
-            def reduce(op, name, x=x, axes=axes, p=p):
-                if opset >= 18:
-                    return helper.make_node(op, [x, f"{p}_axes"], [name], keepdims=1)
-                return helper.make_node(op, [x], [name], axes=axes, keepdims=1)
-
-            out += [
-                reduce("ReduceMax", f"{p}_max"),
-                reduce("ReduceMin", f"{p}_min"),
-                helper.make_node("Max", [f"{p}_max", "per_row_zero"], [f"{p}_hi"]),
-                helper.make_node("Min", [f"{p}_min", "per_row_zero"], [f"{p}_lo"]),
-                helper.make_node("Sub", [f"{p}_hi", f"{p}_lo"], [f"{p}_range"]),
-                helper.make_node("Div", [f"{p}_range", "per_row_qmax"], [f"{p}_scale0"]),
-                helper.make_node("Max", [f"{p}_scale0", "per_row_tiny"], [scale]),  # a row of zeros: scale tiny
-                helper.make_node("Sub", ["per_row_zero", f"{p}_lo"], [f"{p}_neglo"]),
-                helper.make_node("Div", [f"{p}_neglo", scale], [f"{p}_zq"]),
-                helper.make_node("Round", [f"{p}_zq"], [f"{p}_zr"]),
-                helper.make_node("Clip", [f"{p}_zr", "per_row_zero", "per_row_qmax"], [f"{p}_zf"]),
-                helper.make_node("Cast", [f"{p}_zf"], [zero], to=TensorProto.INT32),
-                helper.make_node("Div", [x, scale], [f"{p}_xs"]),
-                helper.make_node("Round", [f"{p}_xs"], [f"{p}_xr"]),
-                helper.make_node("Add", [f"{p}_xr", f"{p}_zf"], [f"{p}_xz"]),
-                helper.make_node("Clip", [f"{p}_xz", "per_row_zero", "per_row_qmax"], [f"{p}_xc"]),
-                helper.make_node("Cast", [f"{p}_xc"], [xq], to=TensorProto.UINT8),
-            ]
+            if ranks.get(node.input[0], 0) < 2:
+                raise ValueError(f"the rank of {node.input[0]!r}, quantised for a product, is unknown or below 2")
+            out += _row_quantiser(node, ranks[node.input[0]], opset, consts)
         elif node.op_type == "MatMulInteger" and node.input[0] in quantisers:
-            a, w, a_zero = node.input[0], node.input[1], node.input[2]
-            w_zero = node.input[3] if len(node.input) > 3 else ""
-            weight = numpy_helper.to_array(inits[w]).astype(np.int64)
-            if w_zero:
-                weight = weight - numpy_helper.to_array(inits[w_zero]).astype(np.int64)
-            sums = f"{w}_column_sums"
-            consts.append(numpy_helper.from_array(weight.sum(axis=0).astype(np.int32), sums))
-            raw = f"{node.output[0]}_raw"
-            out += [
-                helper.make_node("MatMulInteger", [a, w, "", w_zero] if w_zero else [a, w], [raw], name=node.name),
-                helper.make_node("Mul", [a_zero, sums], [f"{raw}_zero"]),
-                helper.make_node("Sub", [raw, f"{raw}_zero"], [node.output[0]]),
-            ]
+            out += _row_zero_corrected(node, inits, consts)
         else:
             out.append(node)
     model.graph.ClearField("node")
@@ -169,6 +128,63 @@ def per_row_activations(model):
     model.graph.initializer.extend(consts)
     onnx.checker.check_model(model) if model.ByteSize() < 2**31 else None
     return model
+
+
+def _row_quantiser(node, rank: int, opset: int, consts: list) -> list:
+    """The nodes of one DynamicQuantizeLinear taken per row: its formula over every axis but the first (the scale,
+    the zero point as int32 for the product's correction, the uint8 activations); appends its constants."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    x, (xq, scale, zero) = node.input[0], node.output
+    p = f"{xq}_row"
+    axes = list(range(1, rank))  # every axis but the batch's
+    if opset >= 18:  # ReduceMax and ReduceMin take their axes as an input from opset 18
+        consts.append(numpy_helper.from_array(np.array(axes, np.int64), f"{p}_axes"))
+
+    def reduce(op, name):
+        if opset >= 18:
+            return helper.make_node(op, [x, f"{p}_axes"], [name], keepdims=1)
+        return helper.make_node(op, [x], [name], axes=axes, keepdims=1)
+
+    return [
+        reduce("ReduceMax", f"{p}_max"),
+        reduce("ReduceMin", f"{p}_min"),
+        helper.make_node("Max", [f"{p}_max", "per_row_zero"], [f"{p}_hi"]),
+        helper.make_node("Min", [f"{p}_min", "per_row_zero"], [f"{p}_lo"]),
+        helper.make_node("Sub", [f"{p}_hi", f"{p}_lo"], [f"{p}_range"]),
+        helper.make_node("Div", [f"{p}_range", "per_row_qmax"], [f"{p}_scale0"]),
+        helper.make_node("Max", [f"{p}_scale0", "per_row_tiny"], [scale]),  # a row of zeros: scale tiny
+        helper.make_node("Sub", ["per_row_zero", f"{p}_lo"], [f"{p}_neglo"]),
+        helper.make_node("Div", [f"{p}_neglo", scale], [f"{p}_zq"]),
+        helper.make_node("Round", [f"{p}_zq"], [f"{p}_zr"]),
+        helper.make_node("Clip", [f"{p}_zr", "per_row_zero", "per_row_qmax"], [f"{p}_zf"]),
+        helper.make_node("Cast", [f"{p}_zf"], [zero], to=TensorProto.INT32),
+        helper.make_node("Div", [x, scale], [f"{p}_xs"]),
+        helper.make_node("Round", [f"{p}_xs"], [f"{p}_xr"]),
+        helper.make_node("Add", [f"{p}_xr", f"{p}_zf"], [f"{p}_xz"]),
+        helper.make_node("Clip", [f"{p}_xz", "per_row_zero", "per_row_qmax"], [f"{p}_xc"]),
+        helper.make_node("Cast", [f"{p}_xc"], [xq], to=TensorProto.UINT8),
+    ]
+
+
+def _row_zero_corrected(node, inits: dict, consts: list) -> list:
+    """A MatMulInteger without its activation zero point, less the row's zero point times the weight's column sums
+    (exact int32); appends the column sums."""
+    from onnx import helper, numpy_helper
+
+    a, w, a_zero = node.input[0], node.input[1], node.input[2]
+    w_zero = node.input[3] if len(node.input) > 3 else ""
+    weight = numpy_helper.to_array(inits[w]).astype(np.int64)
+    if w_zero:
+        weight = weight - numpy_helper.to_array(inits[w_zero]).astype(np.int64)
+    sums = f"{w}_column_sums"
+    consts.append(numpy_helper.from_array(weight.sum(axis=0).astype(np.int32), sums))
+    raw = f"{node.output[0]}_raw"
+    return [
+        helper.make_node("MatMulInteger", [a, w, "", w_zero] if w_zero else [a, w], [raw], name=node.name),
+        helper.make_node("Mul", [a_zero, sums], [f"{raw}_zero"]),
+        helper.make_node("Sub", [raw, f"{raw}_zero"], [node.output[0]]),
+    ]
 
 
 def _quantize_iteration(src: Path, dst: Path, per_row: bool = False) -> None:
