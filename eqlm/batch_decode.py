@@ -338,7 +338,8 @@ def batched_graphs(manifest: dict, precision: str = "fp32") -> tuple[str, ...] |
     """The batched graphs of `precision`, when exported: ("step_batched",) (int8: "step_batched_int8"), or an explicit
     transformer's batched layers in slot order; None when the export has none.
 
-    An int8 export made before its activations were quantised per position has no batched int8 graphs: its one
+    A batched int8 graph quantises its activations with a scale per row (eqlm.quantize.per_row_activations), so a
+    row's products are the same beside others as alone. An int8 export made before those graphs has none: its one
     activation scale per call would make a batched row depend on the others, so its int8 requests decode alone."""
     graphs = manifest.get("graphs") or {}
     suffix = "_int8" if precision == "int8" else ""
