@@ -10,6 +10,8 @@ from pathlib import Path
 import torch
 from torch import nn
 
+from .onnx_share import sha256  # noqa: F401 - the exporters import it from here
+
 OPSET = 17
 MANIFEST_FORMAT = "eqlm-onnx-v1"
 EMPTY_PROMPT = "\n"
