@@ -43,6 +43,9 @@ def serve_threaded():
 
     class Threading(ThreadingMixIn, WSGIServer):
         daemon_threads = True
+        # socketserver listens with a backlog of 5: 8 clients that connect at once overflow it, and a dropped SYN
+        # is sent again a second later (a TTFT p95 of 1.1 s against a p50 of 0.26 s). gunicorn's is 2048.
+        request_queue_size = 64
 
     server = make_server("127.0.0.1", 0, get_wsgi_application(), server_class=Threading, handler_class=Quiet)
     threading.Thread(target=server.serve_forever, daemon=True).start()
