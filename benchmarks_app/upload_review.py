@@ -1,5 +1,7 @@
 """Before an upload adds rows to one of the programme's experiments, the staff page asks first, naming the tables
-it would change; the files wait in media under a one-time token until the uploader confirms or cancels.
+it would change; the files wait in media under a one-time token until the uploader confirms or cancels. A hold
+that is neither confirmed nor cancelled (the uploader left the page) expires after HOLD_TTL_S: a later upload's hold
+removes it, and its token is refused.
 
 Only the programme's record is guarded: the tables that recompute its published figures. Rows of the portal's own
 experiments (local, local-council, depth-curve, ...) go straight in, as before.
@@ -10,9 +12,11 @@ from __future__ import annotations
 import base64
 import json
 import secrets
+from datetime import timedelta
 
 from django.core.files.base import ContentFile
 from django.core.files.storage import default_storage
+from django.utils import timezone
 
 from results.experiment_names import resolve
 
@@ -20,6 +24,7 @@ from .models import Comparison
 from .parsers import IngestError, parse_bytes
 
 PENDING_DIR = "benchmarks/pending"
+HOLD_TTL_S = 24 * 3600  # how long held files wait for the uploader's answer
 
 
 def experiments_in(paired: list[tuple[str, bytes, bytes | None]], fmt: str = "") -> set[str]:
@@ -55,7 +60,8 @@ def _spec_experiments(comparison: Comparison) -> set[str]:
 
 
 def hold(paired: list[tuple[str, bytes, bytes | None]], fmt: str, user_id: int) -> str:
-    """Keep the files under a new token until the uploader confirms; returns the token."""
+    """Keep the files under a new token until the uploader confirms; returns the token. Expired holds go first."""
+    sweep_expired()
     token = secrets.token_urlsafe(16)
     manifest = {
         "user": user_id,
@@ -81,6 +87,9 @@ def release(token: str, user_id: int) -> tuple[list[tuple[str, bytes, bytes | No
     path = f"{PENDING_DIR}/{token}.json"
     if not default_storage.exists(path):
         return None
+    if _expired(path):
+        default_storage.delete(path)
+        return None
     with default_storage.open(path) as handle:
         manifest = json.loads(handle.read())
     default_storage.delete(path)
@@ -98,3 +107,22 @@ def discard(token: str) -> None:
         path = f"{PENDING_DIR}/{token}.json"
         if default_storage.exists(path):
             default_storage.delete(path)
+
+
+def _expired(path: str) -> bool:
+    return timezone.now() - default_storage.get_modified_time(path) > timedelta(seconds=HOLD_TTL_S)
+
+
+def sweep_expired() -> list[str]:
+    """Remove the holds older than HOLD_TTL_S (uploads never confirmed or cancelled); returns their file names."""
+    try:
+        _, names = default_storage.listdir(PENDING_DIR)
+    except FileNotFoundError:  # no hold yet
+        return []
+    removed = []
+    for name in names:
+        path = f"{PENDING_DIR}/{name}"
+        if name.endswith(".json") and _expired(path):
+            default_storage.delete(path)
+            removed.append(name)
+    return removed

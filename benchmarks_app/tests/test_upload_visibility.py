@@ -54,6 +54,44 @@ def test_cancelling_stores_nothing(staff_client, seeded, django_capture_on_commi
     assert not uploads().exists() and not ResultRow.objects.filter(seed=45).exists()
 
 
+def age(token: str, seconds: float) -> None:
+    """Make a held upload `seconds` old."""
+    import os
+    import time
+
+    from django.core.files.storage import default_storage
+
+    from benchmarks_app.upload_review import PENDING_DIR
+
+    path = default_storage.path(f"{PENDING_DIR}/{token}.json")
+    then = time.time() - seconds
+    os.utime(path, (then, then))
+
+
+def test_a_hold_that_nobody_answers_expires_and_leaves_no_file(
+    staff_client, seeded, django_capture_on_commit_callbacks
+):
+    from django.core.files.storage import default_storage
+
+    from benchmarks_app.upload_review import HOLD_TTL_S, PENDING_DIR
+
+    html = post_upload(staff_client, django_capture_on_commit_callbacks).content.decode()
+    abandoned = html.split('name="held" value="')[1].split('"')[0]
+    age(abandoned, HOLD_TTL_S + 60)
+    html = post_upload(staff_client, django_capture_on_commit_callbacks).content.decode()
+    waiting = html.split('name="held" value="')[1].split('"')[0]
+    # the next upload's hold removed the abandoned one; its own still waits
+    held = default_storage.listdir(PENDING_DIR)[1]
+    assert f"{abandoned}.json" not in held and f"{waiting}.json" in held
+
+    age(waiting, HOLD_TTL_S + 60)  # the uploader comes back a day later: the token is refused, and its file goes
+    with django_capture_on_commit_callbacks(execute=True):
+        late = staff_client.post(PAGE, {"held": waiting, "decision": "confirm"}, follow=True)
+    assert "no longer waiting" in late.content.decode()
+    assert f"{waiting}.json" not in default_storage.listdir(PENDING_DIR)[1]
+    assert not uploads().exists() and not ResultRow.objects.filter(seed=45).exists()
+
+
 def test_a_table_with_uploaded_rows_marks_them_and_shows_n_per_figure(
     staff_client, seeded, django_capture_on_commit_callbacks
 ):
