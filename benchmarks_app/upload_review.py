@@ -113,16 +113,13 @@ def _expired(path: str) -> bool:
     return timezone.now() - default_storage.get_modified_time(path) > timedelta(seconds=HOLD_TTL_S)
 
 
-def sweep_expired() -> list[str]:
-    """Remove the holds older than HOLD_TTL_S (uploads never confirmed or cancelled); returns their file names."""
+def sweep_expired() -> None:
+    """Remove the holds older than HOLD_TTL_S (uploads never confirmed or cancelled)."""
     try:
         _, names = default_storage.listdir(PENDING_DIR)
     except FileNotFoundError:  # no hold yet
-        return []
-    removed = []
+        return
     for name in names:
         path = f"{PENDING_DIR}/{name}"
         if name.endswith(".json") and _expired(path):
             default_storage.delete(path)
-            removed.append(name)
-    return removed

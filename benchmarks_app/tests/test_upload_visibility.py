@@ -2,10 +2,14 @@
 built on it marks the uploaded rows (who, when, no hash or commit) and shows the seeds behind each figure."""
 
 import json
+import os
+import time
 
 import pytest
+from django.core.files.storage import default_storage
 from django.core.files.uploadedfile import SimpleUploadedFile
 
+from benchmarks_app.upload_review import HOLD_TTL_S, PENDING_DIR
 from results.models import ResultRow, SourceFile
 
 pytestmark = pytest.mark.django_db
@@ -56,13 +60,6 @@ def test_cancelling_stores_nothing(staff_client, seeded, django_capture_on_commi
 
 def age(token: str, seconds: float) -> None:
     """Make a held upload `seconds` old."""
-    import os
-    import time
-
-    from django.core.files.storage import default_storage
-
-    from benchmarks_app.upload_review import PENDING_DIR
-
     path = default_storage.path(f"{PENDING_DIR}/{token}.json")
     then = time.time() - seconds
     os.utime(path, (then, then))
@@ -71,10 +68,6 @@ def age(token: str, seconds: float) -> None:
 def test_a_hold_that_nobody_answers_expires_and_leaves_no_file(
     staff_client, seeded, django_capture_on_commit_callbacks
 ):
-    from django.core.files.storage import default_storage
-
-    from benchmarks_app.upload_review import HOLD_TTL_S, PENDING_DIR
-
     html = post_upload(staff_client, django_capture_on_commit_callbacks).content.decode()
     abandoned = html.split('name="held" value="')[1].split('"')[0]
     age(abandoned, HOLD_TTL_S + 60)
