@@ -1,8 +1,11 @@
 """The batched step graph: one iteration for one new position in each of B rows, each row with its own past.
 
 Today's step graph (export.py) takes one past [B, H, P, Dh] that every row shares in length, so rows with different
-contexts cannot run together. `step_batched` adds `past_valid` [B, P] (1.0 where a row's cached position is real, 0.0
-where it is padding): a row's new position attends to its own valid past and to itself. Positions are not an input:
+contexts cannot run together. `step_batched` adds `past_valid` [B, P] (1.0 on a row's cached positions, 0.0 on the
+padding after them): a row's new position attends to its own valid past and to itself. Its own key and value sit
+right after its valid past, before the padding, as they sit alone: the attention then adds the same terms in the same
+order as the step graph does, so a row's outputs do not depend on the other rows' lengths (with the new position after
+the padding, AVX-512 kernels rounded a padded row's sums differently from its lone ones). Positions are not an input:
 they enter through the embedding (inj), which each row computes at its own position. The new position's K/V are
 returned for each row to cache, as step's are.
 
@@ -32,13 +35,13 @@ BATCHED_STEP_IO = {
 }
 BATCHED_SEMANTICS = (
     "step_batched: one iteration of one new position in each row, as step with T = 1, where row b attends only to "
-    "its cached positions with past_valid[b] = 1 (padding is 0) and to itself; rows at different positions, "
-    "iteration slots and depths run together."
+    "its cached positions with past_valid[b] = 1 and to itself (past_valid[b] is 1 on the row's first positions and "
+    "0 on the padding after them); rows at different positions, iteration slots and depths run together."
 )
 BATCHED_LAYERS_SEMANTICS = (
     "batched_layers[i]: layer i (graphs[layers[i]]) for one new position in each row, where row b attends only to "
-    "its cached positions with past_valid[b] = 1 (padding is 0) and to itself; rows at different positions run "
-    "together."
+    "its cached positions with past_valid[b] = 1 and to itself (past_valid[b] is 1 on the row's first positions and "
+    "0 on the padding after them); rows at different positions run together."
 )
 
 
@@ -55,9 +58,8 @@ class BatchedStep(nn.Module):
         h = blk._input(z, inj)
         attn_in = blk.ln_attn_in(h) if blk.sandwich else h
         q, k, v = blk._qkv(attn_in)
-        own = torch.ones_like(past_valid[:, :1])
-        visible = (torch.cat([past_valid, own], dim=1) > 0.5)[:, None, None, :]  # [B, 1, 1, P + 1]
-        att = blk._attend(q, torch.cat([past_k, k], dim=2), torch.cat([past_v, v], dim=2), visible)
+        keys, values, visible = _placed(past_k, past_v, k, v, past_valid)
+        att = blk._attend(q, keys, values, visible)
         att = blk.proj(att.transpose(1, 2).reshape(b, t, d))
         if blk.sandwich:
             mlp = blk.ln_mlp_out(blk.fc2(F.gelu(blk.fc1(blk.ln_mlp_in(h)))))
@@ -69,9 +71,15 @@ class BatchedStep(nn.Module):
         return out, k, v, relative_residual(out, z)
 
 
-def _visible(past_valid):
-    """[B, 1, 1, P + 1]: a row's valid past and its own new position."""
-    return (torch.cat([past_valid, torch.ones_like(past_valid[:, :1])], dim=1) > 0.5)[:, None, None, :]
+def _placed(past_k, past_v, k, v, past_valid):
+    """(keys, values [B, H, P + 1, Dh], visible [B, 1, 1, P + 1]): each row's valid past, then its new position's
+    key and value, then its padding, so a row's attention adds the terms that it adds alone, in the same order."""
+    slots = torch.cumsum(torch.ones_like(torch.cat([past_valid, past_valid[:, :1]], dim=1)), dim=1) - 1.0  # 0..P
+    count = past_valid.sum(dim=1, keepdim=True)  # [B, 1]: the row's valid past (a prefix)
+    own = (slots == count)[:, None, :, None]  # [B, 1, P + 1, 1]
+    keys = torch.where(own, k, torch.cat([past_k, torch.zeros_like(k)], dim=2))
+    values = torch.where(own, v, torch.cat([past_v, torch.zeros_like(v)], dim=2))
+    return keys, values, (slots <= count)[:, None, None, :]
 
 
 def _programme_block(blk, z, inj, past_k, past_v, past_valid):
@@ -79,9 +87,9 @@ def _programme_block(blk, z, inj, past_k, past_v, past_valid):
     b, t, d = z.shape
     a = z if blk.postln else blk.ln1(z)
     q, k, v = blk._heads(blk.q_proj(a)), blk._heads(blk.k_proj(a)), blk._heads(blk.v_proj(a))
-    keys, values = torch.cat([past_k, k], dim=2), torch.cat([past_v, v], dim=2)
+    keys, values, visible = _placed(past_k, past_v, k, v, past_valid)
     scores = torch.matmul(q, keys.transpose(-2, -1)) / (blk.head_dim**0.5)
-    weights = F.softmax(scores.masked_fill(~_visible(past_valid), float("-inf")), dim=-1)
+    weights = F.softmax(scores.masked_fill(~visible, float("-inf")), dim=-1)
     attn = blk.out_proj(torch.matmul(weights, values).transpose(1, 2).contiguous().reshape(b, t, d))
     injection = torch.sigmoid(blk.input_gate(inj)) * inj
     if blk.postln:
@@ -126,7 +134,8 @@ class BatchedLayer(nn.Module):
         lay = self.layer
         b, t, d = z.shape
         q, k, v = Block._qkv(lay, lay.ln_attn(z))
-        att = Block._attend(lay, q, torch.cat([past_k, k], dim=2), torch.cat([past_v, v], dim=2), _visible(past_valid))
+        keys, values, visible = _placed(past_k, past_v, k, v, past_valid)
+        att = Block._attend(lay, q, keys, values, visible)
         x = z + lay.proj(att.transpose(1, 2).reshape(b, t, d))
         out = x + lay.fc2(F.gelu(lay.fc1(lay.ln_mlp(x))))
         return out, k, v, relative_residual(out, z)
