@@ -9,9 +9,15 @@ transformer's layers differ by slot and nothing in its pass depends on the row (
 hands in its whole pass of a decoded position at once (`layers_pass`): the scheduler runs the rows' layer 0 in one
 call of `layer_00_batched`, then layer 1, and so on, writing each layer's K/V into each row's cache (one hand-over a
 token, where a hand-over a layer cost more than the layer's call). Requests join the batch when they start
-decoding and leave it when they end, halt or stop, at token and iteration boundaries; the prompt's positions (T > 1)
-run on the row's own thread through the step graph, as alone, and so does the step of a row that is the only one
-decoding (a lone client pays no hand-over).
+decoding and leave it when they end, halt or stop, at token and iteration boundaries; the step of a row that is the
+only one decoding runs on its own thread, as alone (a lone client pays no hand-over).
+
+Prompts (T > 1 new positions) batch with each other, as vLLM batches its prefills: an fp32 prompt's iteration (an
+EqLM's step, or an explicit transformer's layer) is handed to the scheduler while other prompts are being solved, and
+the scheduler runs the prompts at the same iteration slot and past length in one call of the step graph (or of that
+slot's layer graph), each row right-padded to the longest prompt with copies of its last position. Attention is
+causal, so a row's real positions never see its padding: each row gets what it gets alone. An int8 prompt runs alone:
+the unbatched int8 graphs quantise their activations with one scale per call, which would tie the rows together.
 
 A row's head call of one position (its next token's logits, or KL halting's per-iteration distribution) goes the
 same way when other streams are members: the head's matrix is read once for every row that asked together. A
@@ -50,6 +56,9 @@ HEAD_WAIT_S = 0.25
 # about 11 ms)
 MEMBER_WAIT_S = 0.01
 MAX_ROWS = 16
+# how long a prompt's iteration waits for the other prompts being solved to hand in theirs (one iteration of 8
+# prompts of the 121M model costs about 40 ms, so a wait this long costs little and keeps the prompts together)
+PROMPT_WAIT_S = 0.02
 IDLE_S = 30.0  # a scheduler thread with nothing to run for this long ends (a runtime that is dropped leaves none)
 
 
@@ -57,7 +66,8 @@ class _Call:
     """One row's pending step or head call and, once run, its outputs (or the error that the batch raised)."""
 
     def __init__(self, kind: str, *inputs, waits: bool = False):
-        self.kind = kind  # "step" (z, inj, past_k, past_v), "pass" (z, cache) or "head" (z)
+        # "step" (z, inj, past_k, past_v), "pass" (z, cache), "head" (z) or "prompt" (z, inj, past_k, past_v, slot)
+        self.kind = kind
         self.inputs = inputs
         self.waits = waits  # a next-token head call, which waits for the rows still solving (HEAD_WAIT_S)
         self.since = time.monotonic()
@@ -78,6 +88,7 @@ class BatchScheduler:
         graphs: tuple[str, ...] = ("step_batched",),
         head_wait_s: float = HEAD_WAIT_S,
         member_wait_s: float = MEMBER_WAIT_S,
+        prompt_wait_s: float = PROMPT_WAIT_S,
     ):
         """`graphs`: an EqLM's batched step, or an explicit transformer's batched layers in slot order."""
         options = session_options(threads)
@@ -88,22 +99,26 @@ class BatchScheduler:
             for graph in graphs
         ]
         self.max_rows, self.gather_s = max_rows, gather_s
-        self.head_wait_s, self.member_wait_s = head_wait_s, member_wait_s
+        self.head_wait_s, self.member_wait_s, self.prompt_wait_s = head_wait_s, member_wait_s, prompt_wait_s
         self._solving = threading.local()  # whether this thread's row is inside a decode solve
         self.n_heads, self.head_dim = model.n_heads, model.head_dim
         self._cond = threading.Condition()
         self._pending: list[_Call] = []
         self._inside = 0  # rows inside a decode solve (each hands in a step, then waits for it)
+        self._prompting = 0  # rows inside a batched prompt's solve
         self._decoding: set[int] = set()  # the threads of members that have asked for a next token's head (one a
         # token from then on)
         self._after_solve: set[int] = set()  # the threads of rows out of a decode solve, their head not yet asked
         self._head = model.head
+        self._model = model
         self.rows = 0  # streams that have joined and not yet left
         self.batches = 0  # graph calls run, and the rows they ran (for the bench and the tests)
         self.rows_run = 0
         self.largest = 0
         self.head_batches = 0
         self.largest_head = 0
+        self.prompt_batches = 0  # prompt iterations run for more than one row, and the most rows in one
+        self.largest_prompt = 0
         self._thread: threading.Thread | None = None
 
     @contextmanager
@@ -119,6 +134,18 @@ class BatchScheduler:
             with self._cond:
                 self._inside -= 1
                 self._after_solve.add(threading.get_ident())
+                self._cond.notify_all()
+
+    @contextmanager
+    def prompting(self):
+        """A row's prompt solve: while inside, a prompt's iteration waits (up to prompt_wait_s) for this row's."""
+        with self._cond:
+            self._prompting += 1
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._prompting -= 1
                 self._cond.notify_all()
 
     @contextmanager
@@ -140,6 +167,11 @@ class BatchScheduler:
         """An EqLM row's step of one new position ([1, 1, D]), run in the next batch; (z_next, k, v, residual). None
         when the row is the only one decoding: it runs its step itself, as it would alone (no hand-over)."""
         return self._hand_in("step", (z, inj, past_k, past_v), self._inside <= 1)
+
+    def prompt_step(self, z, inj, past_k, past_v, slot: int | None) -> list[np.ndarray] | None:
+        """A prompt's iteration ([1, T, D]; `slot`, an explicit transformer's layer), run with the other prompts at
+        the same slot and past length; None when no other prompt is being solved (the row runs it itself)."""
+        return self._hand_in("prompt", (z, inj, past_k, past_v, slot), self._prompting <= 1)
 
     def layers_pass(self, z, cache: DecodeCache) -> np.ndarray | None:
         """An explicit transformer's pass of one new position ([1, 1, D], its embedding) through every layer, run
@@ -194,7 +226,9 @@ class BatchScheduler:
                         self._thread = None
                         return None
                 deadline = time.monotonic() + self.gather_s
-                while sum(not call.waits for call in self._pending) < min(self._inside, self.max_rows):
+                while sum(not call.waits and call.kind != "prompt" for call in self._pending) < min(
+                    self._inside, self.max_rows
+                ):
                     left = deadline - time.monotonic()
                     if left <= 0:
                         break
@@ -212,7 +246,11 @@ class BatchScheduler:
     def _held(self, call: _Call, now: float) -> bool:  # under the lock
         """A next-token head call waiting for the rows still inside their solves or just out of them (up to
         head_wait_s) and for the other decoding members' heads (up to member_wait_s), or a pass waiting for the
-        members that have handed in no call yet (up to member_wait_s)."""
+        members that have handed in no call yet (up to member_wait_s), or a prompt's iteration waiting for the
+        other prompts being solved (up to prompt_wait_s)."""
+        if call.kind == "prompt":
+            waiting = sum(c.kind == "prompt" for c in self._pending)
+            return now < call.since + self.prompt_wait_s and waiting < min(self._prompting, self.max_rows)
         if call.kind == "pass":
             return now < call.since + self.member_wait_s and sum(c.kind != "step" for c in self._pending) < self.rows
         if not call.waits:
@@ -223,7 +261,11 @@ class BatchScheduler:
 
     def _release(self, call: _Call, now: float) -> float:
         """The next time a held call's wait runs out."""
-        ends = (call.since + self.member_wait_s, call.since + (self.head_wait_s if call.kind == "head" else 0.0))
+        ends = (
+            call.since + self.member_wait_s,
+            call.since + (self.head_wait_s if call.kind == "head" else 0.0),
+            call.since + (self.prompt_wait_s if call.kind == "prompt" else 0.0),
+        )
         return min((end for end in ends if end > now), default=now)
 
     def _loop(self) -> None:
@@ -232,6 +274,12 @@ class BatchScheduler:
                 group = [call for call in batch if call.kind == kind]
                 if group:
                     self._deliver(group, run)
+            prompts: dict[tuple, list[_Call]] = {}  # one call per iteration slot and past length
+            for call in batch:
+                if call.kind == "prompt":
+                    prompts.setdefault((call.inputs[4], call.inputs[2].shape[2]), []).append(call)
+            for group in prompts.values():
+                self._deliver(group, self.run_prompts)
 
     @staticmethod
     def _deliver(group: list[_Call], run) -> None:
@@ -252,6 +300,29 @@ class BatchScheduler:
         self.head_batches += 1
         self.largest_head = max(self.largest_head, len(batch))
         return [[logits[i : i + 1]] for i in range(len(batch))]
+
+    def run_prompts(self, batch: list[_Call]) -> list[list[np.ndarray]]:
+        """Prompt iterations at one slot and past length in one call of the model's own graph: each row's new
+        positions right-padded to the longest with copies of its last one (causal attention: the real positions
+        never see them); each row's outputs cut back to its own positions."""
+        longest = max(call.inputs[0].shape[1] for call in batch)
+
+        def padded(x: np.ndarray) -> np.ndarray:
+            return np.pad(x, ((0, 0), (0, longest - x.shape[1]), (0, 0)), mode="edge")
+
+        z = np.concatenate([padded(call.inputs[0]) for call in batch]).astype(np.float32, copy=False)
+        inj = np.concatenate([padded(call.inputs[1]) for call in batch]).astype(np.float32, copy=False)
+        past_k = np.concatenate([call.inputs[2] for call in batch])
+        past_v = np.concatenate([call.inputs[3] for call in batch])
+        z, k, v, residual = self._model.step(z, inj, past_k, past_v, batch[0].inputs[4])
+        if len(batch) > 1:
+            self.prompt_batches += 1
+            self.largest_prompt = max(self.largest_prompt, len(batch))
+        out = []
+        for i, call in enumerate(batch):
+            t = call.inputs[0].shape[1]
+            out.append([z[i : i + 1, :t], k[i : i + 1, :, :t], v[i : i + 1, :, :t], residual[i : i + 1, :t]])
+        return out
 
     def run_passes(self, batch: list[_Call]) -> list[list[np.ndarray]]:
         """The rows' passes through every layer (one batched call a layer), as `run` would run each layer's steps:
@@ -315,10 +386,14 @@ class BatchedModel:
         return getattr(self._model, name)
 
     def step(self, z, inj, past_k, past_v, slot: int | None = None):
-        """An EqLM's decoded step goes through the batch; an explicit transformer's layer runs here (its decoded
-        positions are batched whole, by `layers_pass`)."""
-        batched = z.shape[:2] == (1, 1) and not self._model.explicit
-        out = self.scheduler.step(z, inj, past_k, past_v) if batched else None
+        """An EqLM's decoded step goes through the batch; an explicit transformer's decoded positions are batched
+        whole (`layers_pass`); an fp32 prompt's iteration is batched with the other prompts' (`prompt_step`)."""
+        if z.shape[1] > 1 and self._model.precision == "fp32":
+            out = self.scheduler.prompt_step(z, inj, past_k, past_v, slot)
+        elif z.shape[:2] == (1, 1) and not self._model.explicit:
+            out = self.scheduler.step(z, inj, past_k, past_v)
+        else:
+            out = None
         return self._model.step(z, inj, past_k, past_v, slot) if out is None else out
 
     def layers_pass(self, z: np.ndarray, cache: DecodeCache) -> np.ndarray | None:
@@ -330,8 +405,11 @@ class BatchedModel:
         return self._model.head(z) if out is None else out
 
     def solving(self, new_positions: int):
-        """A solve of `new_positions`: a decoded one (1) is a batch member while it runs; a prompt runs alone."""
-        return self.scheduler.solving() if new_positions == 1 else nullcontext()
+        """A solve of `new_positions`: a decoded one (1) is a batch member while it runs; an fp32 prompt's
+        iterations batch with the other prompts being solved."""
+        if new_positions == 1:
+            return self.scheduler.solving()
+        return self.scheduler.prompting() if self._model.precision == "fp32" else nullcontext()
 
 
 def batched_graphs(manifest: dict, precision: str = "fp32") -> tuple[str, ...] | None:

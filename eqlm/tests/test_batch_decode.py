@@ -6,6 +6,7 @@ eqlm-demo is trained (random weights would put near-ties everywhere, and a tie i
 import os
 import shutil
 import threading
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -74,6 +75,72 @@ def test_the_batched_step_graph_runs_each_row_as_the_step_graph_runs_it_alone():
     for call, got in zip(calls, batch, strict=True):
         for a, b in zip(model.step(*call), got, strict=True):
             np.testing.assert_allclose(b, a, rtol=1e-5, atol=1e-6)
+
+
+def test_prompts_of_different_lengths_run_in_one_call_and_each_row_gets_its_lone_outputs():
+    """Each row is right-padded to the longest prompt; causal attention keeps the padding out of its positions."""
+    model = OnnxEqLM(DEMO)
+    scheduler = BatchScheduler(model)
+    rng = np.random.default_rng(2)
+    d = model.d_model
+    calls = []
+    for t in (1, 4, 9):
+        z, inj = (rng.standard_normal((1, t, d)).astype(np.float32) for _ in range(2))
+        calls.append((z, inj, model.empty_kv(), model.empty_kv(), None))
+    batch = scheduler.run_prompts([type("C", (), {"inputs": c})() for c in calls])
+    for call, got in zip(calls, batch, strict=True):
+        for a, b in zip(model.step(*call), got, strict=True):
+            assert b.shape == a.shape
+            np.testing.assert_allclose(b, a, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("export", [DEMO, EXPLICIT], ids=["eqlm", "explicit"])
+def test_prompts_solved_together_share_each_iterations_call_and_each_equals_its_lone_generation(export):
+    """Prompts that arrive together (an EqLM's iterations, an explicit transformer's layers) run their iterations in
+    shared calls, as vLLM batches prefills, and every request still gets what it gets alone."""
+    prompts = ("In the beginning", "And God said unto Moses", "Blessed", "Thou shalt not")
+    requests = [GenerationRequest(prompt=p, max_tokens=6) for p in prompts]
+    if export == DEMO:
+        requests[1] = GenerationRequest(prompt=prompts[1], max_tokens=6, depth=12, tol=1e-3)
+        requests[2] = GenerationRequest(prompt=prompts[2], max_tokens=6, depth=6, start="warm")
+    alone = Generator(export)
+    lone = [(_events(s := alone.stream(r)), s.finish_reason) for r in requests]
+    batched = BatchedGenerator(export)
+    batched.scheduler.prompt_wait_s = 2.0  # a generous bound: a slow CI machine does not split the prompts
+    # the prompts begin their solves together (a prompt that begins alone runs its iterations itself, and a small
+    # model's whole prompt can end before the next thread has begun)
+    gate, solving = threading.Barrier(len(requests)), batched.model.solving
+
+    @contextmanager
+    def together(new_positions):
+        with solving(new_positions):
+            if new_positions > 1:
+                gate.wait(timeout=60)
+            yield
+
+    batched.model.solving = together
+    results = [None] * len(requests)
+
+    def run(i, request):
+        stream = batched.stream(request)
+        results[i] = (_events(stream), stream.finish_reason)
+
+    threads = [threading.Thread(target=run, args=(i, r)) for i, r in enumerate(requests)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=120)
+    assert results == lone
+    assert batched.scheduler.largest_prompt == len(requests)
+
+
+def test_an_int8_prompt_is_solved_alone_since_its_graph_scales_a_call_not_a_row(demo_int8):
+    batched = BatchedGenerator(demo_int8, precision="int8")
+    assert batched.model.solving(5).__class__.__name__ == "nullcontext"
+    z = np.zeros((1, 5, batched.model.d_model), np.float32)
+    empty = batched.model.empty_kv()
+    batched.model.step(z, z, empty, empty)
+    assert batched.scheduler.prompt_batches == 0 and batched.scheduler._thread is None
 
 
 def test_concurrent_generations_equal_each_alone_for_mixed_depths_halting_and_sampling(alone, batched):
