@@ -28,23 +28,22 @@ start their next solves together (on the 121M model, 8 rows at depth 12 made 34 
 
 The scheduler runs a batch of steps once every row inside a decode solve has handed in its call, or `gather_s` after
 the first one came (a row that is busy with its sampler or its client does not hold the others up for longer).
-A row's result does not depend on the other rows: the graph computes each row as the step graph computes it alone
-(to float rounding; exactly, on the bundled models).
+A row's result does not depend on the other rows: the graph computes each row as the step graph computes it alone,
+to float rounding (a row beside longer ones can differ from alone by about an ulp where the kernels sum its padded
+attention differently). The generator over this scheduler is eqlm.batched_generator's.
 """
 
 from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager, nullcontext
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
 import onnxruntime as ort
 
 from .decoder import DecodeCache, OnnxEqLM, session_options
-from .generation import GenerationRequest, Generator, TokenStream
 
 GATHER_S = 0.002  # how long a batch waits for rows still working between their steps
 # how long a row's next-token head call may wait for the rows still inside their solves, so that the head's matrix
@@ -374,80 +373,3 @@ class BatchScheduler:
         self.rows_run += b
         self.largest = max(self.largest, b)
         return [[z[i : i + 1], k[i : i + 1], v[i : i + 1], residual[i : i + 1]] for i in range(b)]
-
-
-class BatchedModel:
-    """An OnnxEqLM whose steps of one new position go through the scheduler; everything else is the model's."""
-
-    def __init__(self, model: OnnxEqLM, scheduler: BatchScheduler):
-        self._model, self.scheduler = model, scheduler
-
-    def __getattr__(self, name: str):
-        return getattr(self._model, name)
-
-    def step(self, z, inj, past_k, past_v, slot: int | None = None):
-        """An EqLM's decoded step goes through the batch; an explicit transformer's decoded positions are batched
-        whole (`layers_pass`); an fp32 prompt's iteration is batched with the other prompts' (`prompt_step`)."""
-        if z.shape[1] > 1 and self._model.precision == "fp32":
-            out = self.scheduler.prompt_step(z, inj, past_k, past_v, slot)
-        elif z.shape[:2] == (1, 1) and not self._model.explicit:
-            out = self.scheduler.step(z, inj, past_k, past_v)
-        else:
-            out = None
-        return self._model.step(z, inj, past_k, past_v, slot) if out is None else out
-
-    def layers_pass(self, z: np.ndarray, cache: DecodeCache) -> np.ndarray | None:
-        """An explicit transformer's pass of one decoded position through its layers, batched (decoder.process)."""
-        return self.scheduler.layers_pass(z, cache)
-
-    def head(self, z: np.ndarray) -> np.ndarray:
-        out = self.scheduler.head(z) if z.shape[:2] == (1, 1) else None
-        return self._model.head(z) if out is None else out
-
-    def solving(self, new_positions: int):
-        """A solve of `new_positions`: a decoded one (1) is a batch member while it runs; an fp32 prompt's
-        iterations batch with the other prompts being solved."""
-        if new_positions == 1:
-            return self.scheduler.solving()
-        return self.scheduler.prompting() if self._model.precision == "fp32" else nullcontext()
-
-
-def batched_graphs(manifest: dict, precision: str = "fp32") -> tuple[str, ...] | None:
-    """The batched graphs of `precision`, when exported: ("step_batched",) (int8: "step_batched_int8"), or an explicit
-    transformer's batched layers in slot order; None when the export has none.
-
-    A batched int8 graph quantises its activations with a scale per row (eqlm.quantize.per_row_activations), so a
-    row's products are the same beside others as alone. An int8 export made before those graphs has none: its one
-    activation scale per call would make a batched row depend on the others, so its int8 requests decode alone."""
-    graphs = manifest.get("graphs") or {}
-    suffix = "_int8" if precision == "int8" else ""
-    if manifest.get("layers"):  # an explicit transformer: one batched graph a layer, or none
-        layers = tuple(f"{role}{suffix}" for role in manifest.get("batched_layers") or ())
-        complete = len(layers) == len(manifest["layers"]) and all(role in graphs for role in layers)
-        return layers if complete else None
-    return (f"step_batched{suffix}",) if f"step_batched{suffix}" in graphs else None
-
-
-class BatchedGenerator(Generator):
-    """Generator whose concurrent streams share each iteration's graph call; its API is Generator's. `options` are
-    Generator's; a precision without its own batched graph decodes each request alone (never in another precision)."""
-
-    def __init__(self, onnx_dir: Path, max_rows: int = MAX_ROWS, **options):
-        super().__init__(onnx_dir, **options)
-        precision = options.get("precision") or ("int8" if options.get("int8") else "fp32")
-        graphs = batched_graphs(self.manifest, precision)
-        self.scheduler: BatchScheduler | None = None
-        if graphs is not None:
-            threads = int(options.get("threads", 1))
-            self.scheduler = BatchScheduler(self.model, threads=threads, max_rows=max_rows, graphs=graphs)
-            self.model = BatchedModel(self.model, self.scheduler)
-
-    def _member(self, events: Iterator) -> Iterator:
-        with self.scheduler.member():
-            yield from events
-
-    def stream(self, request: GenerationRequest) -> TokenStream:
-        stream = super().stream(request)
-        if self.scheduler is None:
-            return stream
-        return TokenStream(self._member(stream._events), stream.stats)

@@ -200,8 +200,8 @@ def process(
     p = cache.length
     inj = model.embed(np.asarray([ids]), np.arange(p, p + t)[None, :])
     z = model.start_state(inj) if z0 is None else z0.astype(np.float32).reshape(inj.shape).copy()
-    # an explicit transformer's decoded position, when its model batches (batch_decode.BatchedModel): all its layers
-    # in one hand-over, each layer one call for every row in the batch
+    # an explicit transformer's decoded position, when its model batches (batched_generator.BatchedModel): all its
+    # layers in one hand-over, each layer one call for every row in the batch
     layers_pass = getattr(model, "layers_pass", None) if model.explicit and t == 1 and history is None else None
     if layers_pass is not None and (z_out := layers_pass(z, cache)) is not None:
         cache.length += t

@@ -213,7 +213,7 @@ def _held_back(text: str, stops: tuple[str, ...]) -> int:
 
 
 def _solve(model, cache: DecodeCache, ids: list[int], *args, **kwargs):
-    """decoder.process, inside the model's `solving` while it runs when it has one (batch_decode.BatchedModel)."""
+    """decoder.process, inside the model's `solving` while it runs when it has one (batched_generator.BatchedModel)."""
     solving = getattr(model, "solving", None)
     with solving(len(ids)) if solving else nullcontext():
         return process(model, cache, ids, *args, **kwargs)

@@ -16,7 +16,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from eqlm.batch_decode import BatchedGenerator, batched_graphs
+from eqlm.batched_generator import BatchedGenerator, batched_graphs
 from eqlm.generation import Generator
 from eqlm.limits import DEFAULT_DEPTH, DEFAULT_MODEL_ID, DEPTH_MAX, model_depths
 from eqlm.manifest import DEFAULT_PRECISION, depth_range, graph_roles, precisions_of
@@ -257,7 +257,7 @@ def _slot(model_id: str) -> _Slot:
 
 
 def _runtime(onnx_dir: Path, precision: str = DEFAULT_PRECISION) -> Generator:
-    """A model's runtime at a precision: batched (eqlm.batch_decode) when batching is on, its export has that
+    """A model's runtime at a precision: batched (eqlm.batched_generator) when batching is on, its export has that
     precision's batched step and it has API_BATCH_MIN_PARAMS parameters or more (below, a step costs less than
     handing it over). Such a model runs on API_ONNX_THREADS threads; a smaller one on one."""
     from django.conf import settings

@@ -12,7 +12,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from eqlm.batch_decode import BatchedGenerator, BatchScheduler
+from eqlm.batch_decode import BatchScheduler
+from eqlm.batched_generator import BatchedGenerator
 from eqlm.decoder import DecodeCache, OnnxEqLM
 from eqlm.generation import GenerationRequest, Generator
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from eqlm.batch_decode import BatchedGenerator
+from eqlm.batched_generator import BatchedGenerator
 from eqlm.generation import GenerationRequest, Generator
 from inference.v1 import ratelimit
 from inference.v1.base import served_runtime

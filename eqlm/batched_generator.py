@@ -1,0 +1,95 @@
+"""A generator whose concurrent streams share the model's batched calls (eqlm.batch_decode's scheduler).
+
+`BatchedModel` wraps a model so that its decoded steps, explicit passes, head calls and fp32 prompt iterations go
+through the model's `BatchScheduler`; `BatchedGenerator` is `generation.Generator` over such a model, each stream a
+member of the batch from its start to its end.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import nullcontext
+from pathlib import Path
+
+import numpy as np
+
+from .batch_decode import MAX_ROWS, BatchScheduler
+from .decoder import DecodeCache, OnnxEqLM
+from .generation import GenerationRequest, Generator, TokenStream
+
+
+class BatchedModel:
+    """An OnnxEqLM whose steps of one new position go through the scheduler; everything else is the model's."""
+
+    def __init__(self, model: OnnxEqLM, scheduler: BatchScheduler):
+        self._model, self.scheduler = model, scheduler
+
+    def __getattr__(self, name: str):
+        return getattr(self._model, name)
+
+    def step(self, z, inj, past_k, past_v, slot: int | None = None):
+        """An EqLM's decoded step goes through the batch; an explicit transformer's decoded positions are batched
+        whole (`layers_pass`); an fp32 prompt's iteration is batched with the other prompts' (`prompt_step`)."""
+        if z.shape[1] > 1 and self._model.precision == "fp32":
+            out = self.scheduler.prompt_step(z, inj, past_k, past_v, slot)
+        elif z.shape[:2] == (1, 1) and not self._model.explicit:
+            out = self.scheduler.step(z, inj, past_k, past_v)
+        else:
+            out = None
+        return self._model.step(z, inj, past_k, past_v, slot) if out is None else out
+
+    def layers_pass(self, z: np.ndarray, cache: DecodeCache) -> np.ndarray | None:
+        """An explicit transformer's pass of one decoded position through its layers, batched (decoder.process)."""
+        return self.scheduler.layers_pass(z, cache)
+
+    def head(self, z: np.ndarray) -> np.ndarray:
+        out = self.scheduler.head(z) if z.shape[:2] == (1, 1) else None
+        return self._model.head(z) if out is None else out
+
+    def solving(self, new_positions: int):
+        """A solve of `new_positions`: a decoded one (1) is a batch member while it runs; an fp32 prompt's
+        iterations batch with the other prompts being solved."""
+        if new_positions == 1:
+            return self.scheduler.solving()
+        return self.scheduler.prompting() if self._model.precision == "fp32" else nullcontext()
+
+
+def batched_graphs(manifest: dict, precision: str = "fp32") -> tuple[str, ...] | None:
+    """The batched graphs of `precision`, when exported: ("step_batched",) (int8: "step_batched_int8"), or an explicit
+    transformer's batched layers in slot order; None when the export has none.
+
+    A batched int8 graph quantises its activations with a scale per row (eqlm.quantize.per_row_activations), so a
+    row's products are the same beside others as alone. An int8 export made before those graphs has none: its one
+    activation scale per call would make a batched row depend on the others, so its int8 requests decode alone."""
+    graphs = manifest.get("graphs") or {}
+    suffix = "_int8" if precision == "int8" else ""
+    if manifest.get("layers"):  # an explicit transformer: one batched graph a layer, or none
+        layers = tuple(f"{role}{suffix}" for role in manifest.get("batched_layers") or ())
+        complete = len(layers) == len(manifest["layers"]) and all(role in graphs for role in layers)
+        return layers if complete else None
+    return (f"step_batched{suffix}",) if f"step_batched{suffix}" in graphs else None
+
+
+class BatchedGenerator(Generator):
+    """Generator whose concurrent streams share each iteration's graph call; its API is Generator's. `options` are
+    Generator's; a precision without its own batched graph decodes each request alone (never in another precision)."""
+
+    def __init__(self, onnx_dir: Path, max_rows: int = MAX_ROWS, **options):
+        super().__init__(onnx_dir, **options)
+        precision = options.get("precision") or ("int8" if options.get("int8") else "fp32")
+        graphs = batched_graphs(self.manifest, precision)
+        self.scheduler: BatchScheduler | None = None
+        if graphs is not None:
+            threads = int(options.get("threads", 1))
+            self.scheduler = BatchScheduler(self.model, threads=threads, max_rows=max_rows, graphs=graphs)
+            self.model = BatchedModel(self.model, self.scheduler)
+
+    def _member(self, events: Iterator) -> Iterator:
+        with self.scheduler.member():
+            yield from events
+
+    def stream(self, request: GenerationRequest) -> TokenStream:
+        stream = super().stream(request)
+        if self.scheduler is None:
+            return stream
+        return TokenStream(self._member(stream._events), stream.stats)
