@@ -16,7 +16,8 @@ Prompts (T > 1 new positions) batch with each other, as vLLM batches its prefill
 EqLM's step, or an explicit transformer's layer) is handed to the scheduler while other prompts are being solved, and
 the scheduler runs the prompts at the same iteration slot and past length in one call of the step graph (or of that
 slot's layer graph), each row right-padded to the longest prompt with copies of its last position. Attention is
-causal, so a row's real positions never see its padding: each row gets what it gets alone. An int8 prompt runs alone:
+causal, so a row's real positions never see its padding: each row gets what it gets alone, to float rounding (as
+for decoded steps, below). An int8 prompt runs alone:
 the unbatched int8 graphs quantise their activations with one scale per call, which would tie the rows together.
 
 A row's head call of one position (its next token's logits, or KL halting's per-iteration distribution) goes the
@@ -108,8 +109,7 @@ class BatchScheduler:
         self._decoding: set[int] = set()  # the threads of members that have asked for a next token's head (one a
         # token from then on)
         self._after_solve: set[int] = set()  # the threads of rows out of a decode solve, their head not yet asked
-        self._head = model.head
-        self._model = model
+        self._model = model  # its own graphs run the rows' heads and prompts
         self.rows = 0  # streams that have joined and not yet left
         self.batches = 0  # graph calls run, and the rows they ran (for the bench and the tests)
         self.rows_run = 0
@@ -169,8 +169,11 @@ class BatchScheduler:
 
     def prompt_step(self, z, inj, past_k, past_v, slot: int | None) -> list[np.ndarray] | None:
         """A prompt's iteration ([1, T, D]; `slot`, an explicit transformer's layer), run with the other prompts at
-        the same slot and past length; None when no other prompt is being solved (the row runs it itself)."""
-        return self._hand_in("prompt", (z, inj, past_k, past_v, slot), self._prompting <= 1)
+        the same slot and past length; None when no other prompt is being solved (the row runs it itself, whatever
+        else the scheduler has to run). A row batches its prompt only inside `prompting`."""
+        if self._prompting <= 1:  # read without the lock: at worst a prompt just joined runs one iteration alone
+            return None
+        return self._hand_in("prompt", (z, inj, past_k, past_v, slot), alone=False)
 
     def layers_pass(self, z, cache: DecodeCache) -> np.ndarray | None:
         """An explicit transformer's pass of one new position ([1, 1, D], its embedding) through every layer, run
@@ -295,7 +298,7 @@ class BatchScheduler:
 
     def run_heads(self, batch: list[_Call]) -> list[list[np.ndarray]]:
         """The rows' head calls ([1, 1, D] each) in one head call."""
-        logits = self._head(np.concatenate([call.inputs[0] for call in batch]))
+        logits = self._model.head(np.concatenate([call.inputs[0] for call in batch]))
         self.head_batches += 1
         self.largest_head = max(self.largest_head, len(batch))
         return [[logits[i : i + 1]] for i in range(len(batch))]

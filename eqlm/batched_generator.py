@@ -30,7 +30,7 @@ class BatchedModel:
     def step(self, z, inj, past_k, past_v, slot: int | None = None):
         """An EqLM's decoded step goes through the batch; an explicit transformer's decoded positions are batched
         whole (`layers_pass`); an fp32 prompt's iteration is batched with the other prompts' (`prompt_step`)."""
-        if z.shape[1] > 1 and self._model.precision == "fp32":
+        if z.shape[1] > 1:  # batched only inside `solving` of an fp32 prompt
             out = self.scheduler.prompt_step(z, inj, past_k, past_v, slot)
         elif z.shape[:2] == (1, 1) and not self._model.explicit:
             out = self.scheduler.step(z, inj, past_k, past_v)
