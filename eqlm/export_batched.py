@@ -3,10 +3,10 @@
 Today's step graph (export.py) takes one past [B, H, P, Dh] that every row shares in length, so rows with different
 contexts cannot run together. `step_batched` adds `past_valid` [B, P] (1.0 on a row's cached positions, 0.0 on the
 padding after them): a row's new position attends to its own valid past and to itself. Its own key and value sit
-right after its valid past, before the padding, as they sit alone: the attention then adds the same terms in the
-same slots as the step graph does. A row beside longer ones still differs from alone by about an ulp on AVX-512, where
-its padding slots change the kernels' sums (with the new position after the padding, 3 times as many rows differed,
-and an int8 request drew another token). Positions are not an input:
+right after its valid past, before the padding, as they sit alone (a scatter writes them there): the attention then
+adds the same terms in the same slots as the step graph does. A row beside longer ones still differs from alone by
+about an ulp on AVX-512, where its padding slots change the kernels' sums (with the new position after the padding, 3
+times as many rows differed, and an int8 request drew another token). Positions are not an input:
 they enter through the embedding (inj), which each row computes at its own position. The new position's K/V are
 returned for each row to cache, as step's are.
 
@@ -78,9 +78,11 @@ def _placed(past_k, past_v, k, v, past_valid):
     # the slots 0..P, from the past's dynamic length (a traced arange would fix the exported length)
     slots = torch.cumsum(torch.ones_like(torch.cat([past_valid, past_valid[:, :1]], dim=1)), dim=1) - 1.0
     count = past_valid.sum(dim=1, keepdim=True)  # [B, 1]: the row's valid past (a prefix)
-    own = (slots == count)[:, None, :, None]  # [B, 1, P + 1, 1]
-    keys = torch.where(own, k, torch.cat([past_k, torch.zeros_like(k)], dim=2))
-    values = torch.where(own, v, torch.cat([past_v, torch.zeros_like(v)], dim=2))
+    # slot n of each row and head: a scatter writes only the new rows there (a Where over every slot cost 8-15% of a
+    # batch-8 call of the 121M and 124M models' graphs, and gives the same values)
+    own = count.long()[:, :, None, None].expand(-1, k.shape[1], 1, k.shape[3])  # [B, H, 1, Dh]
+    keys = torch.cat([past_k, torch.zeros_like(k)], dim=2).scatter(2, own, k)
+    values = torch.cat([past_v, torch.zeros_like(v)], dim=2).scatter(2, own, v)
     return keys, values, (slots <= count)[:, None, None, :]
 
 
