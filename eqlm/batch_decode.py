@@ -14,11 +14,12 @@ only one decoding runs on its own thread, as alone (a lone client pays no hand-o
 
 Prompts (T > 1 new positions) batch with each other, as vLLM batches its prefills: an fp32 prompt's iteration (an
 EqLM's step, or an explicit transformer's layer) is handed to the scheduler while other prompts are being solved, and
-the scheduler runs the prompts at the same iteration slot and past length in one call of the step graph (or of that
-slot's layer graph), each row right-padded to the longest prompt with copies of its last position. Attention is
-causal, so a row's real positions never see its padding: each row gets what it gets alone, to float rounding (as
-for decoded steps, below). An int8 prompt runs alone:
-the unbatched int8 graphs quantise their activations with one scale per call, which would tie the rows together.
+the scheduler runs the prompts of the same past length in one call of the step graph, whatever their iterations (an
+explicit transformer's, those at the same layer in one call of that layer's graph), each row right-padded to the
+longest prompt with copies of its last position. Attention is causal, so a row's real positions never see its
+padding: each row gets what it gets alone, to float rounding (as for decoded steps, below). An int8 prompt runs
+alone: the unbatched int8 graphs quantise their activations with one scale per call, which would tie the rows
+together.
 
 A row's head call of one position (its next token's logits, or KL halting's per-iteration distribution) goes the
 same way when other streams are members: the head's matrix is read once for every row that asked together. A
@@ -168,8 +169,8 @@ class BatchScheduler:
         return self._hand_in("step", (z, inj, past_k, past_v), self._inside <= 1)
 
     def prompt_step(self, z, inj, past_k, past_v, slot: int | None) -> list[np.ndarray] | None:
-        """A prompt's iteration ([1, T, D]; `slot`, an explicit transformer's layer), run with the other prompts at
-        the same slot and past length; None when no other prompt is being solved (the row runs it itself, whatever
+        """A prompt's iteration ([1, T, D]; `slot`, an explicit transformer's layer), run with the other prompts of
+        the same past length (and layer); None when no other prompt is being solved (the row runs it itself, whatever
         else the scheduler has to run). A row batches its prompt only inside `prompting`."""
         if self._prompting <= 1:  # read without the lock: at worst a prompt just joined runs one iteration alone
             return None
@@ -276,10 +277,13 @@ class BatchScheduler:
                 group = [call for call in batch if call.kind == kind]
                 if group:
                     self._deliver(group, run)
-            prompts: dict[tuple, list[_Call]] = {}  # one call per iteration slot and past length
+            # one call per past length, and per layer of an explicit transformer (an EqLM's iterations share one
+            # graph: prompts at different iterations run together)
+            prompts: dict[tuple, list[_Call]] = {}
             for call in batch:
                 if call.kind == "prompt":
-                    prompts.setdefault((call.inputs[4], call.inputs[2].shape[2]), []).append(call)
+                    slot = call.inputs[4] if self._model.explicit else None
+                    prompts.setdefault((slot, call.inputs[2].shape[2]), []).append(call)
             for group in prompts.values():
                 self._deliver(group, self.run_prompts)
 
@@ -304,7 +308,7 @@ class BatchScheduler:
         return [[logits[i : i + 1]] for i in range(len(batch))]
 
     def run_prompts(self, batch: list[_Call]) -> list[list[np.ndarray]]:
-        """Prompt iterations at one slot and past length in one call of the model's own graph: each row's new
+        """Prompt iterations at one past length (and layer) in one call of the model's own graph: each row's new
         positions right-padded to the longest with copies of its last one (causal attention: the real positions
         never see them); each row's outputs cut back to its own positions."""
         longest = max(call.inputs[0].shape[1] for call in batch)

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from eqlm.batch_decode import BatchScheduler
-from eqlm.batched_generator import BatchedGenerator
+from eqlm.batched_generator import BatchedGenerator, batched_graphs
 from eqlm.decoder import DecodeCache, OnnxEqLM
 from eqlm.generation import GenerationRequest, Generator
 
@@ -90,6 +90,37 @@ def test_prompts_of_different_lengths_run_in_one_call_and_each_row_gets_its_lone
         calls.append((z, inj, model.empty_kv(), model.empty_kv(), None))
     batch = scheduler.run_prompts([type("C", (), {"inputs": c})() for c in calls])
     for call, got in zip(calls, batch, strict=True):
+        for a, b in zip(model.step(*call), got, strict=True):
+            assert b.shape == a.shape
+            np.testing.assert_allclose(b, a, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("export, shared", [(DEMO, True), (EXPLICIT, False)], ids=["eqlm", "explicit"])
+def test_prompt_iterations_at_different_slots_share_a_call_only_where_the_slots_share_a_graph(export, shared):
+    """An EqLM's iterations are one graph, so a prompt at its first iteration and another at its sixth run in one
+    call; an explicit transformer's layers are distinct graphs, so prompts at different layers run apart."""
+    model = OnnxEqLM(export)
+    scheduler = BatchScheduler(model, graphs=batched_graphs(model.manifest), prompt_wait_s=2.0)
+    rng = np.random.default_rng(3)
+    calls = []
+    for t, slot in ((3, 0), (5, 5)):
+        z, inj = (rng.standard_normal((1, t, model.d_model)).astype(np.float32) for _ in range(2))
+        calls.append((z, inj, model.empty_kv(), model.empty_kv(), slot))
+    results = [None, None]
+    gate = threading.Barrier(2)
+
+    def run(i):
+        with scheduler.prompting():
+            gate.wait(timeout=60)
+            results[i] = scheduler.prompt_step(*calls[i])
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+    assert (scheduler.prompt_batches, scheduler.largest_prompt) == ((1, 2) if shared else (0, 0))
+    for call, got in zip(calls, results, strict=True):
         for a, b in zip(model.step(*call), got, strict=True):
             assert b.shape == a.shape
             np.testing.assert_allclose(b, a, rtol=1e-5, atol=1e-6)
