@@ -1,16 +1,17 @@
 """Continuous batching: concurrent generations on one model share each iteration's weight read (never torch).
 
 Each request keeps its own thread, cache, depth, halting, solver, sampling and stop strings: it runs
-generation.Generator's loop as it would alone. The one difference is where a decoded position's iteration runs: a
-row's step of one new position (T = 1) is handed to the model's `BatchScheduler`, whose thread runs every row's
-pending step in one call of the `step_batched` graph (export_batched.py): each row attends to its own past through
-the graph's per-row mask, so rows at different positions, iteration slots and depths run together. An explicit
-transformer's layers differ by slot and nothing in its pass depends on the row (no halting, no solver), so a row
-hands in its whole pass of a decoded position at once (`layers_pass`): the scheduler runs the rows' layer 0 in one
-call of `layer_00_batched`, then layer 1, and so on, writing each layer's K/V into each row's cache (one hand-over a
-token, where a hand-over a layer cost more than the layer's call). Requests join the batch when they start
-decoding and leave it when they end, halt or stop, at token and iteration boundaries; the step of a row that is the
-only one decoding runs on its own thread, as alone (a lone client pays no hand-over).
+generation.Generator's loop as it would alone. The one difference is where a decoded position's iterations run:
+a row's Picard solve of one new position (no halting, or the residual's) is handed to the model's `BatchScheduler`
+whole (`solve_pass`), and the scheduler's thread iterates every row's solve in one call of the `step_batched` graph
+an iteration (batch_solve.py); a KL-halting or Anderson row hands in each step (`step`). Each row attends to its own
+past through the graph's per-row mask (export_batched.py), so rows at different positions, iteration slots and depths
+run together. An explicit transformer's rows hand in their whole pass of a decoded position the same way
+(`layers_pass`): the scheduler runs the rows' layer 0 in one call of `layer_00_batched`, then layer 1, and so on,
+writing each layer's K/V into each row's cache (one hand-over a token, where a hand-over an iteration cost more
+than the rows' turnaround between calls). Requests join the batch when they start decoding and leave it when they
+end, halt or stop, at token and iteration boundaries; the only member solves on its own thread, as alone (a lone
+client pays no hand-over).
 
 Prompts (T > 1 new positions) batch with each other, as vLLM batches its prefills: an fp32 prompt's iteration (an
 EqLM's step, or an explicit transformer's layer) is handed to the scheduler while other prompts are being solved, and
@@ -45,6 +46,7 @@ from pathlib import Path
 import numpy as np
 import onnxruntime as ort
 
+from .batch_solve import Solve, iterate
 from .decoder import DecodeCache, OnnxEqLM, session_options
 
 GATHER_S = 0.002  # how long a batch waits for rows still working between their steps
@@ -67,7 +69,8 @@ class _Call:
     """One row's pending step or head call and, once run, its outputs (or the error that the batch raised)."""
 
     def __init__(self, kind: str, *inputs, waits: bool = False):
-        # "step" (z, inj, past_k, past_v), "pass" (z, cache), "head" (z) or "prompt" (z, inj, past_k, past_v, slot)
+        # "step" (z, inj, past_k, past_v), "pass" (z, cache), "head" (z), "prompt" (z, inj, past_k, past_v, slot)
+        # or "solve" (z, inj, cache, depth, tol, settle)
         self.kind = kind
         self.inputs = inputs
         self.waits = waits  # a next-token head call, which waits for the rows still solving (HEAD_WAIT_S)
@@ -105,12 +108,12 @@ class BatchScheduler:
         self.n_heads, self.head_dim = model.n_heads, model.head_dim
         self._cond = threading.Condition()
         self._pending: list[_Call] = []
-        self._inside = 0  # rows inside a decode solve (each hands in a step, then waits for it)
+        self._inside = 0  # rows inside a decode solve (each hands in its solve or a step, then waits for it)
         self._prompting = 0  # rows inside a batched prompt's solve
-        self._decoding: set[int] = set()  # the threads of members that have asked for a next token's head (one a
-        # token from then on)
+        self._decoding: set[int] = set()  # the threads of members that have asked for a next token's head
         self._after_solve: set[int] = set()  # the threads of rows out of a decode solve, their head not yet asked
         self._model = model  # its own graphs run the rows' heads and prompts
+        self._solves: list[Solve] = []  # the decode solves in progress (batch_solve), the scheduler thread's own
         self.rows = 0  # streams that have joined and not yet left
         self.batches = 0  # graph calls run, and the rows they ran (for the bench and the tests)
         self.rows_run = 0
@@ -119,6 +122,7 @@ class BatchScheduler:
         self.largest_head = 0
         self.prompt_batches = 0  # prompt iterations run for more than one row, and the most rows in one
         self.largest_prompt = 0
+        self.solves_whole = 0  # decode solves handed in whole (batch_solve)
         self._thread: threading.Thread | None = None
 
     @contextmanager
@@ -183,6 +187,12 @@ class BatchScheduler:
         out = self._hand_in("pass", (z, cache), self.rows <= 1)  # the members' passes follow within member_wait_s
         return None if out is None else out[0]
 
+    def solve_pass(self, z, inj, cache: DecodeCache, depth: int, tol: float | None, settle: bool):
+        """An EqLM row's Picard solve of one new position ([1, 1, D]) from z, iterated with the other rows' solves
+        (batch_solve): (z, iterations, residual), each iteration's K/V in `cache` unless `settle`; None when the
+        row is the only member (it runs its solve itself, as alone)."""
+        return self._hand_in("solve", (z, inj, cache, depth, tol, settle), self.rows <= 1)
+
     def head(self, z) -> np.ndarray | None:
         """One row's logits [1, 1, V] of one position, run in the next batch with the other rows' (the head reads
         the tied matrix once for them all); None when the row is the only member (it runs its head itself)."""
@@ -225,12 +235,14 @@ class BatchScheduler:
         with self._cond:
             while True:
                 while not self._pending:
+                    if self._solves:  # the solves in progress run their next iteration
+                        return []
                     if not self._cond.wait(IDLE_S) and not self._pending:
                         self._thread = None
                         return None
                 deadline = time.monotonic() + self.gather_s
                 while sum(not call.waits and call.kind != "prompt" for call in self._pending) < min(
-                    self._inside, self.max_rows
+                    self._inside - len(self._solves), self.max_rows
                 ):
                     left = deadline - time.monotonic()
                     if left <= 0:
@@ -238,7 +250,7 @@ class BatchScheduler:
                     self._cond.wait(left)
                 now = time.monotonic()
                 ready = [call for call in self._pending if not self._held(call, now)][: self.max_rows]
-                if ready:
+                if ready or self._solves:
                     break
                 # only held calls: wait for another row's call, or for the first held call's time to run out
                 self._cond.wait(max(0.0, min(self._release(call, now) for call in self._pending) - now))
@@ -256,6 +268,8 @@ class BatchScheduler:
             return now < call.since + self.prompt_wait_s and waiting < min(self._prompting, self.max_rows)
         if call.kind == "pass":
             return now < call.since + self.member_wait_s and sum(c.kind != "step" for c in self._pending) < self.rows
+        if call.kind == "solve":  # waits for the members yet to begin theirs, unless solves are under way
+            return not self._solves and now < call.since + self.member_wait_s and len(self._pending) < self.rows
         if not call.waits:
             return False
         if now < call.since + self.head_wait_s and (self._inside > 0 or self._after_solve):
@@ -286,6 +300,10 @@ class BatchScheduler:
                     prompts.setdefault((slot, call.inputs[2].shape[2]), []).append(call)
             for group in prompts.values():
                 self._deliver(group, self.run_prompts)
+            begun = [Solve(call, *call.inputs) for call in batch if call.kind == "solve"]
+            self._solves, self.solves_whole = self._solves + begun, self.solves_whole + len(begun)
+            if self._solves:
+                iterate(self)
 
     @staticmethod
     def _deliver(group: list[_Call], run) -> None:

@@ -42,6 +42,10 @@ class BatchedModel:
         """An explicit transformer's pass of one decoded position through its layers, batched (decoder.process)."""
         return self.scheduler.layers_pass(z, cache)
 
+    def solve_pass(self, z, inj, cache: DecodeCache, depth: int, tol: float | None, settle: bool):
+        """An EqLM's decoded position solved whole in the batch (batch_solve; decoder.process)."""
+        return self.scheduler.solve_pass(z, inj, cache, depth, tol, settle)
+
     def head(self, z: np.ndarray) -> np.ndarray:
         out = self.scheduler.head(z) if z.shape[:2] == (1, 1) else None
         return self._model.head(z) if out is None else out

@@ -207,6 +207,34 @@ def process(
         cache.length += t
         return z_out, np.full(t, cache.slots, dtype=np.int64), np.full(t, np.nan)
 
+    # an EqLM's decoded position by Picard (no halting, or the residual's), when its model batches: the whole solve
+    # in one hand-over, the model's scheduler iterating it with the other rows' solves (batch_solve)
+    solve_pass = getattr(model, "solve_pass", None)
+    whole = (
+        not model.explicit and t == 1 and history is None and solver == "picard" and (tol is None or halt == "residual")
+    )
+    solved = solve_pass(z, inj, cache, depth, tol, settle) if solve_pass is not None and whole else None
+    if solved is not None:
+        z, done, last = solved
+        iterations, residual = np.array([done], dtype=np.int64), np.array([last], dtype=np.float64)
+    else:
+        z, done, iterations, residual = _picard_or_anderson(
+            model, cache, z, inj, depth, solver, tol, halt, settle, history
+        )
+    if settle or done < cache.slots:  # halted early: later iteration slots hold the frozen states' K/V
+        empty = model.empty_kv()
+        _, k, v, _ = model.step(z, inj, empty, empty)
+        for slot in range(0 if settle else done, cache.slots):
+            cache.put(slot, k, v)
+    cache.length += t
+    if model.explicit:  # a layer's relative update is no fixed-point residual: report none
+        return z, iterations, np.full(t, np.nan)
+    return z, iterations, residual
+
+
+def _picard_or_anderson(model, cache: DecodeCache, z, inj, depth, solver, tol, halt, settle, history):
+    """process's solve on this thread, one model call a step: (z, iterations done, iterations [T], residual [T])."""
+
     def step(z: np.ndarray, slot: int) -> tuple[np.ndarray, np.ndarray]:
         past_k, past_v = cache.past(slot)
         fz, k, v, r = model.step(z, inj, past_k, past_v, slot)
@@ -227,13 +255,4 @@ def process(
     for _ in solve:
         if history is not None:
             history.append(solve.step_residual[0].astype(np.float64))
-    z, done = solve.z, solve.count
-    if settle or done < cache.slots:  # halted early: later iteration slots hold the frozen states' K/V
-        empty = model.empty_kv()
-        _, k, v, _ = model.step(z, inj, empty, empty)
-        for slot in range(0 if settle else done, cache.slots):
-            cache.put(slot, k, v)
-    cache.length += t
-    if model.explicit:  # a layer's relative update is no fixed-point residual: report none
-        return z, solve.iterations[0], np.full(t, np.nan)
-    return z, solve.iterations[0], solve.residual[0]
+    return solve.z, solve.count, solve.iterations[0], solve.residual[0]

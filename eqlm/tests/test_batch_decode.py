@@ -193,7 +193,23 @@ def test_concurrent_generations_equal_each_alone_for_mixed_depths_halting_and_sa
         assert got == want, request
     assert batched.scheduler.largest >= 2  # the rows really ran together
     assert batched.scheduler.largest_head >= 2  # and so did their head calls
+    assert batched.scheduler.solves_whole > 0  # Picard rows' solves went whole; KL and Anderson rows' step by step
     assert batched.scheduler.rows == 0
+
+
+def test_a_picard_decode_solve_is_handed_in_whole_and_iterated_with_the_other_rows_solves(alone, batched):
+    """A decoded position's Picard solve (no halting, or the residual's) is one hand-over: the scheduler iterates it
+    with the other rows' solves, each at its own depth, tol and start, and each row gets what it gets alone."""
+    requests = [
+        GenerationRequest(prompt="In the beginning", max_tokens=16, depth=8),
+        GenerationRequest(prompt="And God said", max_tokens=16, depth=12, tol=1e-3),
+        GenerationRequest(prompt="Blessed are", max_tokens=16, depth=10, start="warm"),
+    ]
+    lone = [(_events(s := alone.stream(r)), s.finish_reason) for r in requests]
+    results = [None] * len(requests)
+    _run_together(batched, requests, results)
+    assert results == lone
+    assert batched.scheduler.solves_whole > 0 and batched.scheduler.largest >= 2
 
 
 def test_rows_ask_their_next_token_heads_together_so_each_token_reads_the_head_once(alone):
