@@ -211,7 +211,12 @@ def process(
     # in one hand-over, the model's scheduler iterating it with the other rows' solves (batch_solve)
     solve_pass = getattr(model, "solve_pass", None)
     whole = (
-        not model.explicit and t == 1 and history is None and solver == "picard" and (tol is None or halt == "residual")
+        not model.explicit
+        and t == 1
+        and depth >= 1
+        and history is None
+        and solver == "picard"
+        and (tol is None or halt == "residual")
     )
     solved = solve_pass(z, inj, cache, depth, tol, settle) if solve_pass is not None and whole else None
     if solved is not None:
