@@ -46,7 +46,7 @@ from pathlib import Path
 import numpy as np
 import onnxruntime as ort
 
-from .batch_solve import Solve, iterate
+from .batch_solve import Solve, iterate, run_steps
 from .decoder import DecodeCache, OnnxEqLM, session_options
 
 GATHER_S = 0.002  # how long a batch waits for rows still working between their steps
@@ -377,24 +377,6 @@ class BatchScheduler:
     def run(self, batch: list[_Call]) -> list[list[np.ndarray]]:
         """The rows' steps in one step_batched call: each row's past right-padded to the longest, masked."""
         b = len(batch)
-        lengths = [call.inputs[2].shape[2] for call in batch]
-        p = max(1, *lengths)  # the graph wants a past of one position at least (an empty one is all padding)
-        past_k = np.zeros((b, self.n_heads, p, self.head_dim), dtype=np.float32)
-        past_v = np.zeros_like(past_k)
-        valid = np.zeros((b, p), dtype=np.float32)
-        for row, (call, n) in enumerate(zip(batch, lengths, strict=True)):
-            past_k[row, :, :n] = call.inputs[2][0]
-            past_v[row, :, :n] = call.inputs[3][0]
-            valid[row, :n] = 1.0
-        feed = {
-            "z": np.concatenate([call.inputs[0] for call in batch]).astype(np.float32, copy=False),
-            "inj": np.concatenate([call.inputs[1] for call in batch]).astype(np.float32, copy=False),
-            "past_k": past_k,
-            "past_v": past_v,
-            "past_valid": valid,
-        }
-        z, k, v, residual = self.sessions[0].run(None, feed)
-        self.batches += 1
-        self.rows_run += b
-        self.largest = max(self.largest, b)
+        pasts = [(call.inputs[2][0], call.inputs[3][0]) for call in batch]
+        z, k, v, residual = run_steps(self, [c.inputs[0] for c in batch], [c.inputs[1] for c in batch], pasts)
         return [[z[i : i + 1], k[i : i + 1], v[i : i + 1], residual[i : i + 1]] for i in range(b)]

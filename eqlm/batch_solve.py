@@ -38,30 +38,33 @@ class Solve:
         return self.count >= self.depth or (self.tol is not None and residual[0] < self.tol)
 
 
-def run_solves(scheduler, solves: list[Solve]) -> list[Solve]:
-    """One iteration of every solve in one step_batched call (each row's past at its own slot, right-padded and
-    masked, as BatchScheduler.run pads the rows of a step); returns the solves that ended."""
-    b = len(solves)
-    lengths = [solve.cache.length for solve in solves]
-    p = max(1, *lengths)
+def run_steps(scheduler, zs: list, injs: list, pasts: list[tuple[np.ndarray, np.ndarray]]) -> list[np.ndarray]:
+    """One step_batched call for rows of one new position each (z and inj [1, 1, D]; each row's past K and V
+    [H, n, Dh], right-padded to the longest and masked); (z_next, k, v, residual) of every row."""
+    b = len(zs)
+    lengths = [k.shape[1] for k, _ in pasts]
+    p = max(1, *lengths)  # the graph wants a past of one position at least (an empty one is all padding)
     past_k = np.zeros((b, scheduler.n_heads, p, scheduler.head_dim), dtype=np.float32)
     past_v = np.zeros_like(past_k)
     valid = np.zeros((b, p), dtype=np.float32)
-    for row, (solve, n) in enumerate(zip(solves, lengths, strict=True)):
-        past_k[row, :, :n] = solve.cache.k[solve.count, 0, :, :n]
-        past_v[row, :, :n] = solve.cache.v[solve.count, 0, :, :n]
+    for row, ((k, v), n) in enumerate(zip(pasts, lengths, strict=True)):
+        past_k[row, :, :n] = k
+        past_v[row, :, :n] = v
         valid[row, :n] = 1.0
-    feed = {
-        "z": np.concatenate([solve.z for solve in solves]),
-        "inj": np.concatenate([solve.inj for solve in solves]).astype(np.float32, copy=False),
-        "past_k": past_k,
-        "past_v": past_v,
-        "past_valid": valid,
-    }
-    z, k, v, residual = scheduler.sessions[0].run(None, feed)
+    z, inj = (np.concatenate(x).astype(np.float32, copy=False) for x in (zs, injs))
+    feed = {"z": z, "inj": inj, "past_k": past_k, "past_v": past_v, "past_valid": valid}
+    out = scheduler.sessions[0].run(None, feed)
     scheduler.batches += 1
     scheduler.rows_run += b
     scheduler.largest = max(scheduler.largest, b)
+    return out
+
+
+def run_solves(scheduler, solves: list[Solve]) -> list[Solve]:
+    """One iteration of every solve in one step_batched call, each row's past that of its own iteration slot;
+    returns the solves that ended."""
+    pasts = [(s.cache.k[s.count, 0, :, : s.cache.length], s.cache.v[s.count, 0, :, : s.cache.length]) for s in solves]
+    z, k, v, residual = run_steps(scheduler, [s.z for s in solves], [s.inj for s in solves], pasts)
     return [s for i, s in enumerate(solves) if s.advance(z[i : i + 1], k[i], v[i], residual[i])]
 
 
