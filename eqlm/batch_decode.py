@@ -303,7 +303,7 @@ class BatchScheduler:
             begun = [Solve(call, *call.inputs) for call in batch if call.kind == "solve"]
             self._solves, self.solves_whole = self._solves + begun, self.solves_whole + len(begun)
             if self._solves:
-                iterate(self)
+                self._solves = iterate(self, self._solves)
 
     @staticmethod
     def _deliver(group: list[_Call], run) -> None:

@@ -4,7 +4,7 @@ A row hands in its solve once (`BatchScheduler.solve_pass`), where a row that ha
 K/V, runs its solver's bookkeeping and hands in its next step under the one GIL between every two calls (with 8 rows
 of the 121M model at int8, that turnaround was about 0.9 ms against a 2.2 ms call). The scheduler runs one
 `step_batched` call an iteration for every solve in progress, writes each row's K/V into its cache, and ends a
-solve at its depth or, with a tol, once its relative residual is below it (fixed_point.residual_below), as
+solve at its depth or, with a tol, once fixed_point.residual_below says so, as
 fixed_point.FixedPoint's Picard loop does for one position: z <- f(z), the residual the graph's own. Solves join
 and end at iteration boundaries, each at its own iteration slot, past length and depth.
 
@@ -17,25 +17,27 @@ from __future__ import annotations
 import numpy as np
 
 from .decoder import DecodeCache
+from .fixed_point import residual_below
 
 
 class Solve:
     """One row's solve in progress: (z [1, 1, D], inj, cache, depth, tol, settle) and its state."""
 
     def __init__(self, call, z, inj, cache: DecodeCache, depth: int, tol: float | None, settle: bool):
-        self.call, self.z, self.inj, self.cache = call, z.astype(np.float32, copy=False), inj, cache
-        self.depth, self.tol, self.settle = int(depth), tol, settle
+        self.call, self.z, self.inj, self.cache = call, z, inj, cache
+        self.depth, self.settle = int(depth), settle
+        self.halt = None if tol is None else residual_below(tol)  # the rule FixedPoint halts a position by
         self.count = 0
         self.residual = np.float64(np.inf)
 
     def advance(self, z: np.ndarray, k: np.ndarray, v: np.ndarray, residual: np.ndarray) -> bool:
-        """Take one iteration's outputs (this row's); True when the solve has ended."""
+        """Take one iteration's outputs (this row's: z [1, 1, D], k and v [1, H, 1, Dh], residual [1, 1]); True when
+        the solve has ended."""
         if not self.settle:  # a settled solve writes its final states' K/V into every slot at the end
-            n = self.cache.length
-            self.cache.k[self.count, 0, :, n] = k[:, 0]
-            self.cache.v[self.count, 0, :, n] = v[:, 0]
-        self.z, self.residual, self.count = z, np.float64(residual[0]), self.count + 1
-        return self.count >= self.depth or (self.tol is not None and residual[0] < self.tol)
+            self.cache.put(self.count, k, v)
+        before, self.z, self.count = self.z, z, self.count + 1
+        self.residual = np.float64(residual[0, 0])
+        return self.count >= self.depth or (self.halt is not None and bool(self.halt(residual, before, z)[0, 0]))
 
 
 def run_steps(scheduler, zs: list, injs: list, pasts: list[tuple[np.ndarray, np.ndarray]]) -> list[np.ndarray]:
@@ -60,27 +62,29 @@ def run_steps(scheduler, zs: list, injs: list, pasts: list[tuple[np.ndarray, np.
     return out
 
 
-def run_solves(scheduler, solves: list[Solve]) -> list[Solve]:
+def run_solves(scheduler, solves: list[Solve]) -> list[bool]:
     """One iteration of every solve in one step_batched call, each row's past that of its own iteration slot;
-    returns the solves that ended."""
+    whether each solve has ended."""
     pasts = [(s.cache.k[s.count, 0, :, : s.cache.length], s.cache.v[s.count, 0, :, : s.cache.length]) for s in solves]
     z, k, v, residual = run_steps(scheduler, [s.z for s in solves], [s.inj for s in solves], pasts)
-    return [s for i, s in enumerate(solves) if s.advance(z[i : i + 1], k[i], v[i], residual[i])]
+    return [s.advance(z[i : i + 1], k[i : i + 1], v[i : i + 1], residual[i : i + 1]) for i, s in enumerate(solves)]
 
 
-def iterate(scheduler) -> None:
-    """One iteration of every solve in progress (max_rows to a call); the solves that end are delivered."""
-    solves, ended = scheduler._solves, []
+def iterate(scheduler, solves: list[Solve]) -> list[Solve]:
+    """One iteration of every solve (max_rows to a call): the solves that end are delivered; returns those going on
+    (none when the call raised: every row in a solve sees the error)."""
+    ended, going = [], []
     try:
         for i in range(0, len(solves), scheduler.max_rows):
-            ended += run_solves(scheduler, solves[i : i + scheduler.max_rows])
+            chunk = solves[i : i + scheduler.max_rows]
+            for solve, over in zip(chunk, run_solves(scheduler, chunk), strict=True):
+                (ended if over else going).append(solve)
     except Exception as error:  # noqa: BLE001 - every row in a solve sees it; the thread goes on
-        scheduler._solves = []
         for solve in solves:
             solve.call.error = error
             solve.call.done.set()
-        return
-    scheduler._solves = [solve for solve in solves if not any(solve is e for e in ended)]
+        return []
     for solve in ended:
         solve.call.outputs = [solve.z, solve.count, solve.residual]
         solve.call.done.set()
+    return going

@@ -223,7 +223,7 @@ def process(
         z, done, last = solved
         iterations, residual = np.array([done], dtype=np.int64), np.array([last], dtype=np.float64)
     else:
-        z, done, iterations, residual = _picard_or_anderson(
+        z, done, iterations, residual = _solve_step_by_step(
             model, cache, z, inj, depth, solver, tol, halt, settle, history
         )
     if settle or done < cache.slots:  # halted early: later iteration slots hold the frozen states' K/V
@@ -237,7 +237,7 @@ def process(
     return z, iterations, residual
 
 
-def _picard_or_anderson(model, cache: DecodeCache, z, inj, depth, solver, tol, halt, settle, history):
+def _solve_step_by_step(model, cache: DecodeCache, z, inj, depth, solver, tol, halt, settle, history):
     """process's solve on this thread, one model call a step: (z, iterations done, iterations [T], residual [T])."""
 
     def step(z: np.ndarray, slot: int) -> tuple[np.ndarray, np.ndarray]:
