@@ -50,12 +50,17 @@ class BatchedModel:
         out = self.scheduler.head(z) if z.shape[:2] == (1, 1) else None
         return self._model.head(z) if out is None else out
 
+    @property
+    def batches_prompts(self) -> bool:
+        """Whether a prompt's iterations batch with the other prompts' (fp32; an int8 prompt runs alone)."""
+        return self._model.precision == "fp32"
+
     def solving(self, new_positions: int):
         """A solve of `new_positions`: a decoded one (1) is a batch member while it runs; an fp32 prompt's
         iterations batch with the other prompts being solved."""
         if new_positions == 1:
             return self.scheduler.solving()
-        return self.scheduler.prompting() if self._model.precision == "fp32" else nullcontext()
+        return self.scheduler.prompting() if self.batches_prompts else nullcontext()
 
 
 def batched_graphs(manifest: dict, precision: str = "fp32") -> tuple[str, ...] | None:

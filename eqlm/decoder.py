@@ -11,11 +11,13 @@ Generation (generation.py) and scoring (scoring.py) both solve through it.
 from __future__ import annotations
 
 import json
+import threading
 from pathlib import Path
 
 import numpy as np
 import onnxruntime as ort
 
+from .chained import chained_session
 from .fixed_point import FixedPoint, NumpyOps, halting_rule
 from .limits import ANDERSON_PICARD_FIRST, DEFAULT_HALT, DEFAULT_SOLVER, DEFAULT_START
 from .manifest import check_controls, check_precision, is_explicit, layer_roles, precision_graphs, requested_controls
@@ -70,22 +72,28 @@ class OnnxEqLM:
         options, one_thread = session_options(threads), session_options(1)
         graphs = precision_graphs(self.manifest, self.precision)
 
+        def small(name: str) -> bool:
+            return threads > 1 and graph_bytes(self.onnx_dir, self.manifest, name) < SMALL_GRAPH_BYTES
+
         def session(name: str, iteration: bool = False) -> ort.InferenceSession:
-            small = iteration and threads > 1 and graph_bytes(self.onnx_dir, self.manifest, name) < SMALL_GRAPH_BYTES
-            opts = one_thread if small else options
+            opts = one_thread if iteration and small(name) else options
             return ort.InferenceSession(str(self.onnx_dir / name), opts, providers=["CPUExecutionProvider"])
 
         self.explicit = is_explicit(self.manifest)
         self.embed_sess = session(graphs["embed"])
-        if self.explicit:
-            self.step_sess = None
-            self.layer_sessions = [session(graphs[role], iteration=True) for role in layer_roles(self.manifest)]
-        else:
-            self.step_sess = session(graphs["step"], iteration=True)
-            self.layer_sessions = []
+        self.step_sess = None if self.explicit else session(graphs["step"], iteration=True)
+        # an explicit transformer's sessions load when first used: the chained pass (every layer in one call; the
+        # threads its layers would get) serves a lone runtime, the layers one at a time a batch's prompts and a
+        # solve that records its steps
+        layers = [graphs[role] for role in layer_roles(self.manifest)]
+        self._layer_names, self._loading = layers, threading.Lock()
+        self._layer_sessions: list[ort.InferenceSession] | None = None if layers else []
+        self._chain: ort.InferenceSession | None = None
+        self._layer_session = lambda name: session(name, iteration=True)
+        self._chain_options = lambda: session_options(1 if all(map(small, layers)) else threads)
         self.head_sess = session(graphs["head"])
         # a layer graph takes no `inj`: each session is fed only the inputs it declares
-        self.inputs = {id(s): [i.name for i in s.get_inputs()] for s in [self.step_sess, *self.layer_sessions] if s}
+        self.inputs = {id(self.step_sess): [i.name for i in self.step_sess.get_inputs()]} if self.step_sess else {}
         self.d_model = int(self.manifest["d_model"])
         self.n_heads = int(self.manifest["n_heads"])
         self.head_dim = int(self.manifest["head_dim"])
@@ -96,6 +104,33 @@ class OnnxEqLM:
         return self.embed_sess.run(None, {"input_ids": ids.astype(np.int64), "positions": positions.astype(np.int64)})[
             0
         ]
+
+    @property
+    def layer_sessions(self) -> list[ort.InferenceSession]:
+        """An explicit transformer's layer graphs, one session each (slot order); [] for an EqLM."""
+        with self._loading:
+            if self._layer_sessions is None:
+                sessions = [self._layer_session(name) for name in self._layer_names]
+                self.inputs |= {id(s): [i.name for i in s.get_inputs()] for s in sessions}
+                self._layer_sessions = sessions
+        return self._layer_sessions
+
+    @property
+    def chain_session(self) -> ort.InferenceSession:
+        """An explicit transformer's layers chained into one graph (eqlm/chained.py), on the threads its layers get."""
+        with self._loading:
+            if self._chain is None:
+                self._chain = chained_session(self.onnx_dir, self._layer_names, self._chain_options())
+        return self._chain
+
+    def chained_pass(self, z: np.ndarray, past: list[tuple[np.ndarray, np.ndarray]]):
+        """An explicit transformer's pass of new positions through all its layers in one call (eqlm/chained.py):
+        (the last layer's state, [(k, v) of each layer])."""
+        feed = {"z": z}
+        for i, (past_k, past_v) in enumerate(past):
+            feed[f"past_k_{i:02d}"], feed[f"past_v_{i:02d}"] = past_k, past_v
+        out = self.chain_session.run(None, feed)
+        return out[0], list(zip(out[1::2], out[2::2], strict=True))
 
     def step(self, z, inj, past_k, past_v, slot: int | None = None):
         """One iteration (an EqLM's step) or one layer (an explicit transformer's layer `slot`, which it needs)."""
@@ -132,6 +167,8 @@ class OnnxEqLM:
         inj = self.embed(ids, np.broadcast_to(np.arange(t), (b, t)))
         z = self.start_state(inj)
         empty = self.empty_kv(b)
+        if self.explicit and depths:  # its one depth, every layer in one call
+            return inj, {depths[0]: self.chained_pass(z, [(empty, empty)] * len(self._layer_names))[0]}
         out = {}
         for i in range(1, max(depths) + 1):
             z = self.step(z, inj, empty, empty, i - 1)[0]
@@ -206,6 +243,14 @@ def process(
     if layers_pass is not None and (z_out := layers_pass(z, cache)) is not None:
         cache.length += t
         return z_out, np.full(t, cache.slots, dtype=np.int64), np.full(t, np.nan)
+    # otherwise (a lone runtime, a batch's only member, an int8 prompt), all its layers in one call, unless prompts
+    # share their layers' calls (batched_generator.BatchedModel) or the solve records its steps
+    if model.explicit and history is None and (t == 1 or not getattr(model, "batches_prompts", False)):
+        z, kv = model.chained_pass(z, [cache.past(slot) for slot in range(cache.slots)])
+        for slot, (k, v) in enumerate(kv):
+            cache.put(slot, k, v)
+        cache.length += t
+        return z, np.full(t, cache.slots, dtype=np.int64), np.full(t, np.nan)
 
     # an EqLM's decoded position by Picard (no halting, or the residual's), when its model batches: the whole solve
     # in one hand-over, the model's scheduler iterating it with the other rows' solves (batch_solve)

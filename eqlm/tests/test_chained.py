@@ -1,0 +1,134 @@
+"""An explicit transformer's chained pass: every layer of a position in one onnxruntime call, built in memory from the
+layer graphs, giving what the layers give one call at a time, bit for bit."""
+
+import os
+import shutil
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+
+from eqlm import decoder
+from eqlm.chained import chained_graph
+from eqlm.decoder import DecodeCache, OnnxEqLM, process
+from eqlm.generation import GenerationRequest, Generator
+
+ROOT = Path(__file__).resolve().parents[2]
+EXPLICIT = ROOT / "models" / "explicit-demo" / "onnx"
+PROGRAMME = Path(os.environ.get("PROGRAMME_MODELS_DIR", ROOT.parent / "shared" / "programme-models"))
+PROGRAMME_IDS = [464, 2068, 7586, 21831, 18045, 625, 262, 16931, 3290, 13]
+
+
+def decoded(model: OnnxEqLM, prompt: list[int], tokens: int, one_layer_a_call: bool):
+    """Greedy decoding through decoder.process: the logits of each step and the cache. A solve that records its
+    steps (`history`) runs the layers one call at a time; otherwise the chained pass runs them."""
+    n = len(model.manifest["layers"])
+    cache = DecodeCache(model, n)
+    ids, logits, history = list(prompt), [], [] if one_layer_a_call else None
+    for _ in range(tokens):
+        z, iterations, residual = process(model, cache, ids, n, None, "picard", history=history)
+        assert list(iterations) == [n] * len(ids) and np.isnan(residual).all()
+        logits.append(model.head(z[:, -1:])[0, -1])
+        ids = [int(np.argmax(logits[-1]))]
+    return np.stack(logits), cache
+
+
+def same_as_one_layer_a_call(model: OnnxEqLM, prompt: list[int]) -> None:
+    chained, chained_cache = decoded(model, prompt, 10, one_layer_a_call=False)
+    layered, layered_cache = decoded(model, prompt, 10, one_layer_a_call=True)
+    assert np.array_equal(chained, layered)
+    assert np.array_equal(chained_cache.k, layered_cache.k) and np.array_equal(chained_cache.v, layered_cache.v)
+    assert chained_cache.length == layered_cache.length == len(prompt) + 9
+
+
+@pytest.fixture(scope="module")
+def explicit_int8(tmp_path_factory):
+    from eqlm.quantize import add_int8
+
+    export = tmp_path_factory.mktemp("explicit") / "onnx"
+    shutil.copytree(EXPLICIT, export)
+    add_int8(export)
+    return export
+
+
+@pytest.mark.parametrize("precision", ["fp32", "int8"])
+def test_a_chained_pass_gives_the_logits_and_kv_of_one_layer_a_call_bit_for_bit(precision, explicit_int8):
+    same_as_one_layer_a_call(OnnxEqLM(explicit_int8, precision=precision, threads=2), list(b"In the beginning"))
+
+
+def test_a_chained_window_gives_the_states_of_one_layer_a_call_bit_for_bit():
+    model = OnnxEqLM(EXPLICIT)
+    ids = np.array([list(b"And God said"), list(b"Let there be")])
+    inj, states = model.joint_states(ids, [12])
+    z, empty = model.start_state(inj), model.empty_kv(2)
+    for layer in range(12):
+        z = model.step(z, inj, empty, empty, layer)[0]
+    assert list(states) == [12] and np.array_equal(states[12], z)
+
+
+def test_a_chained_pass_reads_the_layers_weights_from_their_external_data_files(tmp_path, monkeypatch):
+    """As a large export stores them (each layer's weights in layer_NN.bin, shared with its batched graph)."""
+    from eqlm import onnx_share
+
+    export = tmp_path / "onnx"
+    shutil.copytree(EXPLICIT, export)
+    monkeypatch.setattr(onnx_share, "MIN_SHARED_BYTES", 1 << 10)
+    for role in OnnxEqLM(EXPLICIT).manifest["layers"]:
+        manifest = onnx_share.share_weights(export, (role, f"{role}_batched"), f"{role}.bin")
+    names = [manifest["graphs"][role] for role in manifest["layers"]]
+    chained = onnx.load_model_from_string(chained_graph(export, names))
+    external = [t for t in chained.graph.initializer if t.data_location == onnx.TensorProto.EXTERNAL]
+    where = {entry.value for t in external for entry in t.external_data if entry.key == "location"}
+    assert where == set(manifest["external_data"]) == {f"{role}.bin" for role in manifest["layers"]}
+    assert sum(len(t.raw_data) for t in chained.graph.initializer) < (1 << 10) * len(chained.graph.initializer)
+    same_as_one_layer_a_call(OnnxEqLM(export), list(b"Blessed are"))
+    moved = tmp_path / "elsewhere"  # the files are found in the export's folder, wherever the process runs
+    export.rename(moved)
+    monkeypatch.chdir(tmp_path)
+    same_as_one_layer_a_call(OnnxEqLM(moved), list(b"Blessed are"))
+
+
+@pytest.mark.skipif(not (PROGRAMME / "explicit-2layer.pt").exists(), reason="the programme's reference checkpoints")
+def test_a_programme_explicit_exports_chained_pass_gives_what_its_layers_give_one_call_at_a_time(tmp_path):
+    from eqlm.export_programme import export_programme_onnx
+    from eqlm.programme.checkpoint import load_programme_model
+
+    model, _ = load_programme_model(PROGRAMME / "explicit-2layer.pt", 10**9)
+    export_programme_onnx(model, tmp_path, model_id="explicit-2layer", int8=True)
+    for precision in ("fp32", "int8"):
+        same_as_one_layer_a_call(OnnxEqLM(tmp_path, precision=precision), PROGRAMME_IDS)
+
+
+def test_a_lone_generation_loads_the_chained_layers_only_on_the_threads_its_layers_would_get():
+    generator = Generator(EXPLICIT, threads=2)
+    assert generator.model._chain is None  # nothing loads before it is used
+    generator.generate(GenerationRequest(prompt="In the", max_tokens=4))
+    # the layers' weights are held once: the one-at-a-time sessions never load for a lone generation
+    assert generator.model._layer_sessions is None
+    assert generator.model.chain_session.get_session_options().intra_op_num_threads == 1  # small layers
+
+
+def test_a_large_explicit_transformers_chained_layers_run_on_the_threads_asked(monkeypatch):
+    monkeypatch.setattr(decoder, "SMALL_GRAPH_BYTES", 0)
+    assert OnnxEqLM(EXPLICIT, threads=2).chain_session.get_session_options().intra_op_num_threads == 2
+
+
+def test_graphs_that_are_not_explicit_transformer_layers_are_not_chained():
+    with pytest.raises(ValueError, match="not an explicit transformer layer's"):
+        chained_graph(ROOT / "models" / "eqlm-demo" / "onnx", ["head.onnx"])
+
+
+@pytest.mark.parametrize("precision", ["int8", "fp32"])
+def test_a_batching_runtime_loads_its_layers_one_at_a_time_only_for_prompts_that_share_their_calls(
+    precision, explicit_int8
+):
+    """fp32 prompts batch layer by layer with the other prompts (one call a layer); an int8 prompt runs alone, so
+    an int8 batch never holds the layers' weights twice beside its batched graphs."""
+    from eqlm.batched_generator import BatchedGenerator
+
+    batched = BatchedGenerator(explicit_int8, precision=precision)
+    lone = Generator(explicit_int8, precision=precision)
+    request = GenerationRequest(prompt="Thou shalt", max_tokens=6)
+    assert batched.generate(request).text == lone.generate(request).text
+    assert (batched.model._model._layer_sessions is not None) == (precision == "fp32")
