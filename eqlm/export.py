@@ -34,7 +34,7 @@ from .manifest import fixed_depth
 from .model import RESIDUAL_EPS, EqLM, relative_residual
 from .noise import NOISE_RNG
 from .onnx_io import BHP, BHT, BT, EMBED_IO, EMPTY_PROMPT, HEAD_IO, export_embed_and_head, export_graph, manifest_head
-from .onnx_io import sha256 as _sha256
+from .onnx_share import sha256 as _sha256
 from .quantize import add_int8
 
 STEP_IO = {

@@ -28,7 +28,7 @@ from torch import nn
 
 from .model import Block, relative_residual
 from .onnx_io import export_graph
-from .onnx_io import sha256 as _sha256
+from .onnx_share import sha256 as _sha256
 
 BATCHED_STEP_IO = {
     "inputs": {"z": "[B,1,D]", "inj": "[B,1,D]", "past_k": "[B,H,P,Dh]", "past_v": "[B,H,P,Dh]", "past_valid": "[B,P]"},

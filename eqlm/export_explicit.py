@@ -27,8 +27,8 @@ from .onnx_io import (
     export_embed_and_head,
     export_graph,
     manifest_head,
-    sha256,
 )
+from .onnx_share import sha256
 
 SOLVERS = ["picard"]  # one pass through the layers; no fixed point to solve, no other solver
 

@@ -17,8 +17,8 @@ from .export_batched import add_batched_step, batched_layer_role
 from .limits import DEPTH_CAP_MAX, DEPTH_MAX, HALTS, SOLVERS, STARTS
 from .model import RESIDUAL_EPS, relative_residual
 from .noise import NOISE_RNG
-from .onnx_io import BHP, BHT, BT, EMBED_IO, HEAD_IO, Embed, export_graph, manifest_head, sha256
-from .onnx_share import share_weights
+from .onnx_io import BHP, BHT, BT, EMBED_IO, HEAD_IO, Embed, export_graph, manifest_head
+from .onnx_share import sha256, share_weights
 
 TIED_FILE = "tied.bin"  # the token embedding, which is also the head: stored once, read by both graphs
 BLOCK_FILE = "block.bin"  # the block's weights, which step and step_batched both read: stored once

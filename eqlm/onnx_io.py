@@ -1,6 +1,6 @@
-"""What every ONNX export shares: torch.onnx.export with the project's settings, the embed and head graphs, and the
-content hash that addresses each graph (eqlm/export.py writes an EqLM's graphs, eqlm/export_explicit.py an explicit
-transformer's)."""
+"""What every ONNX export shares: torch.onnx.export with the project's settings and the embed and head graphs
+(eqlm/export.py writes an EqLM's graphs, eqlm/export_explicit.py an explicit transformer's; the content hash that
+addresses each graph is eqlm/onnx_share.py's)."""
 
 from __future__ import annotations
 
@@ -9,8 +9,6 @@ from pathlib import Path
 
 import torch
 from torch import nn
-
-from .onnx_share import sha256  # noqa: F401 - the exporters import it from here
 
 OPSET = 17
 MANIFEST_FORMAT = "eqlm-onnx-v1"
