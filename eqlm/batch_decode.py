@@ -363,12 +363,10 @@ class BatchScheduler:
         z = np.concatenate([call.inputs[0] for call in batch]).astype(np.float32, copy=False)
         for slot, session in enumerate(self.sessions):
             for row, (cache, n) in enumerate(zip(caches, lengths, strict=True)):
-                past_k[row, :, :n] = cache.k[slot, 0, :, :n]
-                past_v[row, :, :n] = cache.v[slot, 0, :, :n]
+                past_k[row, :, :n], past_v[row, :, :n] = cache.view(slot)
             z, k, v, _ = session.run(None, {"z": z, "past_k": past_k, "past_v": past_v, "past_valid": valid})
-            for row, (cache, n) in enumerate(zip(caches, lengths, strict=True)):
-                cache.k[slot, 0, :, n] = k[row, :, 0]
-                cache.v[slot, 0, :, n] = v[row, :, 0]
+            for row, cache in enumerate(caches):
+                cache.put(slot, k[row : row + 1], v[row : row + 1])
             self.batches += 1
             self.rows_run += b
             self.largest = max(self.largest, b)

@@ -65,7 +65,7 @@ def run_steps(scheduler, zs: list, injs: list, pasts: list[tuple[np.ndarray, np.
 def run_solves(scheduler, solves: list[Solve]) -> list[bool]:
     """One iteration of every solve in one step_batched call, each row's past that of its own iteration slot;
     whether each solve has ended."""
-    pasts = [(s.cache.k[s.count, 0, :, : s.cache.length], s.cache.v[s.count, 0, :, : s.cache.length]) for s in solves]
+    pasts = [s.cache.view(s.count) for s in solves]
     z, k, v, residual = run_steps(scheduler, [s.z for s in solves], [s.inj for s in solves], pasts)
     return [s.advance(z[i : i + 1], k[i : i + 1], v[i : i + 1], residual[i : i + 1]) for i, s in enumerate(solves)]
 

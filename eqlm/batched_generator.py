@@ -92,6 +92,8 @@ class BatchedGenerator(Generator):
             threads = int(options.get("threads", 1))
             self.scheduler = BatchScheduler(self.model, threads=threads, max_rows=max_rows, graphs=graphs)
             self.model = BatchedModel(self.model, self.scheduler)
+            if self.model.explicit and self.model.batches_prompts:  # its prompts run one layer a call: load them
+                self.model.load_layers()  # now, not in the first prompt's request
 
     def _member(self, events: Iterator) -> Iterator:
         with self.scheduler.member():

@@ -82,15 +82,18 @@ class OnnxEqLM:
         self.explicit = is_explicit(self.manifest)
         self.embed_sess = session(graphs["embed"])
         self.step_sess = None if self.explicit else session(graphs["step"], iteration=True)
-        # an explicit transformer's sessions load when first used: the chained pass (every layer in one call; the
-        # threads its layers would get) serves a lone runtime, the layers one at a time a batch's prompts and a
-        # solve that records its steps
+        # an explicit transformer's layers chained into one graph (eqlm/chained.py) run its passes, on the threads
+        # its layers would get; its layers one graph at a time load when first used (a batch's fp32 prompts, a
+        # solve that records its steps), so a runtime that never needs them holds its layer weights once
         layers = [graphs[role] for role in layer_roles(self.manifest)]
         self._layer_names, self._loading = layers, threading.Lock()
         self._layer_sessions: list[ort.InferenceSession] | None = None if layers else []
-        self._chain: ort.InferenceSession | None = None
         self._layer_session = lambda name: session(name, iteration=True)
-        self._chain_options = lambda: session_options(1 if all(map(small, layers)) else threads)
+        self.chain_session = (
+            chained_session(self.onnx_dir, layers, session_options(1 if all(map(small, layers)) else threads))
+            if layers
+            else None
+        )
         self.head_sess = session(graphs["head"])
         # a layer graph takes no `inj`: each session is fed only the inputs it declares
         self.inputs = {id(self.step_sess): [i.name for i in self.step_sess.get_inputs()]} if self.step_sess else {}
@@ -108,20 +111,16 @@ class OnnxEqLM:
     @property
     def layer_sessions(self) -> list[ort.InferenceSession]:
         """An explicit transformer's layer graphs, one session each (slot order); [] for an EqLM."""
+        return self.load_layers()
+
+    def load_layers(self) -> list[ort.InferenceSession]:
+        """layer_sessions, loaded on the first call."""
         with self._loading:
             if self._layer_sessions is None:
                 sessions = [self._layer_session(name) for name in self._layer_names]
                 self.inputs |= {id(s): [i.name for i in s.get_inputs()] for s in sessions}
                 self._layer_sessions = sessions
         return self._layer_sessions
-
-    @property
-    def chain_session(self) -> ort.InferenceSession:
-        """An explicit transformer's layers chained into one graph (eqlm/chained.py), on the threads its layers get."""
-        with self._loading:
-            if self._chain is None:
-                self._chain = chained_session(self.onnx_dir, self._layer_names, self._chain_options())
-        return self._chain
 
     def chained_pass(self, z: np.ndarray, past: list[tuple[np.ndarray, np.ndarray]]):
         """An explicit transformer's pass of new positions through all its layers in one call (eqlm/chained.py):
@@ -191,9 +190,13 @@ class DecodeCache:
         self.slots = slots
         self.length = 0
 
+    def view(self, slot: int) -> tuple[np.ndarray, np.ndarray]:
+        """Iteration slot `slot`'s K and V of the cached positions, [H, length, Dh] each: views, not copies."""
+        return self.k[slot, 0, :, : self.length], self.v[slot, 0, :, : self.length]
+
     def past(self, slot: int) -> tuple[np.ndarray, np.ndarray]:
-        p = self.length
-        return np.ascontiguousarray(self.k[slot, :, :, :p]), np.ascontiguousarray(self.v[slot, :, :, :p])
+        """view's K and V as a graph takes them: [1, H, length, Dh], contiguous."""
+        return tuple(np.ascontiguousarray(x[None]) for x in self.view(slot))
 
     def put(self, slot, k: np.ndarray, v: np.ndarray) -> None:
         t = k.shape[2]
@@ -237,20 +240,9 @@ def process(
     p = cache.length
     inj = model.embed(np.asarray([ids]), np.arange(p, p + t)[None, :])
     z = model.start_state(inj) if z0 is None else z0.astype(np.float32).reshape(inj.shape).copy()
-    # an explicit transformer's decoded position, when its model batches (batched_generator.BatchedModel): all its
-    # layers in one hand-over, each layer one call for every row in the batch
-    layers_pass = getattr(model, "layers_pass", None) if model.explicit and t == 1 and history is None else None
-    if layers_pass is not None and (z_out := layers_pass(z, cache)) is not None:
+    if model.explicit and history is None and (z_out := _explicit_pass(model, cache, z)) is not None:
         cache.length += t
         return z_out, np.full(t, cache.slots, dtype=np.int64), np.full(t, np.nan)
-    # otherwise (a lone runtime, a batch's only member, an int8 prompt), all its layers in one call, unless prompts
-    # share their layers' calls (batched_generator.BatchedModel) or the solve records its steps
-    if model.explicit and history is None and (t == 1 or not getattr(model, "batches_prompts", False)):
-        z, kv = model.chained_pass(z, [cache.past(slot) for slot in range(cache.slots)])
-        for slot, (k, v) in enumerate(kv):
-            cache.put(slot, k, v)
-        cache.length += t
-        return z, np.full(t, cache.slots, dtype=np.int64), np.full(t, np.nan)
 
     # an EqLM's decoded position by Picard (no halting, or the residual's), when its model batches: the whole solve
     # in one hand-over, the model's scheduler iterating it with the other rows' solves (batch_solve)
@@ -280,6 +272,23 @@ def process(
     if model.explicit:  # a layer's relative update is no fixed-point residual: report none
         return z, iterations, np.full(t, np.nan)
     return z, iterations, residual
+
+
+def _explicit_pass(model, cache: DecodeCache, z: np.ndarray) -> np.ndarray | None:
+    """An explicit transformer's pass of new positions through all its layers, each layer's K/V written into
+    `cache`: a decoded position with the other rows' when its model batches (batched_generator.BatchedModel's
+    `layers_pass`, one call a layer for every row), else in one call of its chained layers (eqlm/chained.py); None
+    for a prompt whose layers share calls with the other prompts' (it runs its layers one at a time)."""
+    t = z.shape[1]
+    layers_pass = getattr(model, "layers_pass", None) if t == 1 else None
+    if layers_pass is not None and (z_out := layers_pass(z, cache)) is not None:
+        return z_out
+    if t > 1 and getattr(model, "batches_prompts", False):
+        return None
+    z_out, kv = model.chained_pass(z, [cache.past(slot) for slot in range(cache.slots)])
+    for slot, (k, v) in enumerate(kv):
+        cache.put(slot, k, v)
+    return z_out
 
 
 def _solve_step_by_step(model, cache: DecodeCache, z, inj, depth, solver, tol, halt, settle, history):

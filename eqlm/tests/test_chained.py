@@ -100,9 +100,8 @@ def test_a_programme_explicit_exports_chained_pass_gives_what_its_layers_give_on
         same_as_one_layer_a_call(OnnxEqLM(tmp_path, precision=precision), PROGRAMME_IDS)
 
 
-def test_a_lone_generation_loads_the_chained_layers_only_on_the_threads_its_layers_would_get():
+def test_a_lone_generation_runs_the_chained_layers_on_the_threads_its_layers_would_get_and_loads_no_other():
     generator = Generator(EXPLICIT, threads=2)
-    assert generator.model._chain is None  # nothing loads before it is used
     generator.generate(GenerationRequest(prompt="In the", max_tokens=4))
     # the layers' weights are held once: the one-at-a-time sessions never load for a lone generation
     assert generator.model._layer_sessions is None
@@ -128,6 +127,8 @@ def test_a_batching_runtime_loads_its_layers_one_at_a_time_only_for_prompts_that
     from eqlm.batched_generator import BatchedGenerator
 
     batched = BatchedGenerator(explicit_int8, precision=precision)
+    # an fp32 batch loads them as it starts, not in its first prompt's request
+    assert (batched.model._model._layer_sessions is not None) == (precision == "fp32")
     lone = Generator(explicit_int8, precision=precision)
     request = GenerationRequest(prompt="Thou shalt", max_tokens=6)
     assert batched.generate(request).text == lone.generate(request).text
