@@ -27,17 +27,29 @@ from .manifest import check_controls, check_precision, is_explicit, layer_roles,
 # reader 130 to 133 tokens/s with them on one thread, 116 on two; its fp32 layers, 28 MB, and the 121M anytime
 # model's int8 step, 35 MB, are faster on two)
 SMALL_GRAPH_BYTES = 16 << 20
+# An explicit transformer's chained layers (eqlm/chained.py) run on one thread where all of them hold fewer weight
+# bytes than SMALL_GRAPH_BYTES, else on the threads asked, which spin inside a call and sleep between calls
+# (session_options' spin_in_call). Its 72 products a position (124M model) each wake a sleeping thread: the int8
+# one reader on 2 cores of an AMD EPYC (Zen 4) made 106-113 tokens/s with the chain on one thread and 139-150 with
+# two spinning inside the call; beside a process that keeps one core busy, 75-107 against 66-93; fp32 (28 MB layers,
+# two sleeping threads before) 46-52 either way. explicit-demo's chain (a few KB) is 12% slower on two.
+CHAINED_SPIN = True
 
 
-def session_options(threads: int) -> ort.SessionOptions:
+def session_options(threads: int, spin_in_call: bool = False) -> ort.SessionOptions:
     """onnxruntime's options for a graph run on `threads` intra-op threads. Above one, waiting threads sleep instead
     of spinning: on a shared or busy CPU a spinning pool's barrier stalls every op (a 121M model's one reader at 2
-    threads ran 2.1x faster so, under load 2.3), and a batch's rows need the cores between its calls."""
+    threads ran 2.1x faster so, under load 2.3), and a batch's rows need the cores between its calls.
+
+    `spin_in_call`: the threads spin between the ops of one call and sleep as it returns
+    (`session.force_spinning_stop`), for a graph of many products run once a position (CHAINED_SPIN)."""
     options = ort.SessionOptions()
     options.intra_op_num_threads = threads
     options.inter_op_num_threads = 1
     if threads > 1:
-        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+        options.add_session_config_entry("session.intra_op.allow_spinning", "1" if spin_in_call else "0")
+        if spin_in_call:
+            options.add_session_config_entry("session.force_spinning_stop", "1")
     return options
 
 
@@ -90,9 +102,7 @@ class OnnxEqLM:
         self._layer_sessions: list[ort.InferenceSession] | None = None if layers else []
         self._layer_session = lambda name: session(name, iteration=True)
         self.chain_session = (
-            chained_session(self.onnx_dir, layers, session_options(1 if all(map(small, layers)) else threads))
-            if layers
-            else None
+            chained_session(self.onnx_dir, layers, self._chain_options(layers, threads)) if layers else None
         )
         self.head_sess = session(graphs["head"])
         # a layer graph takes no `inj`: each session is fed only the inputs it declares
@@ -102,6 +112,14 @@ class OnnxEqLM:
         self.head_dim = int(self.manifest["head_dim"])
         self.max_positions = int(self.manifest["max_positions"])
         self.vocab_size = int(self.manifest["vocab_size"])
+
+    def _chain_options(self, layers: list[str], threads: int) -> ort.SessionOptions:
+        """The chained layers' options: one thread where the layers hold fewer weight bytes than SMALL_GRAPH_BYTES
+        together, else `threads`, spinning inside a call (CHAINED_SPIN)."""
+        held = sum(graph_bytes(self.onnx_dir, self.manifest, name) for name in layers)
+        if held < SMALL_GRAPH_BYTES:
+            return session_options(1)
+        return session_options(threads, spin_in_call=CHAINED_SPIN)
 
     def embed(self, ids: np.ndarray, positions: np.ndarray) -> np.ndarray:
         return self.embed_sess.run(None, {"input_ids": ids.astype(np.int64), "positions": positions.astype(np.int64)})[

@@ -11,7 +11,7 @@ import pytest
 
 from eqlm import decoder
 from eqlm.chained import chained_graph
-from eqlm.decoder import DecodeCache, OnnxEqLM, process
+from eqlm.decoder import DecodeCache, OnnxEqLM, graph_bytes, process
 from eqlm.generation import GenerationRequest, Generator
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -108,9 +108,27 @@ def test_a_lone_generation_runs_the_chained_layers_on_the_threads_its_layers_wou
     assert generator.model.chain_session.get_session_options().intra_op_num_threads == 1  # small layers
 
 
-def test_a_large_explicit_transformers_chained_layers_run_on_the_threads_asked(monkeypatch):
+def test_a_large_explicit_transformers_chained_layers_run_on_the_threads_asked_spinning_only_inside_a_call(
+    monkeypatch,
+):
     monkeypatch.setattr(decoder, "SMALL_GRAPH_BYTES", 0)
-    assert OnnxEqLM(EXPLICIT, threads=2).chain_session.get_session_options().intra_op_num_threads == 2
+    model = OnnxEqLM(EXPLICIT, threads=2)
+    options = model.chain_session.get_session_options()
+    assert options.intra_op_num_threads == 2
+    # its threads wait for the next product spinning, and sleep once the call returns
+    assert options.get_session_config_entry("session.intra_op.allow_spinning") == "1"
+    assert options.get_session_config_entry("session.force_spinning_stop") == "1"
+    # every other graph's threads sleep while they wait
+    for session in (model.head_sess, model.embed_sess):
+        assert session.get_session_options().get_session_config_entry("session.intra_op.allow_spinning") == "0"
+
+
+def test_small_chained_layers_run_on_one_thread_whatever_the_threads_asked():
+    """The threshold is the layers' weight bytes together, not one layer's."""
+    model = OnnxEqLM(EXPLICIT, threads=2)
+    held = sum(graph_bytes(EXPLICIT, model.manifest, f"{role}.onnx") for role in model.manifest["layers"])
+    assert held < decoder.SMALL_GRAPH_BYTES
+    assert model.chain_session.get_session_options().intra_op_num_threads == 1
 
 
 def test_graphs_that_are_not_explicit_transformer_layers_are_not_chained():
