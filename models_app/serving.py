@@ -234,6 +234,25 @@ def model_cards() -> dict[str, ModelCard]:
     return cards
 
 
+def _one_card(model_id: str) -> ModelCard | None:
+    """model_cards()[model_id], reading that model's folder alone (None where it names no readable export): the
+    default's folder, else a bundled folder of that name, else a registry row of that slug, as model_cards ranks
+    them."""
+    from django.conf import settings
+
+    rows = _registry_rows()
+    names = {slug: name for slug, name, _ in rows}
+    if model_id == DEFAULT_MODEL_ID:
+        return read_card(model_id, default_onnx_dir(), "bundled", names.get(model_id, ""))
+    onnx = Path(settings.MODELS_DIR) / model_id / ONNX
+    if Path(model_id).name == model_id and model_id not in (".", "..") and (onnx / "manifest.json").is_file():
+        return read_card(model_id, onnx, "bundled", names.get(model_id, ""))
+    for slug, name, onnx_dir in rows:
+        if slug == model_id and onnx_dir:
+            return read_card(model_id, _absolute(onnx_dir), "registry", name)
+    return None
+
+
 # --- runtimes ---------------------------------------------------------------------------------------------------
 
 
@@ -306,8 +325,10 @@ def resolve(model_id: str | None = None) -> ModelCard:
     message says which folder lacks its manifest).
     """
     model_id = base_id(model_id or DEFAULT_MODEL_ID)
-    cards = model_cards()
-    card = cards.get(model_id)
+    card = _one_card(model_id)  # this model's card alone (model_cards reads every model's)
+    if card is None:
+        cards = model_cards()
+        card = cards.get(model_id)
     if card is None:
         reason = ""
         if model_id == DEFAULT_MODEL_ID:

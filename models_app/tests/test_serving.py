@@ -50,6 +50,24 @@ def test_an_unknown_id_is_refused_naming_the_available_ones(models_dir):
         serving.resolve("gpt-4")
 
 
+def test_resolving_a_model_reads_that_models_folder_alone_and_gives_the_card_the_listing_gives(models_dir, monkeypatch):
+    listed = serving.model_cards()
+    read = []
+    real = serving.read_card
+    monkeypatch.setattr(serving, "read_card", lambda model_id, *args: read.append(model_id) or real(model_id, *args))
+    assert serving.resolve("tiny-other") == listed["tiny-other"]
+    assert serving.resolve() == listed["eqlm-demo"]
+    assert read == ["tiny-other", "eqlm-demo"]
+
+
+def test_an_id_that_is_a_path_names_no_folder_outside_the_models(models_dir):
+    (models_dir / "nested" / "inner" / "onnx").mkdir(parents=True)
+    shutil.copytree(models_dir / "tiny-other" / "onnx", models_dir / "nested" / "inner" / "onnx", dirs_exist_ok=True)
+    for model_id in ("nested/inner", "../models/tiny-other", ".", ".."):
+        with pytest.raises(serving.UnknownModel):
+            serving.resolve(model_id)
+
+
 def test_models_load_lazily_and_report_their_state(models_dir):
     states = {s["id"]: s["state"] for s in serving.model_states()}
     assert states == {"eqlm-demo": "not loaded", "tiny-other": "not loaded"}
