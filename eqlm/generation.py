@@ -257,7 +257,8 @@ class Generator:
             ids = ids[-(self.max_positions - 1) :] if request.max_tokens > 0 else ids[-self.max_positions :]
         stats.prompt_ids = list(given)
         rng = np.random.default_rng(request.seed)
-        cache = DecodeCache(self.model, depth)
+        # the prompt and every token but the last are solved and cached
+        cache = DecodeCache(self.model, depth, positions=len(ids) + max(0, request.max_tokens - 1))
         warm = request.start == "warm"
         d = self.model.d_model
 

@@ -166,6 +166,29 @@ def test_context_limit_ends_with_length(generator):
     assert result.completion_tokens <= 40
 
 
+def test_a_generation_at_the_context_limit_yields_one_token_per_free_position_and_one_more(generator):
+    """The cache is sized to the prompt and the tokens asked (capped at the context): the limit still ends it."""
+    free = 3
+    prompt = "x" * (generator.max_positions - free)
+    result = generator.generate(GenerationRequest(prompt=prompt, max_tokens=10, depth=2))
+    assert (result.completion_tokens, result.finish_reason) == (free + 1, "length")
+    short = generator.generate(GenerationRequest(prompt=prompt, max_tokens=2, depth=2))
+    assert short.text == result.text[: len(short.text)] and short.completion_tokens == 2
+
+
+def test_a_decode_cache_holds_the_positions_asked_up_to_the_models_context(tiny_onnx_dir):
+    model = OnnxEqLM(tiny_onnx_dir)
+    assert DecodeCache(model, 2).k.shape == (2, 1, model.n_heads, model.max_positions, model.head_dim)
+    assert DecodeCache(model, 2, positions=5).k.shape[3] == 5
+    assert DecodeCache(model, 2, positions=10**6).v.shape[3] == model.max_positions
+    cache = DecodeCache(model, 2, positions=5)
+    kv = np.ones((1, model.n_heads, 5, model.head_dim), np.float32)
+    cache.put(0, kv, kv)
+    cache.length = 5
+    with pytest.raises(ValueError, match="holds 5 positions, not 6"):
+        cache.put(0, kv[:, :, :1], kv[:, :, :1])
+
+
 def test_a_noise_start_generates_what_a_full_recomputation_from_the_same_normals_does(generator):
     """Each position, the prompt's and every generated one's, starts at its own normals of the seed's stream."""
     import torch
