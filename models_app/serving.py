@@ -245,7 +245,11 @@ def _one_card(model_id: str) -> ModelCard | None:
     if model_id == DEFAULT_MODEL_ID:
         return read_card(model_id, default_onnx_dir(), "bundled", names.get(model_id, ""))
     onnx = Path(settings.MODELS_DIR) / model_id / ONNX
-    if Path(model_id).name == model_id and model_id not in (".", "..") and (onnx / "manifest.json").is_file():
+    try:  # a name the file system refuses (a request's id of 300 characters) names no folder
+        bundled = Path(model_id).name == model_id and model_id not in (".", "..") and (onnx / "manifest.json").is_file()
+    except OSError:
+        bundled = False
+    if bundled:
         return read_card(model_id, onnx, "bundled", names.get(model_id, ""))
     for slug, name, onnx_dir in rows:
         if slug == model_id and onnx_dir:

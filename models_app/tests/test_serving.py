@@ -60,10 +60,10 @@ def test_resolving_a_model_reads_that_models_folder_alone_and_gives_the_card_the
     assert read == ["tiny-other", "eqlm-demo"]
 
 
-def test_an_id_that_is_a_path_names_no_folder_outside_the_models(models_dir):
+def test_an_id_that_is_a_path_or_too_long_a_name_names_no_folder(models_dir):
     (models_dir / "nested" / "inner" / "onnx").mkdir(parents=True)
     shutil.copytree(models_dir / "tiny-other" / "onnx", models_dir / "nested" / "inner" / "onnx", dirs_exist_ok=True)
-    for model_id in ("nested/inner", "../models/tiny-other", ".", ".."):
+    for model_id in ("nested/inner", "../models/tiny-other", ".", "..", "x" * 300):
         with pytest.raises(serving.UnknownModel):
             serving.resolve(model_id)
 
