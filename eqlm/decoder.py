@@ -27,13 +27,6 @@ from .manifest import check_controls, check_precision, is_explicit, layer_roles,
 # reader 130 to 133 tokens/s with them on one thread, 116 on two; its fp32 layers, 28 MB, and the 121M anytime
 # model's int8 step, 35 MB, are faster on two)
 SMALL_GRAPH_BYTES = 16 << 20
-# An explicit transformer's chained layers (eqlm/chained.py) run on one thread where all of them hold fewer weight
-# bytes than SMALL_GRAPH_BYTES, else on the threads asked, which spin inside a call and sleep between calls
-# (session_options' spin_in_call). Its 72 products a position (124M model) each wake a sleeping thread: the int8
-# one reader on 2 cores of an AMD EPYC (Zen 4) made 106-113 tokens/s with the chain on one thread and 139-150 with
-# two spinning inside the call; beside a process that keeps one core busy, 75-107 against 66-93; fp32 (28 MB layers,
-# two sleeping threads before) 46-52 either way. explicit-demo's chain (a few KB) is 12% slower on two.
-CHAINED_SPIN = True
 
 
 def session_options(threads: int, spin_in_call: bool = False) -> ort.SessionOptions:
@@ -42,7 +35,7 @@ def session_options(threads: int, spin_in_call: bool = False) -> ort.SessionOpti
     threads ran 2.1x faster so, under load 2.3), and a batch's rows need the cores between its calls.
 
     `spin_in_call`: the threads spin between the ops of one call and sleep as it returns
-    (`session.force_spinning_stop`), for a graph of many products run once a position (CHAINED_SPIN)."""
+    (`session.force_spinning_stop`), for a graph of many products run once a position (OnnxEqLM._chain_options)."""
     options = ort.SessionOptions()
     options.intra_op_num_threads = threads
     options.inter_op_num_threads = 1
@@ -94,9 +87,9 @@ class OnnxEqLM:
         self.explicit = is_explicit(self.manifest)
         self.embed_sess = session(graphs["embed"])
         self.step_sess = None if self.explicit else session(graphs["step"], iteration=True)
-        # an explicit transformer's layers chained into one graph (eqlm/chained.py) run its passes, on the threads
-        # its layers would get; its layers one graph at a time load when first used (a batch's fp32 prompts, a
-        # solve that records its steps), so a runtime that never needs them holds its layer weights once
+        # an explicit transformer's layers chained into one graph (eqlm/chained.py) run its passes (_chain_options:
+        # its threads); its layers one graph at a time load when first used (a batch's fp32 prompts, a solve that
+        # records its steps), so a runtime that never needs them holds its layer weights once
         layers = [graphs[role] for role in layer_roles(self.manifest)]
         self._layer_names, self._loading = layers, threading.Lock()
         self._layer_sessions: list[ort.InferenceSession] | None = None if layers else []
@@ -115,11 +108,15 @@ class OnnxEqLM:
 
     def _chain_options(self, layers: list[str], threads: int) -> ort.SessionOptions:
         """The chained layers' options: one thread where the layers hold fewer weight bytes than SMALL_GRAPH_BYTES
-        together, else `threads`, spinning inside a call (CHAINED_SPIN)."""
+        together, else `threads`, spinning inside a call. A pass of the 124M model makes 72 products, each of which
+        woke a sleeping thread: its int8 one reader on 2 cores of an AMD EPYC (Zen 4) made 106-113 tokens/s with the
+        chain on one thread and 139-150 on two spinning inside the call (beside a process that keeps one core busy,
+        75-107 against 66-93); fp32 (28 MB layers, two sleeping threads before) 46-52 either way. explicit-demo's
+        chain (a few KB) is 12% slower on two."""
         held = sum(graph_bytes(self.onnx_dir, self.manifest, name) for name in layers)
         if held < SMALL_GRAPH_BYTES:
             return session_options(1)
-        return session_options(threads, spin_in_call=CHAINED_SPIN)
+        return session_options(threads, spin_in_call=True)
 
     def embed(self, ids: np.ndarray, positions: np.ndarray) -> np.ndarray:
         return self.embed_sess.run(None, {"input_ids": ids.astype(np.int64), "positions": positions.astype(np.int64)})[

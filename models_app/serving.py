@@ -210,12 +210,11 @@ def default_onnx_dir() -> Path:
     return Path(settings.MODELS_DIR) / settings.DEFAULT_MODEL / ONNX
 
 
-def model_cards() -> dict[str, ModelCard]:
-    """Every servable model, the default first, then the bundled ones and the registry's, by id."""
+def _model_folders(rows: list[tuple[str, str, str]]) -> dict[str, tuple[Path, str]]:
+    """{model id: (its export's folder, "bundled" | "registry")}: the default first, then the bundled folders that
+    hold a manifest, then the registry's rows (`rows`) whose slug names neither; reads no manifest."""
     from django.conf import settings
 
-    rows = _registry_rows()
-    names = {slug: name for slug, name, _ in rows}
     folders: dict[str, tuple[Path, str]] = {DEFAULT_MODEL_ID: (default_onnx_dir(), "bundled")}
     root = Path(settings.MODELS_DIR)
     if root.is_dir():
@@ -226,35 +225,23 @@ def model_cards() -> dict[str, ModelCard]:
     for slug, _, onnx_dir in rows:
         if onnx_dir and slug not in folders:
             folders[slug] = (_absolute(onnx_dir), "registry")
+    return folders
+
+
+def model_cards(only: str | None = None) -> dict[str, ModelCard]:
+    """Every servable model, the default first, then the bundled ones and the registry's, by id; `only`: that
+    model's card alone, where it has one (its folder is the only one read)."""
+    rows = _registry_rows()
+    names = {slug: name for slug, name, _ in rows}
+    folders = _model_folders(rows)
+    if only is not None:
+        folders = {only: folders[only]} if only in folders else {}
     cards = {}
     for model_id, (folder, source) in folders.items():
         card = read_card(model_id, folder, source, names.get(model_id, ""))
         if card is not None:
             cards[model_id] = card
     return cards
-
-
-def _one_card(model_id: str) -> ModelCard | None:
-    """model_cards()[model_id], reading that model's folder alone (None where it names no readable export): the
-    default's folder, else a bundled folder of that name, else a registry row of that slug, as model_cards ranks
-    them."""
-    from django.conf import settings
-
-    rows = _registry_rows()
-    names = {slug: name for slug, name, _ in rows}
-    if model_id == DEFAULT_MODEL_ID:
-        return read_card(model_id, default_onnx_dir(), "bundled", names.get(model_id, ""))
-    onnx = Path(settings.MODELS_DIR) / model_id / ONNX
-    try:  # a name the file system refuses (a request's id of 300 characters) names no folder
-        bundled = Path(model_id).name == model_id and model_id not in (".", "..") and (onnx / "manifest.json").is_file()
-    except OSError:
-        bundled = False
-    if bundled:
-        return read_card(model_id, onnx, "bundled", names.get(model_id, ""))
-    for slug, name, onnx_dir in rows:
-        if slug == model_id and onnx_dir:
-            return read_card(model_id, _absolute(onnx_dir), "registry", name)
-    return None
 
 
 # --- runtimes ---------------------------------------------------------------------------------------------------
@@ -329,11 +316,9 @@ def resolve(model_id: str | None = None) -> ModelCard:
     message says which folder lacks its manifest).
     """
     model_id = base_id(model_id or DEFAULT_MODEL_ID)
-    card = _one_card(model_id)  # this model's card alone (model_cards reads every model's)
+    card = model_cards(only=model_id).get(model_id)  # its card alone: reading every model's cost each request 5 ms
     if card is None:
-        cards = model_cards()
-        card = cards.get(model_id)
-    if card is None:
+        cards = model_cards()  # for the error's list of the known ids
         reason = ""
         if model_id == DEFAULT_MODEL_ID:
             reason = f"no manifest.json in {default_onnx_dir()}"

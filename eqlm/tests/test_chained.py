@@ -100,7 +100,7 @@ def test_a_programme_explicit_exports_chained_pass_gives_what_its_layers_give_on
         same_as_one_layer_a_call(OnnxEqLM(tmp_path, precision=precision), PROGRAMME_IDS)
 
 
-def test_a_lone_generation_runs_the_chained_layers_on_the_threads_its_layers_would_get_and_loads_no_other():
+def test_a_lone_generation_runs_small_chained_layers_on_one_thread_and_loads_no_other_layer_session():
     generator = Generator(EXPLICIT, threads=2)
     generator.generate(GenerationRequest(prompt="In the", max_tokens=4))
     # the layers' weights are held once: the one-at-a-time sessions never load for a lone generation
@@ -123,12 +123,16 @@ def test_a_large_explicit_transformers_chained_layers_run_on_the_threads_asked_s
         assert session.get_session_options().get_session_config_entry("session.intra_op.allow_spinning") == "0"
 
 
-def test_small_chained_layers_run_on_one_thread_whatever_the_threads_asked():
-    """The threshold is the layers' weight bytes together, not one layer's."""
+def test_the_chains_threads_follow_its_layers_weight_bytes_together_not_one_layers(monkeypatch):
+    """Layers each under the threshold but over it together are a large chain: it runs on the threads asked, while
+    each layer alone would run on one."""
     model = OnnxEqLM(EXPLICIT, threads=2)
-    held = sum(graph_bytes(EXPLICIT, model.manifest, f"{role}.onnx") for role in model.manifest["layers"])
-    assert held < decoder.SMALL_GRAPH_BYTES
-    assert model.chain_session.get_session_options().intra_op_num_threads == 1
+    sizes = [graph_bytes(EXPLICIT, model.manifest, f"{role}.onnx") for role in model.manifest["layers"]]
+    monkeypatch.setattr(decoder, "SMALL_GRAPH_BYTES", max(sizes) + 1)
+    assert sum(sizes) >= decoder.SMALL_GRAPH_BYTES
+    model = OnnxEqLM(EXPLICIT, threads=2)
+    assert model.chain_session.get_session_options().intra_op_num_threads == 2
+    assert {s.get_session_options().intra_op_num_threads for s in model.layer_sessions} == {1}
 
 
 def test_graphs_that_are_not_explicit_transformer_layers_are_not_chained():
