@@ -18,9 +18,11 @@ EqLM's step, or an explicit transformer's layer) is handed to the scheduler whil
 the scheduler runs the prompts of the same past length in one call of the step graph, whatever their iterations (an
 explicit transformer's, those at the same layer in one call of that layer's graph), each row right-padded to the
 longest prompt with copies of its last position. Attention is causal, so a row's real positions never see its
-padding: each row gets what it gets alone, to float rounding (as for decoded steps, below). An int8 prompt runs
-alone: the unbatched int8 graphs quantise their activations with one scale per call, which would tie the rows
-together.
+padding: each row gets what it gets alone, to float rounding (as for decoded steps, below). An EqLM's int8
+prompts run in a per-row form of its int8 step (`prompt_session`, eqlm.prompt_graphs): the lone step quantises a
+call's activations on one scale, which would tie the rows together. An explicit transformer's int8 prompt runs alone,
+through its chained layers: handed in a layer at a time, 8 prompts of the 124M model waited for each other at every
+layer and took longer to their first token (193 ms at the median, against 116-129 alone).
 
 A row's head call of one position (its next token's logits, or KL halting's per-iteration distribution) goes the
 same way when other streams are members: the head's matrix is read once for every row that asked together. A
@@ -48,6 +50,7 @@ import onnxruntime as ort
 
 from .batch_solve import Solve, iterate, run_steps
 from .decoder import DecodeCache, OnnxEqLM, session_options
+from .prompt_graphs import PROMPT_VALID
 
 GATHER_S = 0.002  # how long a batch waits for rows still working between their steps
 # how long a row's next-token head call may wait for the rows still inside their solves, so that the head's matrix
@@ -93,6 +96,7 @@ class BatchScheduler:
         head_wait_s: float = HEAD_WAIT_S,
         member_wait_s: float = MEMBER_WAIT_S,
         prompt_wait_s: float = PROMPT_WAIT_S,
+        prompt_session: tuple[ort.InferenceSession, list[str]] | None = None,
     ):
         """`graphs`: an EqLM's batched step, or an explicit transformer's batched layers in slot order."""
         options = session_options(threads)
@@ -102,6 +106,7 @@ class BatchScheduler:
             ort.InferenceSession(str(folder / names[graph]), options, providers=["CPUExecutionProvider"])
             for graph in graphs
         ]
+        self.prompt_session = prompt_session  # an EqLM's int8 step in its per-row prompt form; None: the model's
         self.max_rows, self.gather_s = max_rows, gather_s
         self.head_wait_s, self.member_wait_s, self.prompt_wait_s = head_wait_s, member_wait_s, prompt_wait_s
         self._solving = threading.local()  # whether this thread's row is inside a decode solve
@@ -179,6 +184,17 @@ class BatchScheduler:
         if self._prompting <= 1:  # read without the lock: at worst a prompt just joined runs one iteration alone
             return None
         return self._hand_in("prompt", (z, inj, past_k, past_v, slot), alone=False)
+
+    def prompt_call(self, z, inj, past_k, past_v, slot: int | None, lengths: list[int]) -> list[np.ndarray]:
+        """One prompt iteration of rows right-padded from `lengths` positions: the model's own graph (fp32), or the
+        per-row form of an EqLM's int8 step, which quantises each row's positions as the lone step quantises its
+        call."""
+        if self.prompt_session is None:
+            return self._model.step(z, inj, past_k, past_v, slot)
+        session, names = self.prompt_session
+        valid = (np.arange(z.shape[1])[None, :] < np.asarray(lengths)[:, None]).astype(np.float32)
+        feed = {"z": z, "inj": inj, "past_k": past_k, "past_v": past_v, PROMPT_VALID: valid}
+        return session.run(None, {name: feed[name] for name in names})
 
     def layers_pass(self, z, cache: DecodeCache) -> np.ndarray | None:
         """An explicit transformer's pass of one new position ([1, 1, D], its embedding) through every layer, run
@@ -326,10 +342,11 @@ class BatchScheduler:
         return [[logits[i : i + 1]] for i in range(len(batch))]
 
     def run_prompts(self, batch: list[_Call]) -> list[list[np.ndarray]]:
-        """Prompt iterations at one past length (and layer) in one call of the model's own graph: each row's new
-        positions right-padded to the longest with copies of its last one (causal attention: the real positions
-        never see them); each row's outputs cut back to its own positions."""
-        longest = max(call.inputs[0].shape[1] for call in batch)
+        """Prompt iterations at one past length (and layer) in one call of the model's graph (`prompt_call`): each
+        row's new positions right-padded to the longest with copies of its last one (causal attention: the real
+        positions never see them); each row's outputs cut back to its own positions."""
+        lengths = [call.inputs[0].shape[1] for call in batch]
+        longest = max(lengths)
 
         def padded(x: np.ndarray) -> np.ndarray:
             return np.pad(x, ((0, 0), (0, longest - x.shape[1]), (0, 0)), mode="edge")
@@ -338,15 +355,14 @@ class BatchScheduler:
         inj = np.concatenate([padded(call.inputs[1]) for call in batch]).astype(np.float32, copy=False)
         past_k = np.concatenate([call.inputs[2] for call in batch])
         past_v = np.concatenate([call.inputs[3] for call in batch])
-        z, k, v, residual = self._model.step(z, inj, past_k, past_v, batch[0].inputs[4])
+        z, k, v, residual = self.prompt_call(z, inj, past_k, past_v, batch[0].inputs[4], lengths)
         if len(batch) > 1:
             self.prompt_batches += 1
             self.largest_prompt = max(self.largest_prompt, len(batch))
-        out = []
-        for i, call in enumerate(batch):
-            t = call.inputs[0].shape[1]
-            out.append([z[i : i + 1, :t], k[i : i + 1, :, :t], v[i : i + 1, :, :t], residual[i : i + 1, :t]])
-        return out
+        return [
+            [z[i : i + 1, :t], k[i : i + 1, :, :t], v[i : i + 1, :, :t], residual[i : i + 1, :t]]
+            for i, t in enumerate(lengths)
+        ]
 
     def run_passes(self, batch: list[_Call]) -> list[list[np.ndarray]]:
         """The rows' passes through every layer (one batched call a layer), as `run` would run each layer's steps:

@@ -1,7 +1,7 @@
 """A generator whose concurrent streams share the model's batched calls (eqlm.batch_decode's scheduler).
 
-`BatchedModel` wraps a model so that its decoded steps, explicit passes, head calls and fp32 prompt iterations go
-through the model's `BatchScheduler`; `BatchedGenerator` is `generation.Generator` over such a model, each stream a
+`BatchedModel` wraps a model so that its decoded steps, explicit passes, head calls and prompt iterations go through
+the model's `BatchScheduler`; `BatchedGenerator` is `generation.Generator` over such a model, each stream a
 member of the batch from its start to its end.
 """
 
@@ -12,10 +12,13 @@ from contextlib import nullcontext
 from pathlib import Path
 
 import numpy as np
+import onnxruntime as ort
 
 from .batch_decode import MAX_ROWS, BatchScheduler
-from .decoder import DecodeCache, OnnxEqLM
+from .decoder import DecodeCache, OnnxEqLM, session_options
 from .generation import GenerationRequest, Generator, TokenStream
+from .manifest import precision_graphs
+from .prompt_graphs import per_row_prompt_graph
 
 
 class BatchedModel:
@@ -52,11 +55,12 @@ class BatchedModel:
 
     @property
     def batches_prompts(self) -> bool:
-        """Whether a prompt's iterations batch with the other prompts' (fp32; an int8 prompt runs alone)."""
-        return self._model.precision == "fp32"
+        """Whether a prompt's iterations batch with the other prompts' (fp32, and an EqLM's int8 in its per-row step;
+        an explicit transformer's int8 prompt runs alone)."""
+        return self._model.precision == "fp32" or self.scheduler.prompt_session is not None
 
     def solving(self, new_positions: int):
-        """A solve of `new_positions`: a decoded one (1) is a batch member while it runs; an fp32 prompt's
+        """A solve of `new_positions`: a decoded one (1) is a batch member while it runs; a prompt's
         iterations batch with the other prompts being solved."""
         if new_positions == 1:
             return self.scheduler.solving()
@@ -90,7 +94,10 @@ class BatchedGenerator(Generator):
         self.scheduler: BatchScheduler | None = None
         if graphs is not None:
             threads = int(options.get("threads", 1))
-            self.scheduler = BatchScheduler(self.model, threads=threads, max_rows=max_rows, graphs=graphs)
+            prompts = per_row_prompt_session(self.model, threads) if precision == "int8" else None
+            self.scheduler = BatchScheduler(
+                self.model, threads=threads, max_rows=max_rows, graphs=graphs, prompt_session=prompts
+            )
             self.model = BatchedModel(self.model, self.scheduler)
             if self.model.explicit and self.model.batches_prompts:  # its prompts run one layer a call: load them
                 self.model.load_layers()  # now, not in the first prompt's request
@@ -104,3 +111,17 @@ class BatchedGenerator(Generator):
         if self.scheduler is None:
             return stream
         return TokenStream(self._member(stream._events), stream.stats)
+
+
+def per_row_prompt_session(model: OnnxEqLM, threads: int) -> tuple[ort.InferenceSession, list[str]] | None:
+    """(session, input names) of an EqLM's int8 step in its per-row prompt form (eqlm.prompt_graphs), built in memory
+    (its 8-bit weights held once more); None for an explicit transformer, or where the step has no such form (a
+    quantised input that is not [batch, positions, features]): its int8 prompts run alone."""
+    if model.explicit:
+        return None
+    try:
+        graph = per_row_prompt_graph(Path(model.onnx_dir) / precision_graphs(model.manifest, "int8")["step"])
+    except ValueError:
+        return None
+    session = ort.InferenceSession(graph, session_options(threads), providers=["CPUExecutionProvider"])
+    return session, [i.name for i in session.get_inputs()]

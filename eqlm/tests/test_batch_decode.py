@@ -173,16 +173,71 @@ def test_prompts_solved_together_share_each_iterations_call_and_each_equals_its_
     assert batched.scheduler.largest_prompt == len(requests)
 
 
-def test_int8_prompts_solved_together_run_alone_since_their_graph_scales_a_call_not_a_row(demo_int8):
-    """The unbatched int8 graphs quantise a call's activations with one scale: prompts batched in them would tie
-    each row's 8-bit grid to the others'. So int8 prompts never share a call; their decoded steps still batch."""
+def test_int8_prompts_solved_together_share_each_iterations_call_and_each_equals_its_lone_generation(demo_int8):
+    """The lone int8 graphs quantise a call's activations on one scale, so int8 prompts share calls in per-row forms
+    of those graphs: each row is quantised as its lone call is, and gets what it gets alone."""
     requests = [GenerationRequest(prompt=p, max_tokens=6) for p in PROMPTS]
     alone = Generator(demo_int8, precision="int8")
     lone = [(_events(s := alone.stream(r)), s.finish_reason) for r in requests]
     batched = BatchedGenerator(demo_int8, precision="int8")
     assert _prompts_together(batched, requests) == lone
-    assert batched.scheduler.largest_prompt == 0
+    assert batched.scheduler.largest_prompt == len(requests)
     assert batched.scheduler.largest >= 2
+
+
+def test_an_explicit_transformers_int8_prompts_solved_together_run_alone_on_its_chained_layers(tmp_path):
+    """Handed in a layer at a time, int8 prompts would wait for each other at every layer: an explicit transformer's
+    int8 prompt runs alone through its chained layers, and no lone layer graph is loaded for it."""
+    from eqlm.quantize import add_int8
+
+    export = tmp_path / "onnx"
+    shutil.copytree(EXPLICIT, export)
+    add_int8(export)
+    requests = [GenerationRequest(prompt=p, max_tokens=6) for p in PROMPTS]
+    alone = Generator(export, precision="int8")
+    lone = [(_events(s := alone.stream(r)), s.finish_reason) for r in requests]
+    batched = BatchedGenerator(export, precision="int8")
+    assert _prompts_together(batched, requests) == lone
+    assert batched.scheduler.largest_prompt == 0 and batched.scheduler.prompt_session is None
+    assert batched.model._layer_sessions is None
+
+
+def test_a_per_row_int8_prompt_graph_gives_each_row_its_lone_graphs_products_bit_for_bit(demo_int8):
+    """Two prompts of different lengths in one call of the prompt graph (the shorter right-padded with copies of its
+    last position, as the scheduler pads it, and masked by prompt_valid) get, on their own positions, the lone int8
+    graph's outputs bit for bit, though one row's activations are five times the other's."""
+    import json
+
+    import onnxruntime as ort
+
+    from eqlm.prompt_graphs import PROMPT_VALID, per_row_prompt_graph
+
+    manifest = json.loads((demo_int8 / "manifest.json").read_text())
+    graphs, d, heads = manifest["graphs"], manifest["d_model"], manifest["n_heads"]
+    lone = ort.InferenceSession(str(demo_int8 / graphs["step_int8"]), providers=["CPUExecutionProvider"])
+    prompts = ort.InferenceSession(
+        per_row_prompt_graph(demo_int8 / graphs["step_int8"]), providers=["CPUExecutionProvider"]
+    )
+    rng = np.random.default_rng(1)
+    rows = [
+        {name: rng.standard_normal((1, t, d)).astype(np.float32) * scale for name in ("z", "inj")}
+        for t, scale in ((5, 1.0), (3, 5.0))
+    ]
+    past = rng.standard_normal((2, heads, 2, d // heads)).astype(np.float32)
+
+    def padded(x):
+        return np.pad(x, ((0, 0), (0, 5 - x.shape[1]), (0, 0)), mode="edge")
+
+    feed = {name: np.concatenate([padded(row[name]) for row in rows]) for name in ("z", "inj")}
+    valid = np.array([[1, 1, 1, 1, 1], [1, 1, 1, 0, 0]], np.float32)
+    together = prompts.run(None, {**feed, "past_k": past, "past_v": past, PROMPT_VALID: valid})
+    for i, row in enumerate(rows):
+        t = row["z"].shape[1]
+        alone = lone.run(None, {**row, "past_k": past[i : i + 1], "past_v": past[i : i + 1]})
+        for a, b in zip(alone, together, strict=True):
+            np.testing.assert_array_equal(b[i : i + 1, ..., :t, :] if b.ndim == 4 else b[i : i + 1, :t], a)
+    unmasked = prompts.run(None, {**feed, "past_k": past, "past_v": past, PROMPT_VALID: np.ones_like(valid)})
+    assert not np.array_equal(unmasked[0][1:, :3], together[0][1:, :3])  # the padding would move the short row
 
 
 def test_concurrent_generations_equal_each_alone_for_mixed_depths_halting_and_sampling(alone, batched):
