@@ -19,10 +19,11 @@ the scheduler runs the prompts of the same past length in one call of the step g
 explicit transformer's, those at the same layer in one call of that layer's graph), each row right-padded to the
 longest prompt with copies of its last position. Attention is causal, so a row's real positions never see its
 padding: each row gets what it gets alone, to float rounding (as for decoded steps, below). An EqLM's int8
-prompts run in a per-row form of its int8 step (`prompt_session`, eqlm.prompt_graphs): the lone step quantises a
-call's activations on one scale, which would tie the rows together. An explicit transformer's int8 prompt runs alone,
-through its chained layers: handed in a layer at a time, 8 prompts of the 124M model waited for each other at every
-layer and took longer to their first token (193 ms at the median, against 116-129 alone).
+prompts run in a per-row form of its int8 step (`prompt_session`; eqlm.quantize.per_row_activations with a mask of
+each row's positions): the lone step quantises a call's activations on one scale, which would tie the rows together.
+An explicit transformer's int8 prompt runs alone, through its chained layers: handed in a layer at a time, 8 prompts
+of the 124M model waited for each other at every layer and took longer to their first token (193 ms at the median,
+against 116-129 alone).
 
 A row's head call of one position (its next token's logits, or KL halting's per-iteration distribution) goes the
 same way when other streams are members: the head's matrix is read once for every row that asked together. A
@@ -48,9 +49,8 @@ from pathlib import Path
 import numpy as np
 import onnxruntime as ort
 
-from .batch_solve import Solve, iterate, run_steps
+from .batch_solve import Solve, iterate, prefix_mask, run_steps
 from .decoder import DecodeCache, OnnxEqLM, session_options
-from .prompt_graphs import PROMPT_VALID
 
 GATHER_S = 0.002  # how long a batch waits for rows still working between their steps
 # how long a row's next-token head call may wait for the rows still inside their solves, so that the head's matrix
@@ -65,6 +65,7 @@ MAX_ROWS = 16
 # how long a prompt's iteration waits for the other prompts being solved to hand in theirs (one iteration of 8
 # prompts of the 121M model costs about 40 ms, so a wait this long costs little and keeps the prompts together)
 PROMPT_WAIT_S = 0.02
+PROMPT_VALID = "prompt_valid"  # the int8 prompt step's mask of each row's own positions (quantize.per_row_activations)
 IDLE_S = 30.0  # a scheduler thread with nothing to run for this long ends (a runtime that is dropped leaves none)
 
 
@@ -192,8 +193,7 @@ class BatchScheduler:
         if self.prompt_session is None:
             return self._model.step(z, inj, past_k, past_v, slot)
         session, names = self.prompt_session
-        valid = (np.arange(z.shape[1])[None, :] < np.asarray(lengths)[:, None]).astype(np.float32)
-        feed = {"z": z, "inj": inj, "past_k": past_k, "past_v": past_v, PROMPT_VALID: valid}
+        feed = {"z": z, "inj": inj, "past_k": past_k, "past_v": past_v, PROMPT_VALID: prefix_mask(lengths, z.shape[1])}
         return session.run(None, {name: feed[name] for name in names})
 
     def layers_pass(self, z, cache: DecodeCache) -> np.ndarray | None:
@@ -373,9 +373,7 @@ class BatchScheduler:
         p = max(1, *lengths)
         past_k = np.zeros((b, self.n_heads, p, self.head_dim), dtype=np.float32)
         past_v = np.zeros_like(past_k)
-        valid = np.zeros((b, p), dtype=np.float32)
-        for row, n in enumerate(lengths):
-            valid[row, :n] = 1.0
+        valid = prefix_mask(lengths, p)
         z = np.concatenate([call.inputs[0] for call in batch]).astype(np.float32, copy=False)
         for slot, session in enumerate(self.sessions):
             for row, (cache, n) in enumerate(zip(caches, lengths, strict=True)):

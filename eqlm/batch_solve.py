@@ -40,6 +40,11 @@ class Solve:
         return self.count >= self.depth or (self.halt is not None and bool(self.halt(residual, before, z)[0, 0]))
 
 
+def prefix_mask(lengths: list[int], width: int) -> np.ndarray:
+    """[rows, width] float32: 1 on each row's first `lengths[row]` positions, 0 on the padding after them."""
+    return (np.arange(width)[None, :] < np.asarray(lengths)[:, None]).astype(np.float32)
+
+
 def run_steps(scheduler, zs: list, injs: list, pasts: list[tuple[np.ndarray, np.ndarray]]) -> list[np.ndarray]:
     """One step_batched call for rows of one new position each (z and inj [1, 1, D]; each row's past K and V
     [H, n, Dh], right-padded to the longest and masked); (z_next, k, v, residual) of every row."""
@@ -48,13 +53,11 @@ def run_steps(scheduler, zs: list, injs: list, pasts: list[tuple[np.ndarray, np.
     p = max(1, *lengths)  # the graph wants a past of one position at least (an empty one is all padding)
     past_k = np.zeros((b, scheduler.n_heads, p, scheduler.head_dim), dtype=np.float32)
     past_v = np.zeros_like(past_k)
-    valid = np.zeros((b, p), dtype=np.float32)
     for row, ((k, v), n) in enumerate(zip(pasts, lengths, strict=True)):
         past_k[row, :, :n] = k
         past_v[row, :, :n] = v
-        valid[row, :n] = 1.0
     z, inj = (np.concatenate(x).astype(np.float32, copy=False) for x in (zs, injs))
-    feed = {"z": z, "inj": inj, "past_k": past_k, "past_v": past_v, "past_valid": valid}
+    feed = {"z": z, "inj": inj, "past_k": past_k, "past_v": past_v, "past_valid": prefix_mask(lengths, p)}
     out = scheduler.sessions[0].run(None, feed)
     scheduler.batches += 1
     scheduler.rows_run += b

@@ -14,11 +14,11 @@ from pathlib import Path
 import numpy as np
 import onnxruntime as ort
 
-from .batch_decode import MAX_ROWS, BatchScheduler
+from .batch_decode import MAX_ROWS, PROMPT_VALID, BatchScheduler
 from .decoder import DecodeCache, OnnxEqLM, session_options
 from .generation import GenerationRequest, Generator, TokenStream
 from .manifest import precision_graphs
-from .prompt_graphs import per_row_prompt_graph
+from .quantize import per_row_activations
 
 
 class BatchedModel:
@@ -114,14 +114,15 @@ class BatchedGenerator(Generator):
 
 
 def per_row_prompt_session(model: OnnxEqLM, threads: int) -> tuple[ort.InferenceSession, list[str]] | None:
-    """(session, input names) of an EqLM's int8 step in its per-row prompt form (eqlm.prompt_graphs), built in memory
-    (its 8-bit weights held once more); None for an explicit transformer, or where the step has no such form (a
-    quantised input that is not [batch, positions, features]): its int8 prompts run alone."""
+    """(session, input names) of an EqLM's int8 step in its per-row prompt form, built in memory (its 8-bit weights
+    held once more): each row's activations quantised over its own positions (`PROMPT_VALID`), as the lone step
+    quantises its call, where the lone step's one scale a call would tie the rows together; None for an explicit
+    transformer, whose int8 prompts run alone."""
+    import onnx
+
     if model.explicit:
         return None
-    try:
-        graph = per_row_prompt_graph(Path(model.onnx_dir) / precision_graphs(model.manifest, "int8")["step"])
-    except ValueError:
-        return None
+    step = onnx.load(str(Path(model.onnx_dir) / precision_graphs(model.manifest, "int8")["step"]))
+    graph = per_row_activations(step, mask=PROMPT_VALID).SerializeToString()
     session = ort.InferenceSession(graph, session_options(threads), providers=["CPUExecutionProvider"])
     return session, [i.name for i in session.get_inputs()]

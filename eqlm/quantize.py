@@ -81,7 +81,7 @@ def kept_in_fp32(model) -> list[str]:
     ]
 
 
-def per_row_activations(model):
+def per_row_activations(model, mask: str | None = None):
     """Quantise each product's activations per row of the batch instead of per call (in place; returns the model).
 
     quantize_dynamic's DynamicQuantizeLinear takes one scale and zero point for its whole input, so in a batched graph
@@ -94,9 +94,14 @@ def per_row_activations(model):
     A scale per position would be finer still (the max over tokens on the reference checkpoints fell from 0.053 to
     0.040 nats), but it made the browser's int8 greedy tokens part from the server's on eqlm-demo at depth 16 for 5
     of 10 prompts (10 of 10 agree with a scale per row): a prompt's positions on their own grids flip more 8-bit
-    roundings on the fp32 differences between WebAssembly and x86 kernels."""
+    roundings on the fp32 differences between WebAssembly and x86 kernels.
+
+    `mask` (prompts of several rows in one call, right-padded with copies of their last position): the name of a new
+    input [B, T], 1 on a row's positions and 0 on its padding, which attention makes unlike its real positions. Each
+    quantiser's range is then taken over the row's real positions (the padding zeroed; a range always holds zero),
+    which is the lone call's over that prompt."""
     import onnx
-    from onnx import numpy_helper
+    from onnx import TensorProto, helper, numpy_helper
 
     opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 17)
     typed = onnx.shape_inference.infer_shapes(model)
@@ -114,11 +119,15 @@ def per_row_activations(model):
         numpy_helper.from_array(np.array(np.finfo(np.float32).tiny, np.float32), "per_row_tiny"),
     ]
     out = []
+    if mask:  # [B, T] -> [B, T, 1], against [batch, positions, features] activations
+        consts.append(numpy_helper.from_array(np.array([2], np.int64), f"{mask}_axis"))
+        out.append(helper.make_node("Unsqueeze", [mask, f"{mask}_axis"], [f"{mask}_3d"]))
+        model.graph.input.append(helper.make_tensor_value_info(mask, TensorProto.FLOAT, ["batch", "new"]))
     for node in nodes:
         if node.op_type == "DynamicQuantizeLinear":
-            if ranks.get(node.input[0], 0) < 2:
-                raise ValueError(f"the rank of {node.input[0]!r}, quantised for a product, is unknown or below 2")
-            out += _row_quantiser(node, ranks[node.input[0]], opset, consts)
+            if ranks.get(node.input[0], 0) < (3 if mask else 2):
+                raise ValueError(f"the rank of {node.input[0]!r}, quantised for a product, is unknown or too low")
+            out += _row_quantiser(node, ranks[node.input[0]], opset, consts, f"{mask}_3d" if mask else None)
         elif node.op_type == "MatMulInteger" and node.input[0] in quantisers:
             out += _row_zero_corrected(node, inits, consts)
         else:
@@ -130,9 +139,10 @@ def per_row_activations(model):
     return model
 
 
-def _row_quantiser(node, rank: int, opset: int, consts: list) -> list:
+def _row_quantiser(node, rank: int, opset: int, consts: list, mask: str | None = None) -> list:
     """The nodes of one DynamicQuantizeLinear taken per row: its formula over every axis but the first (the scale,
-    the zero point as int32 for the product's correction, the uint8 activations); appends its constants."""
+    the zero point as int32 for the product's correction, the uint8 activations), its range over `mask`'s positions
+    where given; appends its constants."""
     from onnx import TensorProto, helper, numpy_helper
 
     x, (xq, scale, zero) = node.input[0], node.output
@@ -140,13 +150,15 @@ def _row_quantiser(node, rank: int, opset: int, consts: list) -> list:
     axes = list(range(1, rank))  # every axis but the batch's
     if opset >= 18:  # ReduceMax and ReduceMin take their axes as an input from opset 18
         consts.append(numpy_helper.from_array(np.array(axes, np.int64), f"{p}_axes"))
+    ranged = f"{p}_masked" if mask else x
 
     def reduce(op, name):
         if opset >= 18:
-            return helper.make_node(op, [x, f"{p}_axes"], [name], keepdims=1)
-        return helper.make_node(op, [x], [name], axes=axes, keepdims=1)
+            return helper.make_node(op, [ranged, f"{p}_axes"], [name], keepdims=1)
+        return helper.make_node(op, [ranged], [name], axes=axes, keepdims=1)
 
     return [
+        *([helper.make_node("Mul", [x, mask], [ranged])] if mask else []),
         reduce("ReduceMax", f"{p}_max"),
         reduce("ReduceMin", f"{p}_min"),
         helper.make_node("Max", [f"{p}_max", "per_row_zero"], [f"{p}_hi"]),

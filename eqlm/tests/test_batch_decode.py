@@ -208,16 +208,17 @@ def test_a_per_row_int8_prompt_graph_gives_each_row_its_lone_graphs_products_bit
     graph's outputs bit for bit, though one row's activations are five times the other's."""
     import json
 
+    import onnx
     import onnxruntime as ort
 
-    from eqlm.prompt_graphs import PROMPT_VALID, per_row_prompt_graph
+    from eqlm.batch_decode import PROMPT_VALID
+    from eqlm.quantize import per_row_activations
 
     manifest = json.loads((demo_int8 / "manifest.json").read_text())
     graphs, d, heads = manifest["graphs"], manifest["d_model"], manifest["n_heads"]
     lone = ort.InferenceSession(str(demo_int8 / graphs["step_int8"]), providers=["CPUExecutionProvider"])
-    prompts = ort.InferenceSession(
-        per_row_prompt_graph(demo_int8 / graphs["step_int8"]), providers=["CPUExecutionProvider"]
-    )
+    step = per_row_activations(onnx.load(str(demo_int8 / graphs["step_int8"])), mask=PROMPT_VALID)
+    prompts = ort.InferenceSession(step.SerializeToString(), providers=["CPUExecutionProvider"])
     rng = np.random.default_rng(1)
     rows = [
         {name: rng.standard_normal((1, t, d)).astype(np.float32) * scale for name in ("z", "inj")}
