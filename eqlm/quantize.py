@@ -18,6 +18,8 @@ point per output channel (WEIGHT_TYPE_NAME: why unsigned).
   matrix small). The head multiplies by it (MatMulInteger on each position's 8-bit activations); the embedding
   gathers its columns (Gather on axis 1, then Transpose), subtracts each entry's zero point and multiplies by its
   scale.
+- Each 8-bit weight, the tied one too, is padded with zero columns to a multiple of 16 and its product sliced back
+  (`int8_widths`: onnxruntime's 8-bit products are wrong on AMX CPUs at other widths from 32 rows on).
 
 `add_int8(out_dir)` writes the int8 graphs of an export and adds them to its manifest.json (`graphs`, `graph_sha256`,
 `external_data`, `precisions`). Needs onnx and onnxruntime; never torch.
@@ -31,6 +33,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .int8_widths import pad_product_widths, padded_width
 from .onnx_share import sha256, share_weights
 
 TIED_INT8_FILE = "tied.int8.bin"
@@ -209,15 +212,18 @@ def _quantize_iteration(src: Path, dst: Path, per_row: bool = False) -> None:
     import onnx
     from onnxruntime.quantization import quantize_dynamic
 
-    kept = kept_in_fp32(onnx.load(str(src)))
-    quantize_dynamic(
-        str(src),
-        str(dst),
-        per_channel=True,
-        weight_type=weight_type(),
-        op_types_to_quantize=["MatMul"],
-        nodes_to_exclude=kept,
-    )
+    model = onnx.load(str(src))
+    kept = kept_in_fp32(model)
+    with tempfile.TemporaryDirectory() as tmp:
+        onnx.save(pad_product_widths(model, skip=kept), str(Path(tmp) / "padded.onnx"))
+        quantize_dynamic(
+            str(Path(tmp) / "padded.onnx"),
+            str(dst),
+            per_channel=True,
+            weight_type=weight_type(),
+            op_types_to_quantize=["MatMul"],
+            nodes_to_exclude=kept,
+        )
     if per_row:
         onnx.save(per_row_activations(onnx.load(str(dst))), str(dst))
 
@@ -262,7 +268,7 @@ def _quantize_head(out_dir: Path, head_name: str, vocab_size: int, d_model: int)
     import onnx
     from onnxruntime.quantization import quantize_dynamic
 
-    model = _head_as_matmul(out_dir / head_name, vocab_size, d_model)
+    model = pad_product_widths(_head_as_matmul(out_dir / head_name, vocab_size, d_model))
     with tempfile.TemporaryDirectory() as tmp:
         src, dst = Path(tmp) / "head.onnx", Path(tmp) / "head.int8.onnx"
         onnx.save(model, str(src))
@@ -271,7 +277,7 @@ def _quantize_head(out_dir: Path, head_name: str, vocab_size: int, d_model: int)
         )
         quantized = per_row_activations(onnx.load(str(dst)))
     inits = {t.name: t for t in quantized.graph.initializer}
-    weight = next(t for t in inits.values() if list(t.dims) == [d_model, vocab_size])
+    weight = next(t for t in inits.values() if list(t.dims) == [d_model, padded_width(vocab_size)])
     if weight.data_type not in (onnx.TensorProto.UINT8, onnx.TensorProto.INT8):
         raise ValueError("the head's tied matrix was not quantised to 8 bits")
     base = weight.name[: -len("_quantized")] if weight.name.endswith("_quantized") else weight.name

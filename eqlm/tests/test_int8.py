@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from eqlm.decoder import OnnxEqLM
+from eqlm.int8_widths import padded_width
 from eqlm.manifest import ControlRefused
 from eqlm.quantize import TIED_INT8_FILE
 from eqlm.quantize_measure import held_out_windows, int8_difference, windows_of
@@ -126,7 +127,8 @@ def test_the_manifest_lists_the_int8_graphs_and_stores_the_tied_int8_matrix_once
     assert all((out / graphs[role]).is_file() and manifest["graph_sha256"][role] for role in graphs)
     assert manifest["external_data"][TIED_INT8_FILE] == ["embed_int8", "head_int8"]
     vocab, d = manifest["vocab_size"], manifest["d_model"]
-    assert (out / TIED_INT8_FILE).stat().st_size == vocab * d  # one byte per weight, once
+    # one byte per weight, once, its columns padded to a multiple of 16 (eqlm/int8_widths.py)
+    assert (out / TIED_INT8_FILE).stat().st_size == padded_width(vocab) * d
     # neither int8 graph holds the matrix itself: both read the one file (each holds a few numbers per vocabulary
     # entry: the scale, the zero point and, in the head, the column sums that a zero point per row needs)
     for role in ("embed_int8", "head_int8"):
