@@ -27,53 +27,50 @@ def padded_width(width: int) -> int:
 def pad_product_widths(model, skip: tuple[str, ...] | list[str] = ()):
     """Pad each MatMul by a [K, N] initializer (not named in `skip`) whose N is not a multiple of 16 to N rounded up,
     with zero columns, and slice its first N columns back under the product's output name (in place; returns the
-    model). A weight shared by several products is padded once."""
+    model). A weight that anything else reads (another operator, or a product in `skip`) is left as it is."""
     from onnx import helper, numpy_helper
 
-    inits = {t.name: t for t in model.graph.initializer}
-    padded: set[str] = set()
+    readers: dict[str, list[tuple[object, int]]] = {}
+    for node in model.graph.node:
+        for slot, name in enumerate(node.input):
+            readers.setdefault(name, []).append((node, slot))
+    widths = {
+        t.name: int(t.dims[1])
+        for t in model.graph.initializer
+        if len(t.dims) == 2
+        and t.dims[1] % WIDTH_MULTIPLE
+        and readers.get(t.name)
+        and all(n.op_type == "MatMul" and slot == 1 and n.name not in skip for n, slot in readers[t.name])
+    }
+    for weight in model.graph.initializer:
+        if weight.name in widths:
+            values = numpy_helper.to_array(weight)
+            wide = np.zeros((values.shape[0], padded_width(widths[weight.name])), dtype=values.dtype)
+            wide[:, : widths[weight.name]] = values
+            weight.CopyFrom(numpy_helper.from_array(wide, weight.name))
     out = []
     for node in model.graph.node:
-        weight = inits.get(node.input[1]) if node.op_type == "MatMul" and len(node.input) > 1 else None
-        if weight is None or node.name in skip or len(weight.dims) != 2 or weight.dims[1] % WIDTH_MULTIPLE == 0:
-            if weight is not None and weight.name in padded:
-                raise ValueError(f"{weight.name!r} is padded for one product and not for another")
+        if node.op_type != "MatMul" or node.input[1] not in widths:
             out.append(node)
             continue
-        width = int(weight.dims[1]) if weight.name not in padded else _real_width(model, weight.name)
-        if weight.name not in padded:
-            values = numpy_helper.to_array(weight)
-            wide = np.zeros((values.shape[0], padded_width(width)), dtype=values.dtype)
-            wide[:, :width] = values
-            weight.CopyFrom(numpy_helper.from_array(wide, weight.name))
-            model.graph.initializer.append(
-                numpy_helper.from_array(np.array([width], np.int64), f"{weight.name}_real_width")
-            )
-            padded.add(weight.name)
-        wide_out = f"{node.output[0]}_padded"
-        out.append(helper.make_node("MatMul", [node.input[0], weight.name], [wide_out], name=node.name))
-        out.append(
+        wide_out, real = f"{node.output[0]}_padded", f"{node.input[1]}_real_width"
+        out += [
+            helper.make_node("MatMul", list(node.input), [wide_out], name=node.name),
             helper.make_node(
                 "Slice",
-                [wide_out, "width_pad_start", f"{weight.name}_real_width", "width_pad_axis"],
+                [wide_out, "width_pad_start", real, "width_pad_axis"],
                 [node.output[0]],
-                name=f"{node.name}_real_columns",
-            )
-        )
-    if padded:
+                name=f"{node.name}_real",
+            ),
+        ]
+    if widths:
         model.graph.initializer.extend(
             [
                 numpy_helper.from_array(np.array([0], np.int64), "width_pad_start"),
                 numpy_helper.from_array(np.array([-1], np.int64), "width_pad_axis"),
+                *(numpy_helper.from_array(np.array([n], np.int64), f"{w}_real_width") for w, n in widths.items()),
             ]
         )
     model.graph.ClearField("node")
     model.graph.node.extend(out)
     return model
-
-
-def _real_width(model, weight_name: str) -> int:
-    from onnx import numpy_helper
-
-    tensor = next(t for t in model.graph.initializer if t.name == f"{weight_name}_real_width")
-    return int(numpy_helper.to_array(tensor)[0])

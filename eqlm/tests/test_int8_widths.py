@@ -66,6 +66,14 @@ def test_padding_a_product_keeps_its_output_and_leaves_16_wide_ones_alone():
     assert list(pad_product_widths(untouched).graph.node) == nodes
 
 
+def test_a_weight_that_something_else_reads_is_left_as_it_is():
+    kept = product_graph(20)
+    assert [list(t.dims) for t in pad_product_widths(kept, skip=["proj"]).graph.initializer] == [[64, 20], [20]]
+    shared = product_graph(20)
+    shared.graph.node.append(helper.make_node("Transpose", ["w"], ["w_t"]))
+    assert [list(t.dims) for t in pad_product_widths(shared).graph.initializer] == [[64, 20], [20]]
+
+
 @pytest.mark.parametrize("width, depth", [(20, 64), (60, 64), (100, 64), (1704, 6816)])
 @pytest.mark.parametrize("per_row", [False, True], ids=["lone", "batched"])
 def test_an_int8_product_over_40_positions_gives_the_exact_integer_products(tmp_path, width, depth, per_row):
