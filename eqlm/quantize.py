@@ -210,22 +210,30 @@ def _quantize_iteration(src: Path, dst: Path, per_row: bool = False) -> None:
     quantize_dynamic's form: onnxruntime fuses each DynamicQuantizeLinear and MatMulInteger into one kernel (an int8
     layer of the 124M explicit transformer: 0.36 ms a call against 0.79 ms in per_row_activations' operators)."""
     import onnx
-    from onnxruntime.quantization import quantize_dynamic
 
     model = onnx.load(str(src))
-    kept = kept_in_fp32(model)
+    _quantize_padded(model, dst, kept=kept_in_fp32(model))
+    if per_row:
+        onnx.save(per_row_activations(onnx.load(str(dst))), str(dst))
+
+
+def _quantize_padded(model, dst: Path, kept: list[str] | None = None) -> None:
+    """quantize_dynamic of `model` into `dst`: 8-bit weights with a scale and zero point per output channel, each
+    padded to a multiple of 16 columns first (int8_widths); the products named in `kept` stay fp32."""
+    import onnx
+    from onnxruntime.quantization import quantize_dynamic
+
     with tempfile.TemporaryDirectory() as tmp:
-        onnx.save(pad_product_widths(model, skip=kept), str(Path(tmp) / "padded.onnx"))
+        src = Path(tmp) / "padded.onnx"
+        onnx.save(pad_product_widths(model, skip=kept or []), str(src))
         quantize_dynamic(
-            str(Path(tmp) / "padded.onnx"),
+            str(src),
             str(dst),
             per_channel=True,
             weight_type=weight_type(),
             op_types_to_quantize=["MatMul"],
-            nodes_to_exclude=kept,
+            nodes_to_exclude=kept or [],
         )
-    if per_row:
-        onnx.save(per_row_activations(onnx.load(str(dst))), str(dst))
 
 
 def _tied_node(model, vocab_size: int, d_model: int):
@@ -266,15 +274,10 @@ def _head_as_matmul(head_path: Path, vocab_size: int, d_model: int):
 def _quantize_head(out_dir: Path, head_name: str, vocab_size: int, d_model: int):
     """Quantise the head's tied product per vocabulary entry: (model, uint8 [D, V], scale [V], zero point [V])."""
     import onnx
-    from onnxruntime.quantization import quantize_dynamic
 
-    model = pad_product_widths(_head_as_matmul(out_dir / head_name, vocab_size, d_model))
     with tempfile.TemporaryDirectory() as tmp:
-        src, dst = Path(tmp) / "head.onnx", Path(tmp) / "head.int8.onnx"
-        onnx.save(model, str(src))
-        quantize_dynamic(
-            str(src), str(dst), per_channel=True, weight_type=weight_type(), op_types_to_quantize=["MatMul"]
-        )
+        dst = Path(tmp) / "head.int8.onnx"
+        _quantize_padded(_head_as_matmul(out_dir / head_name, vocab_size, d_model), dst)
         quantized = per_row_activations(onnx.load(str(dst)))
     inits = {t.name: t for t in quantized.graph.initializer}
     weight = next(t for t in inits.values() if list(t.dims) == [d_model, padded_width(vocab_size)])

@@ -13,6 +13,7 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 from onnx.reference import ReferenceEvaluator
 
+from eqlm.decoder import session_options
 from eqlm.int8_widths import WIDTH_MULTIPLE, pad_product_widths, padded_width
 from eqlm.quantize import _quantize_iteration, add_int8
 
@@ -20,9 +21,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def session(path: Path, threads: int) -> ort.InferenceSession:
-    options = ort.SessionOptions()
-    options.intra_op_num_threads = threads
-    return ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+    return ort.InferenceSession(str(path), session_options(threads), providers=["CPUExecutionProvider"])
 
 
 def assert_exact(path: Path, feeds: dict) -> None:
