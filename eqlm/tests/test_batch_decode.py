@@ -208,17 +208,16 @@ def test_a_per_row_int8_prompt_graph_gives_each_row_its_lone_graphs_products_bit
     graph's outputs bit for bit, though one row's activations are five times the other's."""
     import json
 
-    import onnx
     import onnxruntime as ort
 
     from eqlm.batch_decode import PROMPT_VALID
-    from eqlm.quantize import per_row_activations
+    from eqlm.batch_solve import prefix_mask
+    from eqlm.batched_generator import per_row_prompt_session
 
     manifest = json.loads((demo_int8 / "manifest.json").read_text())
     graphs, d, heads = manifest["graphs"], manifest["d_model"], manifest["n_heads"]
     lone = ort.InferenceSession(str(demo_int8 / graphs["step_int8"]), providers=["CPUExecutionProvider"])
-    step = per_row_activations(onnx.load(str(demo_int8 / graphs["step_int8"])), mask=PROMPT_VALID)
-    prompts = ort.InferenceSession(step.SerializeToString(), providers=["CPUExecutionProvider"])
+    prompts, _ = per_row_prompt_session(OnnxEqLM(demo_int8, precision="int8"), threads=1)
     rng = np.random.default_rng(1)
     rows = [
         {name: rng.standard_normal((1, t, d)).astype(np.float32) * scale for name in ("z", "inj")}
@@ -230,7 +229,7 @@ def test_a_per_row_int8_prompt_graph_gives_each_row_its_lone_graphs_products_bit
         return np.pad(x, ((0, 0), (0, 5 - x.shape[1]), (0, 0)), mode="edge")
 
     feed = {name: np.concatenate([padded(row[name]) for row in rows]) for name in ("z", "inj")}
-    valid = np.array([[1, 1, 1, 1, 1], [1, 1, 1, 0, 0]], np.float32)
+    valid = prefix_mask([5, 3], 5)
     together = prompts.run(None, {**feed, "past_k": past, "past_v": past, PROMPT_VALID: valid})
     for i, row in enumerate(rows):
         t = row["z"].shape[1]
