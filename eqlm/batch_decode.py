@@ -7,23 +7,19 @@ whole (`solve_pass`), and the scheduler's thread iterates every row's solve in o
 an iteration (batch_solve.py); a KL-halting or Anderson row hands in each step (`step`). Each row attends to its own
 past through the graph's per-row mask (export_batched.py), so rows at different positions, iteration slots and depths
 run together. An explicit transformer's rows hand in their whole pass of a decoded position the same way
-(`layers_pass`): the scheduler runs the rows' layer 0 in one call of `layer_00_batched`, then layer 1, and so on,
-writing each layer's K/V into each row's cache (one hand-over a token, where a hand-over an iteration cost more
-than the rows' turnaround between calls). Requests join the batch when they start decoding and leave it when they
-end, halt or stop, at token and iteration boundaries; the only member solves on its own thread, as alone (a lone
-client pays no hand-over).
+(`layers_pass`): the scheduler runs the rows through every layer in one call of the batched layers chained into one
+graph (eqlm/chained.py), writing each layer's K/V into each row's cache (one hand-over and one call a token).
+Requests join the batch when they start decoding and leave it when they end, halt or stop, at token and iteration
+boundaries; the only member solves on its own thread, as alone (a lone client pays no hand-over).
 
-Prompts (T > 1 new positions) batch with each other, as vLLM batches its prefills: an fp32 prompt's iteration (an
-EqLM's step, or an explicit transformer's layer) is handed to the scheduler while other prompts are being solved, and
-the scheduler runs the prompts of the same past length in one call of the step graph, whatever their iterations (an
-explicit transformer's, those at the same layer in one call of that layer's graph), each row right-padded to the
-longest prompt with copies of its last position. Attention is causal, so a row's real positions never see its
-padding: each row gets what it gets alone, to float rounding (as for decoded steps, below). An EqLM's int8
-prompts run in a per-row form of its int8 step (`prompt_session`; eqlm.quantize.per_row_activations with a mask of
-each row's positions): the lone step quantises a call's activations on one scale, which would tie the rows together.
-An explicit transformer's int8 prompt runs alone, through its chained layers: handed in a layer at a time, 8 prompts
-of the 124M model waited for each other at every layer and took longer to their first token (193 ms at the median,
-against 116-129 alone).
+Prompts (T > 1 new positions) batch with each other, as vLLM batches its prefills: a prompt's iteration (an EqLM's
+step) or pass (an explicit transformer's, through all its layers) is handed to the scheduler while other prompts are
+being solved, and the scheduler runs the prompts of the same past length in one call, whatever their iterations, each
+row right-padded to the longest prompt with copies of its last position. Attention is causal, so a row's real
+positions never see its padding: each row gets what it gets alone, to float rounding in fp32. int8 prompts run in a
+per-row form of the lone int8 graphs (`prompt_session`: an EqLM's step, an explicit transformer's chained layers;
+eqlm.quantize.per_row_activations with a mask of each row's positions), bit for bit: the lone graphs quantise a
+call's activations on one scale, which would tie the rows together.
 
 A row's head call of one position (its next token's logits, or KL halting's per-iteration distribution) goes the
 same way when other streams are members: the head's matrix is read once for every row that asked together. A
@@ -49,7 +45,8 @@ from pathlib import Path
 import numpy as np
 import onnxruntime as ort
 
-from .batch_solve import Solve, iterate, prefix_mask, run_steps
+from .batch_solve import Solve, iterate, padded_pasts, prefix_mask, run_steps
+from .chained import chained_session
 from .decoder import DecodeCache, OnnxEqLM, session_options
 
 GATHER_S = 0.002  # how long a batch waits for rows still working between their steps
@@ -100,12 +97,15 @@ class BatchScheduler:
         prompt_session: tuple[ort.InferenceSession, list[str]] | None = None,
     ):
         """`graphs`: an EqLM's batched step, or an explicit transformer's batched layers in slot order."""
-        options = session_options(threads)
         folder, names = Path(model.onnx_dir), model.manifest["graphs"]
         self.graphs = tuple(graphs)
-        self.sessions = [
-            ort.InferenceSession(str(folder / names[graph]), options, providers=["CPUExecutionProvider"])
-            for graph in graphs
+        files = [names[graph] for graph in graphs]
+        self.sessions = [  # an explicit transformer's batched layers chained into one graph: a pass is one call
+            chained_session(folder, files, model.chain_options(files, threads))
+            if model.explicit
+            else ort.InferenceSession(
+                str(folder / files[0]), session_options(threads, spin_in_call=True), providers=["CPUExecutionProvider"]
+            )
         ]
         self.prompt_session = prompt_session  # an EqLM's int8 step in its per-row prompt form; None: the model's
         self.max_rows, self.gather_s = max_rows, gather_s
@@ -178,23 +178,27 @@ class BatchScheduler:
         when the row is the only one decoding: it runs its step itself, as it would alone (no hand-over)."""
         return self._hand_in("step", (z, inj, past_k, past_v), self._inside <= 1)
 
-    def prompt_step(self, z, inj, past_k, past_v, slot: int | None) -> list[np.ndarray] | None:
-        """A prompt's iteration ([1, T, D]; `slot`, an explicit transformer's layer), run with the other prompts of
-        the same past length (and layer); None when no other prompt is being solved (the row runs it itself, whatever
-        else the scheduler has to run). A row batches its prompt only inside `prompting`."""
+    def prompt_step(self, z, inj, past_k, past_v) -> list[np.ndarray] | None:
+        """A prompt's iteration ([1, T, D]) or, an explicit transformer's, its pass through every layer (inj None;
+        past_k and past_v [layers, 1, H, P, Dh]), run with the other prompts of the same past length; None when no
+        other prompt is being solved (the row runs it itself, whatever else the scheduler has to run). A row batches
+        its prompt only inside `prompting`."""
         if self._prompting <= 1:  # read without the lock: at worst a prompt just joined runs one iteration alone
             return None
-        return self._hand_in("prompt", (z, inj, past_k, past_v, slot), alone=False)
+        return self._hand_in("prompt", (z, inj, past_k, past_v), alone=False)
 
-    def prompt_call(self, z, inj, past_k, past_v, slot: int | None, lengths: list[int]) -> list[np.ndarray]:
-        """One prompt iteration of rows right-padded from `lengths` positions: the model's own graph (fp32), or the
-        per-row form of an EqLM's int8 step, which quantises each row's positions as the lone step quantises its
-        call."""
+    def prompt_call(self, z, inj, past_k, past_v, lengths: list[int]) -> list[np.ndarray]:
+        """One prompt iteration (or explicit pass) of rows right-padded from `lengths` positions: an EqLM's fp32 step
+        graph, or `prompt_session`: the per-row form of its int8 step, which quantises each row's positions as the
+        lone step quantises its call, or an explicit transformer's chained layers (int8: in that per-row form)."""
         if self.prompt_session is None:
-            return self._model.step(z, inj, past_k, past_v, slot)
+            return self._model.step(z, inj, past_k, past_v)
         session, names = self.prompt_session
         feed = {"z": z, "inj": inj, "past_k": past_k, "past_v": past_v, PROMPT_VALID: prefix_mask(lengths, z.shape[1])}
-        return session.run(None, {name: feed[name] for name in names})
+        if inj is None:  # an explicit transformer's layers: (z_next, k [layers, B, H, T, Dh], v)
+            feed |= {f"past_{kv}_{i:02d}": x for kv, xs in (("k", past_k), ("v", past_v)) for i, x in enumerate(xs)}
+        out = session.run(None, {name: feed[name] for name in names})
+        return out if inj is not None else [out[0], np.stack(out[1::2]), np.stack(out[2::2])]
 
     def layers_pass(self, z, cache: DecodeCache) -> np.ndarray | None:
         """An explicit transformer's pass of one new position ([1, 1, D], its embedding) through every layer, run
@@ -307,13 +311,12 @@ class BatchScheduler:
                 group = [call for call in batch if call.kind == kind]
                 if group:
                     self._deliver(group, run)
-            # one call per past length, and per layer of an explicit transformer (an EqLM's iterations share one
-            # graph: prompts at different iterations run together)
-            prompts: dict[tuple, list[_Call]] = {}
+            # one call per past length (an EqLM's iterations share one graph: prompts at different iterations run
+            # together)
+            prompts: dict[int, list[_Call]] = {}
             for call in batch:
                 if call.kind == "prompt":
-                    slot = call.inputs[4] if self._model.explicit else None
-                    prompts.setdefault((slot, call.inputs[2].shape[2]), []).append(call)
+                    prompts.setdefault(call.inputs[2].shape[-2], []).append(call)
             for group in prompts.values():
                 self._deliver(group, self.run_prompts)
             begun = [Solve(call, *call.inputs) for call in batch if call.kind == "solve"]
@@ -342,48 +345,50 @@ class BatchScheduler:
         return [[logits[i : i + 1]] for i in range(len(batch))]
 
     def run_prompts(self, batch: list[_Call]) -> list[list[np.ndarray]]:
-        """Prompt iterations at one past length (and layer) in one call of the model's graph (`prompt_call`): each
-        row's new positions right-padded to the longest with copies of its last one (causal attention: the real
-        positions never see them); each row's outputs cut back to its own positions."""
+        """Prompt iterations (or explicit passes) at one past length in one call (`prompt_call`): each row's new
+        positions right-padded to the longest with copies of its last one (causal attention: the real positions never
+        see them); each row's outputs cut back to its own positions."""
         lengths = [call.inputs[0].shape[1] for call in batch]
         longest = max(lengths)
 
         def padded(x: np.ndarray) -> np.ndarray:
             return np.pad(x, ((0, 0), (0, longest - x.shape[1]), (0, 0)), mode="edge")
 
-        z = np.concatenate([padded(call.inputs[0]) for call in batch]).astype(np.float32, copy=False)
-        inj = np.concatenate([padded(call.inputs[1]) for call in batch]).astype(np.float32, copy=False)
-        past_k = np.concatenate([call.inputs[2] for call in batch])
-        past_v = np.concatenate([call.inputs[3] for call in batch])
-        z, k, v, residual = self.prompt_call(z, inj, past_k, past_v, batch[0].inputs[4], lengths)
+        def joined(i: int) -> np.ndarray | None:  # z, inj [1, T, D]; past K/V [(layers,) 1, H, P, Dh]
+            if batch[0].inputs[i] is None:
+                return None
+            rows = [padded(call.inputs[i]) if i < 2 else call.inputs[i] for call in batch]
+            return np.concatenate(rows, axis=-4 if i >= 2 else 0).astype(np.float32, copy=False)
+
+        outputs = self.prompt_call(*(joined(i) for i in range(4)), lengths)
         if len(batch) > 1:
             self.prompt_batches += 1
             self.largest_prompt = max(self.largest_prompt, len(batch))
+        # z and residual [B, T(, D)]; K/V [(layers,) B, H, T, Dh]
         return [
-            [z[i : i + 1, :t], k[i : i + 1, :, :t], v[i : i + 1, :, :t], residual[i : i + 1, :t]]
+            [x[..., i : i + 1, :, :t, :] if x.ndim >= 4 else x[i : i + 1, :t] for x in outputs]
             for i, t in enumerate(lengths)
         ]
 
     def run_passes(self, batch: list[_Call]) -> list[list[np.ndarray]]:
-        """The rows' passes through every layer (one batched call a layer), as `run` would run each layer's steps:
-        each row's past right-padded to the longest, masked; each layer's K/V written into each row's cache."""
+        """The rows' passes through every layer in one call of the chained batched layers (eqlm/chained.py), as `run`
+        would run each layer's steps: each row's past right-padded to the longest, masked; each layer's K/V written
+        into each row's cache."""
         b = len(batch)
         caches: list[DecodeCache] = [call.inputs[1] for call in batch]
         lengths = [cache.length for cache in caches]
-        p = max(1, *lengths)
-        past_k = np.zeros((b, self.n_heads, p, self.head_dim), dtype=np.float32)
-        past_v = np.zeros_like(past_k)
-        valid = prefix_mask(lengths, p)
         z = np.concatenate([call.inputs[0] for call in batch]).astype(np.float32, copy=False)
-        for slot, session in enumerate(self.sessions):
-            for row, (cache, n) in enumerate(zip(caches, lengths, strict=True)):
-                past_k[row, :, :n], past_v[row, :, :n] = cache.view(slot)
-            z, k, v, _ = session.run(None, {"z": z, "past_k": past_k, "past_v": past_v, "past_valid": valid})
-            for row, cache in enumerate(caches):
-                cache.put(slot, k[row : row + 1], v[row : row + 1])
-            self.batches += 1
-            self.rows_run += b
-            self.largest = max(self.largest, b)
+        past_k, past_v = padded_pasts([(c.k[:, 0, :, : c.length], c.v[:, 0, :, : c.length]) for c in caches])
+        feed = {"z": z, "past_valid": prefix_mask(lengths, past_k.shape[-2])}
+        for slot in range(len(past_k)):
+            feed[f"past_k_{slot:02d}"], feed[f"past_v_{slot:02d}"] = past_k[slot], past_v[slot]
+        z, *kv = self.sessions[0].run(None, feed)
+        k, v = np.stack(kv[0::2]), np.stack(kv[1::2])  # [layers, rows, H, 1, Dh]
+        for row, cache in enumerate(caches):
+            cache.put(slice(None), k[:, row : row + 1], v[:, row : row + 1])
+        self.batches += 1
+        self.rows_run += b
+        self.largest = max(self.largest, b)
         return [[z[i : i + 1]] for i in range(b)]
 
     def run(self, batch: list[_Call]) -> list[list[np.ndarray]]:

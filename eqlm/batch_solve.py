@@ -45,17 +45,26 @@ def prefix_mask(lengths: list[int], width: int) -> np.ndarray:
     return (np.arange(width)[None, :] < np.asarray(lengths)[:, None]).astype(np.float32)
 
 
+def padded_pasts(pasts: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
+    """Each row's past K and V ([..., H, n, Dh], n its own) right-padded with zeros to the longest (one position at
+    least: a graph's past is never empty) and stacked, the rows' axis before H: [..., B, H, P, Dh]. One copy a row."""
+    first, p = pasts[0][0], max(1, *(k.shape[-2] for k, _ in pasts))
+    shape = (*first.shape[:-3], len(pasts), first.shape[-3], p, first.shape[-1])
+    out = np.empty(shape, dtype=np.float32), np.empty(shape, dtype=np.float32)
+    for row, kv in enumerate(pasts):
+        for x, padded in zip(kv, out, strict=True):
+            n = x.shape[-2]
+            padded[..., row, :, :n, :], padded[..., row, :, n:, :] = x, 0.0  # the padding, masked
+    return out
+
+
 def run_steps(scheduler, zs: list, injs: list, pasts: list[tuple[np.ndarray, np.ndarray]]) -> list[np.ndarray]:
     """One step_batched call for rows of one new position each (z and inj [1, 1, D]; each row's past K and V
     [H, n, Dh], right-padded to the longest and masked); (z_next, k, v, residual) of every row."""
     b = len(zs)
     lengths = [k.shape[1] for k, _ in pasts]
-    p = max(1, *lengths)  # the graph wants a past of one position at least (an empty one is all padding)
-    past_k = np.zeros((b, scheduler.n_heads, p, scheduler.head_dim), dtype=np.float32)
-    past_v = np.zeros_like(past_k)
-    for row, ((k, v), n) in enumerate(zip(pasts, lengths, strict=True)):
-        past_k[row, :, :n] = k
-        past_v[row, :, :n] = v
+    past_k, past_v = padded_pasts(pasts)
+    p = past_k.shape[-2]
     z, inj = (np.concatenate(x).astype(np.float32, copy=False) for x in (zs, injs))
     feed = {"z": z, "inj": inj, "past_k": past_k, "past_v": past_v, "past_valid": prefix_mask(lengths, p)}
     out = scheduler.sessions[0].run(None, feed)

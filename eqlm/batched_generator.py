@@ -15,9 +15,10 @@ import numpy as np
 import onnxruntime as ort
 
 from .batch_decode import MAX_ROWS, PROMPT_VALID, BatchScheduler
+from .chained import chained_model
 from .decoder import DecodeCache, OnnxEqLM, session_options
 from .generation import GenerationRequest, Generator, TokenStream
-from .manifest import precision_graphs
+from .manifest import layer_roles, precision_graphs
 from .quantize import per_row_activations
 
 
@@ -31,19 +32,25 @@ class BatchedModel:
         return getattr(self._model, name)
 
     def step(self, z, inj, past_k, past_v, slot: int | None = None):
-        """An EqLM's decoded step goes through the batch; an explicit transformer's decoded positions are batched
-        whole (`layers_pass`); an fp32 prompt's iteration is batched with the other prompts' (`prompt_step`)."""
-        if z.shape[1] > 1:  # batched only inside `solving` of an fp32 prompt
-            out = self.scheduler.prompt_step(z, inj, past_k, past_v, slot)
-        elif z.shape[:2] == (1, 1) and not self._model.explicit:
+        """An EqLM's decoded step goes through the batch, and its prompt's iteration is batched with the other
+        prompts' (`prompt_step`, inside `solving`); an explicit transformer's positions are batched whole
+        (`layers_pass`, `prompt_pass`), its layers one at a time (a solve that records its steps) run alone."""
+        out = None
+        if not self._model.explicit and z.shape[1] > 1:
+            out = self.scheduler.prompt_step(z, inj, past_k, past_v)
+        elif not self._model.explicit and z.shape[:2] == (1, 1):
             out = self.scheduler.step(z, inj, past_k, past_v)
-        else:
-            out = None
         return self._model.step(z, inj, past_k, past_v, slot) if out is None else out
 
     def layers_pass(self, z: np.ndarray, cache: DecodeCache) -> np.ndarray | None:
         """An explicit transformer's pass of one decoded position through its layers, batched (decoder.process)."""
         return self.scheduler.layers_pass(z, cache)
+
+    def prompt_pass(self, z: np.ndarray, cache: DecodeCache) -> list[np.ndarray] | None:
+        """An explicit transformer's prompt [1, T, D] through its layers with the other prompts (decoder.process):
+        (z_next, k and v [layers, 1, H, T, Dh]), or None when it is the only prompt (it runs its chained pass)."""
+        past = (x[:, :, :, : cache.length] for x in (cache.k, cache.v))
+        return self.scheduler.prompt_step(z, None, *past) if self.batches_prompts else None
 
     def solve_pass(self, z, inj, cache: DecodeCache, depth: int, tol: float | None, settle: bool):
         """An EqLM's decoded position solved whole in the batch (batch_solve; decoder.process)."""
@@ -55,8 +62,8 @@ class BatchedModel:
 
     @property
     def batches_prompts(self) -> bool:
-        """Whether a prompt's iterations batch with the other prompts' (fp32, and an EqLM's int8 in its per-row step;
-        an explicit transformer's int8 prompt runs alone)."""
+        """Whether a prompt's iterations batch with the other prompts' (fp32, and int8 in a per-row form of its
+        graphs)."""
         return self._model.precision == "fp32" or self.scheduler.prompt_session is not None
 
     def solving(self, new_positions: int):
@@ -94,13 +101,11 @@ class BatchedGenerator(Generator):
         self.scheduler: BatchScheduler | None = None
         if graphs is not None:
             threads = int(options.get("threads", 1))
-            prompts = per_row_prompt_session(self.model, threads) if precision == "int8" else None
+            prompts = prompt_session(self.model, threads)
             self.scheduler = BatchScheduler(
                 self.model, threads=threads, max_rows=max_rows, graphs=graphs, prompt_session=prompts
             )
             self.model = BatchedModel(self.model, self.scheduler)
-            if self.model.explicit and self.model.batches_prompts:  # its prompts run one layer a call: load them
-                self.model.load_layers()  # now, not in the first prompt's request
 
     def _member(self, events: Iterator) -> Iterator:
         with self.scheduler.member():
@@ -114,15 +119,30 @@ class BatchedGenerator(Generator):
 
 
 def per_row_prompt_session(model: OnnxEqLM, threads: int) -> tuple[ort.InferenceSession, list[str]] | None:
-    """(session, input names) of an EqLM's int8 step in its per-row prompt form, built in memory (its 8-bit weights
-    held once more): each row's activations quantised over its own positions (`PROMPT_VALID`), as the lone step
-    quantises its call, where the lone step's one scale a call would tie the rows together; None for an explicit
-    transformer, whose int8 prompts run alone."""
+    """(session, input names) of the graph that runs a batch of int8 prompts, built in memory (its 8-bit weights held
+    once more): an EqLM's int8 step, or an explicit transformer's int8 layers chained (eqlm/chained.py), in their
+    per-row form: each row's activations quantised over its own positions (`PROMPT_VALID`), as the lone graph
+    quantises its call, where the lone graph's one scale a call would tie the rows together."""
     import onnx
 
+    graphs = precision_graphs(model.manifest, "int8")
     if model.explicit:
-        return None
-    step = onnx.load(str(Path(model.onnx_dir) / precision_graphs(model.manifest, "int8")["step"]))
-    graph = per_row_activations(step, mask=PROMPT_VALID).SerializeToString()
-    session = ort.InferenceSession(graph, session_options(threads), providers=["CPUExecutionProvider"])
+        layers = [graphs[role] for role in layer_roles(model.manifest)]
+        graph = chained_model(model.onnx_dir, layers)
+        onnx.external_data_helper.load_external_data_for_model(graph, str(model.onnx_dir))
+        options = model.chain_options(layers, threads)
+    else:
+        graph, options = onnx.load(str(Path(model.onnx_dir) / graphs["step"])), session_options(threads)
+    graph = per_row_activations(graph, mask=PROMPT_VALID).SerializeToString()
+    session = ort.InferenceSession(graph, options, providers=["CPUExecutionProvider"])
     return session, [i.name for i in session.get_inputs()]
+
+
+def prompt_session(model: OnnxEqLM, threads: int) -> tuple[ort.InferenceSession, list[str]] | None:
+    """The graph that runs a batch of prompts where it is not the model's own step: int8's per-row form
+    (per_row_prompt_session), or an explicit transformer's fp32 chained layers; None for an EqLM's fp32 step."""
+    if model.precision == "int8":
+        return per_row_prompt_session(model, threads)
+    if model.explicit:
+        return model.chain_session, [i.name for i in model.chain_session.get_inputs()]
+    return None

@@ -10,6 +10,10 @@ an explicit transformer does not report, are left out with the nodes that only t
 
 Inputs: `z` [B, T, D] and each layer's `past_k_NN`, `past_v_NN` [B, H, P, Dh]; outputs: `z_next` (the last layer's
 state) and each layer's `k_NN`, `v_NN` (the K/V of the new positions, as layer NN's graph returns them).
+
+The batched layers (`layer_NN_batched`, export_batched.py) chain the same way: their `past_valid` [B, P], the rows'
+mask of their own past positions, is one input that every layer reads (each row's past has the same length at every
+layer), so a batch's pass through every layer is one call too (eqlm.batch_decode).
 """
 
 from __future__ import annotations
@@ -19,29 +23,39 @@ from pathlib import Path
 import onnxruntime as ort
 
 Z, PAST_K, PAST_V = "z", "past_k", "past_v"  # a layer graph's inputs (export_explicit.py)
+SHARED = {"past_valid"}  # an input that a batched layer graph takes and every layer of the chain reads as it is
 EXTERNAL_FOLDER = "session.model_external_initializers_file_folder_path"
 
 
 def chained_graph(onnx_dir: Path, names: list[str]) -> bytes:
     """The serialised graph that runs the layer graphs `names` (files in onnx_dir, in slot order) one after
     another."""
+    return chained_model(onnx_dir, names).SerializeToString()
+
+
+def chained_model(onnx_dir: Path, names: list[str]):
+    """chained_graph's onnx.ModelProto, its weights left in their external-data files."""
     import onnx
     from onnx import helper
 
     nodes, initializers, inputs, outputs = [], [], [], []
     opsets: dict[str, int] = {}
-    state = Z
+    state, shared = Z, None
     for i, name in enumerate(names):
         layer = onnx.load(str(Path(onnx_dir) / name), load_external_data=False)
         graph = layer.graph
         for opset in layer.opset_import:
             opsets[opset.domain] = max(opsets.get(opset.domain, 0), opset.version)
         given = [value.name for value in graph.input]
-        if sorted(given) != sorted([Z, PAST_K, PAST_V]):
+        if sorted(set(given) - SHARED) != sorted([Z, PAST_K, PAST_V]):
             raise ValueError(f"{name} takes {given}, not an explicit transformer layer's {[Z, PAST_K, PAST_V]}")
+        if shared is None:
+            shared = SHARED & set(given)
+        elif SHARED & set(given) != shared:
+            raise ValueError(f"{name} takes {given}, where the layer before it takes {sorted(shared)} too")
         next_z, k, v = (value.name for value in graph.output[:3])
         renamed = {Z: state, PAST_K: f"{PAST_K}_{i:02d}", PAST_V: f"{PAST_V}_{i:02d}"}
-        renamed |= {k: f"k_{i:02d}", v: f"v_{i:02d}"}
+        renamed |= {k: f"k_{i:02d}", v: f"v_{i:02d}"} | {value: value for value in shared}
         last = i == len(names) - 1
         if last:
             renamed[next_z] = "z_next"
@@ -50,7 +64,7 @@ def chained_graph(onnx_dir: Path, names: list[str]) -> bytes:
             return renamed.get(value, f"l{i:02d}/{value}" if value else value)
 
         for value in graph.input:
-            if value.name != Z or i == 0:
+            if i == 0 or value.name not in {Z, *shared}:
                 inputs.append(_renamed_value(value, rename(value.name)))
         for tensor in graph.initializer:
             copy = onnx.TensorProto()
@@ -75,7 +89,7 @@ def chained_graph(onnx_dir: Path, names: list[str]) -> bytes:
     graph = helper.make_graph(nodes, "chained_layers", inputs, outputs, [t for t in initializers if t.name in used])
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid(d, v) for d, v in sorted(opsets.items())])
     model.ir_version = layer.ir_version
-    return model.SerializeToString()
+    return model
 
 
 def chained_session(onnx_dir: Path, names: list[str], options: ort.SessionOptions) -> ort.InferenceSession:

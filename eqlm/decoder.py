@@ -35,7 +35,7 @@ def session_options(threads: int, spin_in_call: bool = False) -> ort.SessionOpti
     threads ran 2.1x faster so, under load 2.3), and a batch's rows need the cores between its calls.
 
     `spin_in_call`: the threads spin between the ops of one call and sleep as it returns
-    (`session.force_spinning_stop`), for a graph of many products run once a position (OnnxEqLM._chain_options)."""
+    (`session.force_spinning_stop`), for a graph of many products run once a position (OnnxEqLM.chain_options)."""
     options = ort.SessionOptions()
     options.intra_op_num_threads = threads
     options.inter_op_num_threads = 1
@@ -87,7 +87,7 @@ class OnnxEqLM:
         self.explicit = is_explicit(self.manifest)
         self.embed_sess = session(graphs["embed"])
         self.step_sess = None if self.explicit else session(graphs["step"], iteration=True)
-        # an explicit transformer's layers chained into one graph (eqlm/chained.py) run its passes (_chain_options:
+        # an explicit transformer's layers chained into one graph (eqlm/chained.py) run its passes (chain_options:
         # its threads); its layers one graph at a time load when first used (a batch's fp32 prompts, a solve that
         # records its steps), so a runtime that never needs them holds its layer weights once
         layers = [graphs[role] for role in layer_roles(self.manifest)]
@@ -95,7 +95,7 @@ class OnnxEqLM:
         self._layer_sessions: list[ort.InferenceSession] | None = None if layers else []
         self._layer_session = lambda name: session(name, iteration=True)
         self.chain_session = (
-            chained_session(self.onnx_dir, layers, self._chain_options(layers, threads)) if layers else None
+            chained_session(self.onnx_dir, layers, self.chain_options(layers, threads)) if layers else None
         )
         self.head_sess = session(graphs["head"])
         # a layer graph takes no `inj`: each session is fed only the inputs it declares
@@ -106,7 +106,7 @@ class OnnxEqLM:
         self.max_positions = int(self.manifest["max_positions"])
         self.vocab_size = int(self.manifest["vocab_size"])
 
-    def _chain_options(self, layers: list[str], threads: int) -> ort.SessionOptions:
+    def chain_options(self, layers: list[str], threads: int) -> ort.SessionOptions:
         """The chained layers' options: one thread where the layers hold fewer weight bytes than SMALL_GRAPH_BYTES
         together, else `threads`, spinning inside a call. A pass of the 124M model makes 72 products, each of which
         woke a sleeping thread: its int8 one reader on 2 cores of an AMD EPYC (Zen 4) made 106-113 tokens/s with the
@@ -220,7 +220,9 @@ class DecodeCache:
         return tuple(np.ascontiguousarray(x[None]) for x in self.view(slot))
 
     def put(self, slot, k: np.ndarray, v: np.ndarray) -> None:
-        t = k.shape[2]
+        """K and V [1, H, t, Dh] of t new positions into iteration slot `slot` (or [slots, 1, H, t, Dh] into every
+        slot, `slot` a slice)."""
+        t = k.shape[-2]
         if self.length + t > self.k.shape[3]:  # a slice past the end would take the write silently and keep none
             raise ValueError(f"the cache holds {self.k.shape[3]} positions, not {self.length + t}")
         self.k[slot, :, :, self.length : self.length + t] = k
@@ -263,7 +265,8 @@ def process(
     p = cache.length
     inj = model.embed(np.asarray([ids]), np.arange(p, p + t)[None, :])
     z = model.start_state(inj) if z0 is None else z0.astype(np.float32).reshape(inj.shape).copy()
-    if model.explicit and history is None and (z_out := _explicit_pass(model, cache, z)) is not None:
+    if model.explicit and history is None:
+        z_out = _explicit_pass(model, cache, z)
         cache.length += t
         return z_out, np.full(t, cache.slots, dtype=np.int64), np.full(t, np.nan)
 
@@ -297,17 +300,17 @@ def process(
     return z, iterations, residual
 
 
-def _explicit_pass(model, cache: DecodeCache, z: np.ndarray) -> np.ndarray | None:
+def _explicit_pass(model, cache: DecodeCache, z: np.ndarray) -> np.ndarray:
     """An explicit transformer's pass of new positions through all its layers, each layer's K/V written into
-    `cache`: a decoded position with the other rows' when its model batches (batched_generator.BatchedModel's
-    `layers_pass`, one call a layer for every row), else in one call of its chained layers (eqlm/chained.py); None
-    for a prompt whose layers share calls with the other prompts' (it runs its layers one at a time)."""
-    t = z.shape[1]
-    layers_pass = getattr(model, "layers_pass", None) if t == 1 else None
-    if layers_pass is not None and (z_out := layers_pass(z, cache)) is not None:
-        return z_out
-    if t > 1 and getattr(model, "batches_prompts", False):
-        return None
+    `cache`: a decoded position, or a prompt, with the other rows' when its model batches (batched_generator.
+    BatchedModel's `layers_pass` and `prompt_pass`, one call for every row), else in one call of its chained layers
+    (eqlm/chained.py)."""
+    batched = getattr(model, "layers_pass" if z.shape[1] == 1 else "prompt_pass", None)
+    if batched is not None and (out := batched(z, cache)) is not None:
+        if z.shape[1] == 1:
+            return out
+        cache.put(slice(None), out[1], out[2])
+        return out[0]
     z_out, kv = model.chained_pass(z, [cache.past(slot) for slot in range(cache.slots)])
     for slot, (k, v) in enumerate(kv):
         cache.put(slot, k, v)

@@ -87,7 +87,7 @@ def test_prompts_of_different_lengths_run_in_one_call_and_each_row_gets_its_lone
     calls = []
     for t in (1, 4, 9):
         z, inj = (rng.standard_normal((1, t, d)).astype(np.float32) for _ in range(2))
-        calls.append((z, inj, model.empty_kv(), model.empty_kv(), None))
+        calls.append((z, inj, model.empty_kv(), model.empty_kv()))
     batch = scheduler.run_prompts([type("C", (), {"inputs": c})() for c in calls])
     for call, got in zip(calls, batch, strict=True):
         for a, b in zip(model.step(*call), got, strict=True):
@@ -95,17 +95,16 @@ def test_prompts_of_different_lengths_run_in_one_call_and_each_row_gets_its_lone
             np.testing.assert_allclose(b, a, rtol=1e-5, atol=1e-6)
 
 
-@pytest.mark.parametrize("export, shared", [(DEMO, True), (EXPLICIT, False)], ids=["eqlm", "explicit"])
-def test_prompt_iterations_at_different_slots_share_a_call_only_where_the_slots_share_a_graph(export, shared):
+def test_prompt_iterations_at_different_slots_share_a_call_of_an_eqlms_one_step_graph():
     """An EqLM's iterations are one graph, so a prompt at its first iteration and another at its sixth run in one
-    call; an explicit transformer's layers are distinct graphs, so prompts at different layers run apart."""
-    model = OnnxEqLM(export)
+    call."""
+    model = OnnxEqLM(DEMO)
     scheduler = BatchScheduler(model, graphs=batched_graphs(model.manifest), prompt_wait_s=2.0)
     rng = np.random.default_rng(3)
     calls = []
-    for t, slot in ((3, 0), (5, 5)):
+    for t in (3, 5):  # whichever iteration each is at: the slot only picks the past it is given
         z, inj = (rng.standard_normal((1, t, model.d_model)).astype(np.float32) for _ in range(2))
-        calls.append((z, inj, model.empty_kv(), model.empty_kv(), slot))
+        calls.append((z, inj, model.empty_kv(), model.empty_kv()))
     results = [None, None]
     gate = threading.Barrier(2)
 
@@ -119,11 +118,43 @@ def test_prompt_iterations_at_different_slots_share_a_call_only_where_the_slots_
         thread.start()
     for thread in threads:
         thread.join(timeout=60)
-    assert (scheduler.prompt_batches, scheduler.largest_prompt) == ((1, 2) if shared else (0, 0))
+    assert (scheduler.prompt_batches, scheduler.largest_prompt) == (1, 2)
     for call, got in zip(calls, results, strict=True):
         for a, b in zip(model.step(*call), got, strict=True):
             assert b.shape == a.shape
             np.testing.assert_allclose(b, a, rtol=1e-5, atol=1e-6)
+
+
+def _explicit_prompt_rows(model: OnnxEqLM, lengths, past: int, scale=(1.0, 5.0, 1.0)):
+    """Prompt calls of an explicit transformer (z [1, T, D], no inj, every layer's past K/V [layers, 1, H, P, Dh])."""
+    rng = np.random.default_rng(4)
+    shape = (len(model.manifest["layers"]), 1, model.n_heads, past, model.head_dim)
+    return [
+        (rng.standard_normal((1, t, model.d_model)).astype(np.float32) * s, None)
+        + tuple(rng.standard_normal(shape).astype(np.float32) for _ in range(2))
+        for t, s in zip(lengths, scale, strict=False)
+    ]
+
+
+@pytest.mark.parametrize("precision", ["fp32", "int8"])
+def test_an_explicit_transformers_prompts_run_through_every_layer_in_one_call_and_get_their_lone_chained_pass(
+    precision, explicit_int8
+):
+    """Rows of different lengths, right-padded, in one call of the chained layers (int8: in their per-row form, a
+    row's activations five times another's) get on their own positions what the lone chained pass gives them: to
+    float rounding in fp32, bit for bit in int8."""
+    model = OnnxEqLM(explicit_int8, precision=precision)
+    scheduler = BatchedGenerator(explicit_int8, precision=precision).scheduler
+    calls = _explicit_prompt_rows(model, (6, 2, 4), past=3)
+    got = scheduler.run_prompts([type("C", (), {"inputs": c})() for c in calls])
+    for (z, _, past_k, past_v), (z_out, k, v) in zip(calls, got, strict=True):
+        want, kv = model.chained_pass(z, list(zip(past_k, past_v, strict=True)))
+        check = np.testing.assert_array_equal if precision == "int8" else np.testing.assert_allclose
+        kwargs = {} if precision == "int8" else {"rtol": 1e-5, "atol": 1e-5}
+        assert z_out.shape == want.shape and k.shape == (len(kv), *kv[0][0].shape)
+        check(z_out, want, **kwargs)
+        check(k, np.stack([x for x, _ in kv]), **kwargs)
+        check(v, np.stack([x for _, x in kv]), **kwargs)
 
 
 PROMPTS = ("In the beginning", "And God said unto Moses", "Blessed", "Thou shalt not")
@@ -185,20 +216,17 @@ def test_int8_prompts_solved_together_share_each_iterations_call_and_each_equals
     assert batched.scheduler.largest >= 2
 
 
-def test_an_explicit_transformers_int8_prompts_solved_together_run_alone_on_its_chained_layers(tmp_path):
-    """Handed in a layer at a time, int8 prompts would wait for each other at every layer: an explicit transformer's
-    int8 prompt runs alone through its chained layers, and no lone layer graph is loaded for it."""
-    from eqlm.quantize import add_int8
-
-    export = tmp_path / "onnx"
-    shutil.copytree(EXPLICIT, export)
-    add_int8(export)
+def test_an_explicit_transformers_int8_prompts_solved_together_share_one_call_and_each_equals_its_lone_generation(
+    explicit_int8,
+):
+    """An explicit transformer's prompts pass through every layer in one call of its chained layers, int8's in their
+    per-row form, and no lone layer graph is loaded for them."""
     requests = [GenerationRequest(prompt=p, max_tokens=6) for p in PROMPTS]
-    alone = Generator(export, precision="int8")
+    alone = Generator(explicit_int8, precision="int8")
     lone = [(_events(s := alone.stream(r)), s.finish_reason) for r in requests]
-    batched = BatchedGenerator(export, precision="int8")
+    batched = BatchedGenerator(explicit_int8, precision="int8")
     assert _prompts_together(batched, requests) == lone
-    assert batched.scheduler.largest_prompt == 0 and batched.scheduler.prompt_session is None
+    assert (batched.scheduler.prompt_batches, batched.scheduler.largest_prompt) == (1, len(requests))
     assert batched.model._layer_sessions is None
 
 
@@ -387,14 +415,16 @@ def test_a_batched_pass_runs_each_row_through_the_layers_as_its_layer_graphs_run
         np.testing.assert_allclose(cache.v, v, rtol=1e-5, atol=1e-6)
 
 
-def test_an_explicit_transformers_concurrent_generations_run_layer_by_layer_together_and_equal_each_alone():
-    """Its rows move through the 12 layers together, each layer's step one call for them all."""
+def test_an_explicit_transformers_concurrent_generations_run_every_layer_in_one_call_together_and_equal_each_alone():
+    """Its rows move through the 12 layers together, the batched layers chained into one call for them all."""
     prompts = ("In the beginning", "And God said", "Blessed are", "Thou shalt", "Let there be")
     requests = [GenerationRequest(prompt=p, max_tokens=16 + 3 * i) for i, p in enumerate(prompts)]
     requests.append(GenerationRequest(prompt="He said unto them", max_tokens=20, temperature=0.8, seed=3))
     requests.append(GenerationRequest(prompt="And it came", max_tokens=30, stop=("\n",)))
     alone, batched = Generator(EXPLICIT), BatchedGenerator(EXPLICIT)
-    assert batched.scheduler is not None and len(batched.scheduler.sessions) == 12
+    assert batched.scheduler is not None and len(batched.scheduler.sessions) == 1
+    inputs = {i.name for i in batched.scheduler.sessions[0].get_inputs()}
+    assert {"z", "past_valid", "past_k_00", "past_v_11"} <= inputs and len(inputs) == 2 + 2 * 12
     lone = [(_events(s := alone.stream(r)), s.finish_reason) for r in requests]
     results = [None] * len(requests)
     _run_together(batched, requests, results)
@@ -420,6 +450,17 @@ def test_a_programme_explicit_export_batches_its_layers_and_each_request_equals_
     _run_together(batched, requests, results)
     assert results == lone
     assert batched.scheduler.largest >= 2
+
+
+@pytest.fixture(scope="module")
+def explicit_int8(tmp_path_factory):
+    """explicit-demo with its int8 graphs."""
+    from eqlm.quantize import add_int8
+
+    export = tmp_path_factory.mktemp("explicit_int8") / "onnx"
+    shutil.copytree(EXPLICIT, export)
+    add_int8(export)
+    return export
 
 
 @pytest.fixture(scope="module")
@@ -470,12 +511,8 @@ def test_concurrent_int8_generations_batch_and_equal_each_alone(demo_int8):
     assert batched.scheduler.largest >= 2
 
 
-def test_an_explicit_transformers_int8_layers_batch_and_each_request_equals_its_lone_generation(tmp_path):
-    from eqlm.quantize import add_int8
-
-    export = tmp_path / "onnx"
-    shutil.copytree(EXPLICIT, export)
-    add_int8(export)
+def test_an_explicit_transformers_int8_layers_batch_and_each_request_equals_its_lone_generation(explicit_int8):
+    export = explicit_int8
     requests = [GenerationRequest(prompt=r.prompt, max_tokens=r.max_tokens, stop=r.stop) for r in REQUESTS[:6]]
     alone, batched = Generator(export, precision="int8"), BatchedGenerator(export, precision="int8")
     lone = [(_events(s := alone.stream(r)), s.finish_reason) for r in requests]

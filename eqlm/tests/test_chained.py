@@ -141,17 +141,55 @@ def test_graphs_that_are_not_explicit_transformer_layers_are_not_chained():
 
 
 @pytest.mark.parametrize("precision", ["int8", "fp32"])
-def test_a_batching_runtime_loads_its_layers_one_at_a_time_only_for_prompts_that_share_their_calls(
-    precision, explicit_int8
-):
-    """fp32 prompts batch layer by layer with the other prompts (one call a layer); an int8 prompt runs alone, so
-    an int8 batch never holds the layers' weights twice beside its batched graphs."""
+def test_a_batching_runtime_never_loads_its_layers_one_at_a_time(precision, explicit_int8):
+    """Its prompts and its decoded positions pass through every layer in one call of chained layers, so a batch never
+    holds the layers' weights a third time beside its batched graphs and its chain."""
     from eqlm.batched_generator import BatchedGenerator
 
     batched = BatchedGenerator(explicit_int8, precision=precision)
-    # an fp32 batch loads them as it starts, not in its first prompt's request
-    assert (batched.model._model._layer_sessions is not None) == (precision == "fp32")
+    assert batched.model._model._layer_sessions is None
     lone = Generator(explicit_int8, precision=precision)
     request = GenerationRequest(prompt="Thou shalt", max_tokens=6)
     assert batched.generate(request).text == lone.generate(request).text
-    assert (batched.model._model._layer_sessions is not None) == (precision == "fp32")
+    assert batched.model._model._layer_sessions is None
+
+
+@pytest.mark.parametrize("precision", ["fp32", "int8"])
+def test_chained_batched_layers_share_one_past_valid_and_give_what_the_layers_give_one_call_at_a_time(
+    precision, explicit_int8
+):
+    """The batched layers (one new position a row, each row's past masked by past_valid) chain as the lone layers
+    do: their one mask is one input of the chain, and a pass gives each layer's graph's outputs bit for bit."""
+    import onnxruntime as ort
+
+    from eqlm.batch_solve import prefix_mask
+
+    model = OnnxEqLM(explicit_int8, precision=precision)
+    suffix = "_int8" if precision == "int8" else ""
+    names = [model.manifest["graphs"][f"{role}{suffix}"] for role in model.manifest["batched_layers"]]
+    chained = onnx.load_model_from_string(chained_graph(explicit_int8, names))
+    inputs = [value.name for value in chained.graph.input]
+    assert inputs.count("past_valid") == 1 and len(inputs) == 2 + 2 * len(names)
+    session = ort.InferenceSession(chained.SerializeToString(), providers=["CPUExecutionProvider"])
+    rng = np.random.default_rng(5)
+    rows, past, layers = 3, 4, len(names)
+    z = rng.standard_normal((rows, 1, model.d_model)).astype(np.float32)
+    pasts = rng.standard_normal((layers, 2, rows, model.n_heads, past, model.head_dim)).astype(np.float32)
+    valid = prefix_mask([4, 1, 0], past)
+    feed = {"z": z, "past_valid": valid}
+    for i in range(layers):
+        feed[f"past_k_{i:02d}"], feed[f"past_v_{i:02d}"] = pasts[i]
+    got = session.run(None, feed)
+    for i, name in enumerate(names):
+        layer = ort.InferenceSession(str(explicit_int8 / name), providers=["CPUExecutionProvider"])
+        z, k, v, _ = layer.run(None, {"z": z, "past_k": pasts[i, 0], "past_v": pasts[i, 1], "past_valid": valid})
+        np.testing.assert_array_equal(got[1 + 2 * i], k)
+        np.testing.assert_array_equal(got[2 + 2 * i], v)
+    np.testing.assert_array_equal(got[0], z)
+
+
+def test_layers_that_take_different_shared_inputs_are_not_chained(explicit_int8):
+    model = OnnxEqLM(explicit_int8)
+    graphs = model.manifest["graphs"]
+    with pytest.raises(ValueError, match="where the layer before it takes"):
+        chained_graph(explicit_int8, [graphs["layer_00_batched"], graphs["layer_01"]])
