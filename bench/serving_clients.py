@@ -123,8 +123,22 @@ def concurrent_clients(server, slug: str, clients: int, tokens: int, depth: int,
     return out
 
 
-def warm_up(server, slug: str, depth: int, precision: str = "fp32") -> None:
-    concurrent_clients(server, slug, 1, 2, depth, precision)
+def rounds_of_clients(server, slug: str, clients: int, tokens: int, depth: int, precision: str, rounds: int) -> Clients:
+    """`rounds` rounds of concurrent_clients: the median round's tokens/s (a round of 32 tokens lasts a fraction of a
+    second, so one round's rate moves with whatever else the machine did in it) and every round's first tokens."""
+    runs = [concurrent_clients(server, slug, clients, tokens, depth, precision) for _ in range(rounds)]
+    out = Clients(clients, tokens_per_s=median([run.tokens_per_s for run in runs]))
+    for run in runs:
+        out.ttft += run.ttft
+        out.errors += run.errors
+    return out
+
+
+def warm_up(server, slug: str, depth: int, precision: str = "fp32", clients: int = 8, tokens: int = 8) -> None:
+    """One round of `clients` clients for `tokens` tokens, unmeasured: the batch's first calls at each shape grow
+    onnxruntime's buffers and the process's heap (the first round of 8 ran 1-15% below the next ones), which a
+    serving process does once."""
+    concurrent_clients(server, slug, clients, tokens, depth, precision)
 
 
 def median(values: list[float]) -> float:
