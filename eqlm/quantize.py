@@ -160,6 +160,9 @@ def _row_quantiser(node, rank: int, opset: int, consts: list, mask: str | None =
             return helper.make_node(op, [ranged, f"{p}_axes"], [name], keepdims=1)
         return helper.make_node(op, [ranged], [name], axes=axes, keepdims=1)
 
+    for name, shape in (("per_row_flat", [-1]), (f"per_row_rank{rank}", [-1] + [1] * (rank - 1))):
+        if all(c.name != name for c in consts):
+            consts.append(numpy_helper.from_array(np.array(shape, np.int64), name))
     return [
         *([helper.make_node("Mul", [x, mask], [ranged])] if mask else []),
         reduce("ReduceMax", f"{p}_max"),
@@ -170,15 +173,14 @@ def _row_quantiser(node, rank: int, opset: int, consts: list, mask: str | None =
         helper.make_node("Div", [f"{p}_range", "per_row_qmax"], [f"{p}_scale0"]),
         helper.make_node("Max", [f"{p}_scale0", "per_row_tiny"], [scale]),  # a row of zeros: scale tiny
         helper.make_node("Sub", ["per_row_zero", f"{p}_lo"], [f"{p}_neglo"]),
-        helper.make_node("Div", [f"{p}_neglo", scale], [f"{p}_zq"]),
-        helper.make_node("Round", [f"{p}_zq"], [f"{p}_zr"]),
-        helper.make_node("Clip", [f"{p}_zr", "per_row_zero", "per_row_qmax"], [f"{p}_zf"]),
-        helper.make_node("Cast", [f"{p}_zf"], [zero], to=TensorProto.INT32),
-        helper.make_node("Div", [x, scale], [f"{p}_xs"]),
-        helper.make_node("Round", [f"{p}_xs"], [f"{p}_xr"]),
-        helper.make_node("Add", [f"{p}_xr", f"{p}_zf"], [f"{p}_xz"]),
-        helper.make_node("Clip", [f"{p}_xz", "per_row_zero", "per_row_qmax"], [f"{p}_xc"]),
-        helper.make_node("Cast", [f"{p}_xc"], [xq], to=TensorProto.UINT8),
+        # QuantizeLinear along the batch's axis: round(x / scale) + zero, saturated to uint8, a scale and zero per row
+        # (onnxruntime's DynamicQuantizeLinear runs the same kernel with its one scale)
+        helper.make_node("Reshape", [scale, "per_row_flat"], [f"{p}_scale1"]),
+        helper.make_node("Reshape", [f"{p}_neglo", "per_row_flat"], [f"{p}_neglo1"]),
+        helper.make_node("QuantizeLinear", [f"{p}_neglo1", f"{p}_scale1"], [f"{p}_zq"], axis=0),
+        helper.make_node("QuantizeLinear", [x, f"{p}_scale1", f"{p}_zq"], [xq], axis=0),
+        helper.make_node("Cast", [f"{p}_zq"], [f"{p}_zi"], to=TensorProto.INT32),
+        helper.make_node("Reshape", [f"{p}_zi", f"per_row_rank{rank}"], [zero]),
     ]
 
 
