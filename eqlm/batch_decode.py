@@ -45,7 +45,8 @@ from pathlib import Path
 import numpy as np
 import onnxruntime as ort
 
-from .batch_solve import Solve, iterate, padded_pasts, prefix_mask, run_steps
+from .batch_pasts import BatchPasts
+from .batch_solve import Solve, iterate, prefix_mask, run_steps
 from .chained import chained_session
 from .decoder import DecodeCache, OnnxEqLM, session_options
 
@@ -120,6 +121,7 @@ class BatchScheduler:
         self._after_solve: set[int] = set()  # the threads of rows out of a decode solve, their head not yet asked
         self._model = model  # its own graphs run the rows' heads and prompts
         self._solves: list[Solve] = []  # the decode solves in progress (batch_solve), the scheduler thread's own
+        self._pasts = BatchPasts()  # an explicit transformer's rows' pasts between passes
         self.rows = 0  # streams that have joined and not yet left
         self.batches = 0  # graph calls run, and the rows they ran (for the bench and the tests)
         self.rows_run = 0
@@ -372,24 +374,22 @@ class BatchScheduler:
 
     def run_passes(self, batch: list[_Call]) -> list[list[np.ndarray]]:
         """The rows' passes through every layer in one call of the chained batched layers (eqlm/chained.py), as `run`
-        would run each layer's steps: each row's past right-padded to the longest, masked; each layer's K/V written
-        into each row's cache."""
-        b = len(batch)
+        would run each layer's steps: the rows' pasts kept batch-major between calls (batch_pasts), masked; each
+        layer's K/V written into each row's cache."""
         caches: list[DecodeCache] = [call.inputs[1] for call in batch]
-        lengths = [cache.length for cache in caches]
-        z = np.concatenate([call.inputs[0] for call in batch]).astype(np.float32, copy=False)
-        past_k, past_v = padded_pasts([(c.k[:, 0, :, : c.length], c.v[:, 0, :, : c.length]) for c in caches])
-        feed = {"z": z, "past_valid": prefix_mask(lengths, past_k.shape[-2])}
-        for slot in range(len(past_k)):
-            feed[f"past_k_{slot:02d}"], feed[f"past_v_{slot:02d}"] = past_k[slot], past_v[slot]
-        z, *kv = self.sessions[0].run(None, feed)
+        order = self._pasts.take(caches)  # the rows in the buffer's order
+        z = np.concatenate([batch[i].inputs[0] for i in order]).astype(np.float32, copy=False)
+        z, *kv = self.sessions[0].run(None, {"z": z, **self._pasts.feed()})
         k, v = np.stack(kv[0::2]), np.stack(kv[1::2])  # [layers, rows, H, 1, Dh]
-        for row, cache in enumerate(caches):
-            cache.put(slice(None), k[:, row : row + 1], v[:, row : row + 1])
+        self._pasts.put(k, v)
+        outputs: list = [None] * len(batch)
+        for row, i in enumerate(order):
+            caches[i].put(slice(None), k[:, row : row + 1], v[:, row : row + 1])
+            outputs[i] = [z[row : row + 1]]
         self.batches += 1
-        self.rows_run += b
-        self.largest = max(self.largest, b)
-        return [[z[i : i + 1]] for i in range(b)]
+        self.rows_run += len(batch)
+        self.largest = max(self.largest, len(batch))
+        return outputs
 
     def run(self, batch: list[_Call]) -> list[list[np.ndarray]]:
         """The rows' steps in one step_batched call: each row's past right-padded to the longest, masked."""
