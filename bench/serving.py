@@ -16,10 +16,10 @@ eqlm.programme.config published_config, imported and exported through the portal
 bench/programme_model.py does), per precision (int8 when the manifest lists `_int8` graphs):
 - the bandwidth bound, tokens/s = 1 / (depth x block bytes / block bandwidth + head bytes / head bandwidth);
 - one reader's greedy tokens/s on the runtime (eqlm.generation.Generator, `--threads`) and its fraction of it;
-- 1, 2, 4 and 8 concurrent greedy streaming /v1/completions clients (depth 12, over real HTTP to an in-process
-  threaded server; after an unmeasured round of 8 clients of 8 tokens): aggregate tokens/s, the median of
-  `--rounds` rounds (3), and its fraction of the roofline at that batch, min(compute, bandwidth x arithmetic
-  intensity); p50 and p95 time to first token under 8 clients, over every round's requests.
+- 1, 2, 4 and 8 concurrent greedy streaming /v1/completions clients (depth 12, from a process of their own over real
+  HTTP to a threaded server in the bench's process; after an unmeasured round of 8 clients of 8 tokens): aggregate
+  tokens/s, the median of `--rounds` rounds (3), and its fraction of the roofline at that batch, min(compute,
+  bandwidth x arithmetic intensity); p50 and p95 time to first token under 8 clients, over every round's requests.
 Last, the 80k demo's bench/generate.py figures, in the same run (the small models must not get slower).
 The load average is printed before and after. Targets (one reader >= 60% of the bandwidth bound; 8 clients >= 3x
 one client and >= 50% of the batch-8 roofline; int8 one reader >= 2.5x fp32) are marked met or NOT met.

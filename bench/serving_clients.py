@@ -102,13 +102,22 @@ def _stream_one(url: str, body: dict, out: Clients, counts: list[int], lock: thr
 
 
 def concurrent_clients(server, slug: str, clients: int, tokens: int, depth: int, precision: str = "fp32") -> Clients:
-    """`clients` greedy streaming /v1/completions at once, each for `tokens` tokens at `depth`; the clock starts once
-    every client is built."""
+    """`clients` greedy streaming /v1/completions at once, each for `tokens` tokens at `depth`, from a process of
+    their own (as clients are: the server's interpreter holds only the server's work); the clock starts once every
+    client is built."""
+    import multiprocessing
+
     url = f"http://127.0.0.1:{server.server_port}/v1/completions"
     body = {"model": slug, "prompt": PROMPT, "max_tokens": tokens, "temperature": 0, "depth": depth, "stream": True,
             "stream_options": {"include_usage": True}}  # fmt: skip
     if precision != "fp32":
         body["precision"] = precision
+    with multiprocessing.get_context("spawn").Pool(1) as pool:
+        return pool.apply(_round, (url, body, clients))
+
+
+def _round(url: str, body: dict, clients: int) -> Clients:
+    """One round of concurrent_clients, in the clients' process."""
     out, counts, lock = Clients(clients), [], threading.Lock()
     ready = threading.Barrier(clients + 1)
     args = (url, body, out, counts, lock, ready)
