@@ -1,5 +1,8 @@
 """Fixtures of the eqlm tests (no database)."""
 
+import shutil
+from pathlib import Path
+
 import pytest
 import torch
 
@@ -24,3 +27,28 @@ def worker_threads():
     use_cpu_threads()
     yield
     torch.set_num_threads(threads)
+
+
+MODELS = Path(__file__).resolve().parents[2] / "models"
+
+
+def _with_int8(tmp_path_factory, model: str) -> Path:
+    """A copy of a bundled model's export with its int8 graphs (built on request: the bundled exports are fp32)."""
+    from eqlm.quantize import add_int8
+
+    export = tmp_path_factory.mktemp(f"{model}-int8") / "onnx"
+    shutil.copytree(MODELS / model / "onnx", export)
+    add_int8(export)
+    return export
+
+
+@pytest.fixture(scope="session")
+def demo_int8(tmp_path_factory):
+    """eqlm-demo with its int8 graphs."""
+    return _with_int8(tmp_path_factory, "eqlm-demo")
+
+
+@pytest.fixture(scope="session")
+def explicit_int8(tmp_path_factory):
+    """explicit-demo with its int8 graphs."""
+    return _with_int8(tmp_path_factory, "explicit-demo")

@@ -4,7 +4,6 @@ eqlm-demo is trained (random weights would put near-ties everywhere, and a tie i
 """
 
 import os
-import shutil
 import threading
 from contextlib import contextmanager
 from pathlib import Path
@@ -450,28 +449,6 @@ def test_a_programme_explicit_export_batches_its_layers_and_each_request_equals_
     _run_together(batched, requests, results)
     assert results == lone
     assert batched.scheduler.largest >= 2
-
-
-@pytest.fixture(scope="module")
-def explicit_int8(tmp_path_factory):
-    """explicit-demo with its int8 graphs."""
-    from eqlm.quantize import add_int8
-
-    export = tmp_path_factory.mktemp("explicit_int8") / "onnx"
-    shutil.copytree(EXPLICIT, export)
-    add_int8(export)
-    return export
-
-
-@pytest.fixture(scope="module")
-def demo_int8(tmp_path_factory):
-    """eqlm-demo with its int8 graphs (built on request: the bundled export is fp32 alone)."""
-    from eqlm.quantize import add_int8
-
-    export = tmp_path_factory.mktemp("int8") / "onnx"
-    shutil.copytree(DEMO, export)
-    add_int8(export)
-    return export
 
 
 def test_an_int8_row_gets_the_same_products_bit_for_bit_alone_or_beside_a_row_five_times_larger(demo_int8):

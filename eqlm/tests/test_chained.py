@@ -42,16 +42,6 @@ def same_as_one_layer_a_call(model: OnnxEqLM, prompt: list[int]) -> None:
     assert chained_cache.length == layered_cache.length == len(prompt) + 9
 
 
-@pytest.fixture(scope="module")
-def explicit_int8(tmp_path_factory):
-    from eqlm.quantize import add_int8
-
-    export = tmp_path_factory.mktemp("explicit") / "onnx"
-    shutil.copytree(EXPLICIT, export)
-    add_int8(export)
-    return export
-
-
 @pytest.mark.parametrize("precision", ["fp32", "int8"])
 def test_a_chained_pass_gives_the_logits_and_kv_of_one_layer_a_call_bit_for_bit(precision, explicit_int8):
     same_as_one_layer_a_call(OnnxEqLM(explicit_int8, precision=precision, threads=2), list(b"In the beginning"))
