@@ -46,11 +46,16 @@ class BatchedModel:
         """An explicit transformer's pass of one decoded position through its layers, batched (decoder.process)."""
         return self.scheduler.layers_pass(z, cache)
 
-    def prompt_pass(self, z: np.ndarray, cache: DecodeCache) -> list[np.ndarray] | None:
-        """An explicit transformer's prompt [1, T, D] through its layers with the other prompts (decoder.process):
-        (z_next, k and v [layers, 1, H, T, Dh]), or None when it is the only prompt (it runs its chained pass)."""
+    def prompt_pass(self, z: np.ndarray, cache: DecodeCache) -> np.ndarray | None:
+        """An explicit transformer's prompt [1, T, D] through its layers with the other prompts (decoder.process),
+        each layer's K/V written into `cache`: the last layer's output, or None when it is the only prompt (it runs
+        its chained pass)."""
         past = (x[:, :, :, : cache.length] for x in (cache.k, cache.v))
-        return self.scheduler.prompt_step(z, None, *past) if self.batches_prompts else None
+        out = self.scheduler.prompt_step(z, None, *past) if self.batches_prompts else None
+        if out is None:
+            return None
+        cache.put(slice(None), out[1], out[2])  # [layers, 1, H, T, Dh]
+        return out[0]
 
     def solve_pass(self, z, inj, cache: DecodeCache, depth: int, tol: float | None, settle: bool):
         """An EqLM's decoded position solved whole in the batch (batch_solve; decoder.process)."""

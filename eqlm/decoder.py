@@ -88,8 +88,8 @@ class OnnxEqLM:
         self.embed_sess = session(graphs["embed"])
         self.step_sess = None if self.explicit else session(graphs["step"], iteration=True)
         # an explicit transformer's layers chained into one graph (eqlm/chained.py) run its passes (chain_options:
-        # its threads); its layers one graph at a time load when first used (a batch's fp32 prompts, a solve that
-        # records its steps), so a runtime that never needs them holds its layer weights once
+        # its threads); its layers one graph at a time load when first used (a solve that records its steps), so a
+        # runtime that never needs them holds its layer weights once
         layers = [graphs[role] for role in layer_roles(self.manifest)]
         self._layer_names, self._loading = layers, threading.Lock()
         self._layer_sessions: list[ort.InferenceSession] | None = None if layers else []
@@ -306,11 +306,8 @@ def _explicit_pass(model, cache: DecodeCache, z: np.ndarray) -> np.ndarray:
     BatchedModel's `layers_pass` and `prompt_pass`, one call for every row), else in one call of its chained layers
     (eqlm/chained.py)."""
     batched = getattr(model, "layers_pass" if z.shape[1] == 1 else "prompt_pass", None)
-    if batched is not None and (out := batched(z, cache)) is not None:
-        if z.shape[1] == 1:
-            return out
-        cache.put(slice(None), out[1], out[2])
-        return out[0]
+    if batched is not None and (z_out := batched(z, cache)) is not None:
+        return z_out
     z_out, kv = model.chained_pass(z, [cache.past(slot) for slot in range(cache.slots)])
     for slot, (k, v) in enumerate(kv):
         cache.put(slot, k, v)
