@@ -160,9 +160,8 @@ def _row_quantiser(node, rank: int, opset: int, consts: list, mask: str | None =
             return helper.make_node(op, [ranged, f"{p}_axes"], [name], keepdims=1)
         return helper.make_node(op, [ranged], [name], axes=axes, keepdims=1)
 
-    for name, shape in (("per_row_flat", [-1]), (f"per_row_rank{rank}", [-1] + [1] * (rank - 1))):
-        if all(c.name != name for c in consts):
-            consts.append(numpy_helper.from_array(np.array(shape, np.int64), name))
+    shapes = (("1d", [-1]), ("nd", [-1] + [1] * len(axes)))  # a row's one value, flat and at the input's rank
+    consts += [numpy_helper.from_array(np.array(shape, np.int64), f"{p}_{name}") for name, shape in shapes]
     return [
         *([helper.make_node("Mul", [x, mask], [ranged])] if mask else []),
         reduce("ReduceMax", f"{p}_max"),
@@ -173,14 +172,13 @@ def _row_quantiser(node, rank: int, opset: int, consts: list, mask: str | None =
         helper.make_node("Div", [f"{p}_range", "per_row_qmax"], [f"{p}_scale0"]),
         helper.make_node("Max", [f"{p}_scale0", "per_row_tiny"], [scale]),  # a row of zeros: scale tiny
         helper.make_node("Sub", ["per_row_zero", f"{p}_lo"], [f"{p}_neglo"]),
-        # QuantizeLinear along the batch's axis: round(x / scale) + zero, saturated to uint8, a scale and zero per row
-        # (onnxruntime's DynamicQuantizeLinear runs the same kernel with its one scale)
-        helper.make_node("Reshape", [scale, "per_row_flat"], [f"{p}_scale1"]),
-        helper.make_node("Reshape", [f"{p}_neglo", "per_row_flat"], [f"{p}_neglo1"]),
+        # QuantizeLinear along the batch's axis (DynamicQuantizeLinear's kernel): round(x / scale) + zero, to uint8
+        helper.make_node("Reshape", [scale, f"{p}_1d"], [f"{p}_scale1"]),
+        helper.make_node("Reshape", [f"{p}_neglo", f"{p}_1d"], [f"{p}_neglo1"]),
         helper.make_node("QuantizeLinear", [f"{p}_neglo1", f"{p}_scale1"], [f"{p}_zq"], axis=0),
         helper.make_node("QuantizeLinear", [x, f"{p}_scale1", f"{p}_zq"], [xq], axis=0),
         helper.make_node("Cast", [f"{p}_zq"], [f"{p}_zi"], to=TensorProto.INT32),
-        helper.make_node("Reshape", [f"{p}_zi", f"per_row_rank{rank}"], [zero]),
+        helper.make_node("Reshape", [f"{p}_zi", f"{p}_nd"], [zero]),
     ]
 
 
