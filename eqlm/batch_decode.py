@@ -47,7 +47,7 @@ import onnxruntime as ort
 
 from .batch_pasts import BatchPasts
 from .batch_solve import Solve, iterate, prefix_mask, run_steps
-from .chained import chained_session
+from .chained import chained_session, past_inputs, stacked_outputs
 from .decoder import DecodeCache, OnnxEqLM, session_options
 
 GATHER_S = 0.002  # how long a batch waits for rows still working between their steps
@@ -198,9 +198,9 @@ class BatchScheduler:
         session, names = self.prompt_session
         feed = {"z": z, "inj": inj, "past_k": past_k, "past_v": past_v, PROMPT_VALID: prefix_mask(lengths, z.shape[1])}
         if inj is None:  # an explicit transformer's layers: (z_next, k [layers, B, H, T, Dh], v)
-            feed |= {f"past_{kv}_{i:02d}": x for kv, xs in (("k", past_k), ("v", past_v)) for i, x in enumerate(xs)}
+            feed |= past_inputs(past_k, past_v)
         out = session.run(None, {name: feed[name] for name in names})
-        return out if inj is not None else [out[0], np.stack(out[1::2]), np.stack(out[2::2])]
+        return out if inj is not None else stacked_outputs(out)
 
     def layers_pass(self, z, cache: DecodeCache) -> np.ndarray | None:
         """An explicit transformer's pass of one new position ([1, 1, D], its embedding) through every layer, run
@@ -379,8 +379,7 @@ class BatchScheduler:
         caches: list[DecodeCache] = [call.inputs[1] for call in batch]
         order = self._pasts.take(caches)  # the rows in the buffer's order
         z = np.concatenate([batch[i].inputs[0] for i in order]).astype(np.float32, copy=False)
-        z, *kv = self.sessions[0].run(None, {"z": z, **self._pasts.feed()})
-        k, v = np.stack(kv[0::2]), np.stack(kv[1::2])  # [layers, rows, H, 1, Dh]
+        z, k, v = stacked_outputs(self.sessions[0].run(None, {"z": z, **self._pasts.feed()}))  # K/V [L, B, H, 1, Dh]
         self._pasts.put(k, v)
         outputs: list = [None] * len(batch)
         for row, i in enumerate(order):

@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .batch_solve import prefix_mask
+from .batch_solve import padded_pasts, prefix_mask
+from .chained import past_inputs
 from .decoder import DecodeCache
 
 CHUNK = 8  # positions the buffer grows by (each call attends over them all, masked)
@@ -40,10 +41,7 @@ class BatchPasts:
     def feed(self) -> dict[str, np.ndarray]:
         """The chained batched layers' inputs but `z` (eqlm/chained.py): each layer's `past_k_NN` and `past_v_NN`
         [rows, H, capacity, Dh], views of the buffer, and `past_valid` [rows, capacity], each row's positions."""
-        feed = {"past_valid": prefix_mask(self.lengths, self.k.shape[3])}
-        for layer, (k, v) in enumerate(zip(self.k, self.v, strict=True)):
-            feed[f"past_k_{layer:02d}"], feed[f"past_v_{layer:02d}"] = k, v
-        return feed
+        return {"past_valid": prefix_mask(self.lengths, self.k.shape[3]), **past_inputs(self.k, self.v)}
 
     def put(self, k: np.ndarray, v: np.ndarray) -> None:
         """Each layer's K and V of the rows' new positions ([layers, rows, H, 1, Dh], rows in the buffer's order)
@@ -64,8 +62,5 @@ class BatchPasts:
     def _build(self, caches: list[DecodeCache]) -> None:
         self.caches, self.lengths = list(caches), [cache.length for cache in caches]
         capacity = -(-(max(self.lengths) + 1) // CHUNK) * CHUNK
-        first = caches[0].k
-        shape = (first.shape[0], len(caches), first.shape[2], capacity, first.shape[4])
-        self.k, self.v = np.zeros(shape, dtype=np.float32), np.zeros(shape, dtype=np.float32)
-        for row, (cache, n) in enumerate(zip(caches, self.lengths, strict=True)):
-            self.k[:, row, :, :n], self.v[:, row, :, :n] = cache.k[:, 0, :, :n], cache.v[:, 0, :, :n]
+        pasts = [(cache.k[:, 0, :, : cache.length], cache.v[:, 0, :, : cache.length]) for cache in caches]
+        self.k, self.v = padded_pasts(pasts, capacity)

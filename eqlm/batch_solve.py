@@ -45,10 +45,11 @@ def prefix_mask(lengths: list[int], width: int) -> np.ndarray:
     return (np.arange(width)[None, :] < np.asarray(lengths)[:, None]).astype(np.float32)
 
 
-def padded_pasts(pasts: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
-    """Each row's past K and V ([..., H, n, Dh], n its own) right-padded with zeros to the longest (one position at
-    least: a graph's past is never empty) and stacked, the rows' axis before H: [..., B, H, P, Dh]. One copy a row."""
-    first, p = pasts[0][0], max(1, *(k.shape[-2] for k, _ in pasts))
+def padded_pasts(pasts: list[tuple[np.ndarray, np.ndarray]], width: int = 1) -> tuple[np.ndarray, np.ndarray]:
+    """Each row's past K and V ([..., H, n, Dh], n its own) right-padded with zeros to the longest, or to `width`
+    positions if more (one at least: a graph's past is never empty), and stacked, the rows' axis before H:
+    [..., B, H, P, Dh]. One copy a row."""
+    first, p = pasts[0][0], max(width, *(k.shape[-2] for k, _ in pasts))
     shape = (*first.shape[:-3], len(pasts), first.shape[-3], p, first.shape[-1])
     out = np.empty(shape, dtype=np.float32), np.empty(shape, dtype=np.float32)
     for row, kv in enumerate(pasts):

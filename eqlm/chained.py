@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import onnxruntime as ort
 
 Z, PAST_K, PAST_V = "z", "past_k", "past_v"  # a layer graph's inputs (export_explicit.py)
@@ -90,6 +91,16 @@ def chained_model(onnx_dir: Path, names: list[str]):
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid(d, v) for d, v in sorted(opsets.items())])
     model.ir_version = layer.ir_version
     return model
+
+
+def past_inputs(past_k, past_v) -> dict[str, np.ndarray]:
+    """A chained call's past inputs from each layer's K and V (in slot order): `past_k_NN` and `past_v_NN`."""
+    return {f"{name}_{i:02d}": x for name, xs in ((PAST_K, past_k), (PAST_V, past_v)) for i, x in enumerate(xs)}
+
+
+def stacked_outputs(out: list[np.ndarray]) -> list[np.ndarray]:
+    """A chained call's outputs as [z_next, k, v], each layer's K and V stacked: [layers, B, H, T, Dh]."""
+    return [out[0], np.stack(out[1::2]), np.stack(out[2::2])]
 
 
 def chained_session(onnx_dir: Path, names: list[str], options: ort.SessionOptions) -> ort.InferenceSession:

@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 import onnxruntime as ort
 
-from .chained import chained_session
+from .chained import chained_session, past_inputs
 from .fixed_point import FixedPoint, NumpyOps, halting_rule
 from .limits import ANDERSON_PICARD_FIRST, DEFAULT_HALT, DEFAULT_SOLVER, DEFAULT_START
 from .manifest import check_controls, check_precision, is_explicit, layer_roles, precision_graphs, requested_controls
@@ -140,10 +140,7 @@ class OnnxEqLM:
     def chained_pass(self, z: np.ndarray, past: list[tuple[np.ndarray, np.ndarray]]):
         """An explicit transformer's pass of new positions through all its layers in one call (eqlm/chained.py):
         (the last layer's state, [(k, v) of each layer])."""
-        feed = {"z": z}
-        for i, (past_k, past_v) in enumerate(past):
-            feed[f"past_k_{i:02d}"], feed[f"past_v_{i:02d}"] = past_k, past_v
-        out = self.chain_session.run(None, feed)
+        out = self.chain_session.run(None, {"z": z, **past_inputs(*zip(*past, strict=True))})
         return out[0], list(zip(out[1::2], out[2::2], strict=True))
 
     def step(self, z, inj, past_k, past_v, slot: int | None = None):
